@@ -1,0 +1,34 @@
+"""`magbench demo`: ingest a generated topic haystack with needles, search it, print what happened."""
+
+from __future__ import annotations
+
+import time
+
+from tabulate import tabulate
+
+from reference import CellularMemory
+from reference.encoders import make_encoder
+
+from .generators.needles import needle_set
+
+
+def run_demo(*, encoder_name: str, size: int, path: str | None, seed: int) -> int:
+    encoder = make_encoder(encoder_name)
+    data = needle_set(size, 5, seed=seed)
+    print(f"encoder: {encoder.name} ({encoder.dim}-d); haystack: {size} documents with 5 needles")
+    with CellularMemory(path=path, encoder=encoder) as memory:
+        started = time.perf_counter()
+        ids = memory.add(data.texts)
+        print(f"ingested {len(ids)} cells in {time.perf_counter() - started:.2f} s")
+        rows = []
+        for needle in data.needles:
+            started = time.perf_counter()
+            hits = memory.search(needle.question, k=3)
+            elapsed = (time.perf_counter() - started) * 1000
+            rank = next((i + 1 for i, h in enumerate(hits) if h.id == ids[needle.position]), None)
+            rows.append([needle.question, hits[0].text[:60], f"{hits[0].score:.3f}", rank or "miss", f"{elapsed:.2f}"])
+        print(tabulate(rows, headers=["question", "best hit", "score", "needle rank", "ms"]))
+        found = sum(isinstance(row[3], int) for row in rows)
+        print(f"\nneedles in the top 3: {found}/5")
+        print(tabulate(memory.stats().as_dict().items(), headers=["stat", "value"]))
+    return 0

@@ -1,0 +1,1 @@
+"""Seeded dataset generators (no global random state; one Faker instance per generator)."""

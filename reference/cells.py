@@ -1,0 +1,133 @@
+"""Cells in columns: `CellBatch` for a write or a load, `CellTable` for everything in memory.
+
+Table rows are append-only; a deleted row is marked dead and skipped, so row numbers stay
+stable for the group and entity indexes that point at them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class CellRecord:
+    """Everything stored about one cell."""
+
+    id: str
+    text: str
+    vector: np.ndarray
+    group_id: int
+    kind: str
+    importance: float
+    timestamp: float
+    access_count: int
+    metadata: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class CellBatch:
+    """Many cells as columns (the unit of writing and loading)."""
+
+    ids: list[str]
+    texts: list[str]
+    vectors: np.ndarray
+    groups: np.ndarray
+    kinds: list[str]
+    importance: np.ndarray
+    timestamps: np.ndarray
+    access: np.ndarray
+    metadata: list[dict[str, Any]]
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+
+class CellTable:
+    """Columns of all cells ever added, with a live mask and an id → row map."""
+
+    def __init__(self, dim: int) -> None:
+        self.dim = dim
+        self._size = 0
+        self.vectors = np.zeros((0, dim), dtype=np.float32)
+        self.group = np.zeros(0, dtype=np.int64)
+        self.importance = np.zeros(0, dtype=np.float64)
+        self.timestamp = np.zeros(0, dtype=np.float64)
+        self.access = np.zeros(0, dtype=np.int64)
+        self.alive = np.zeros(0, dtype=bool)
+        self.ids: list[str] = []
+        self.texts: list[str] = []
+        self.kinds: list[str] = []
+        self.metadata: list[dict[str, Any]] = []
+        self.row_of: dict[str, int] = {}
+
+    def __len__(self) -> int:
+        return len(self.row_of)
+
+    @property
+    def size(self) -> int:
+        """Rows in use, dead ones included."""
+        return self._size
+
+    def append(self, batch: CellBatch) -> np.ndarray:
+        """Add one row per cell of `batch`; returns their row numbers."""
+        start, stop = self._size, self._size + len(batch)
+        self._reserve(stop)
+        self.vectors[start:stop] = batch.vectors
+        self.group[start:stop] = batch.groups
+        self.importance[start:stop] = batch.importance
+        self.timestamp[start:stop] = batch.timestamps
+        self.access[start:stop] = batch.access
+        self.alive[start:stop] = True
+        self.ids.extend(batch.ids)
+        self.texts.extend(batch.texts)
+        self.kinds.extend(batch.kinds)
+        self.metadata.extend(batch.metadata)
+        self.row_of.update(zip(batch.ids, range(start, stop)))
+        self._size = stop
+        return np.arange(start, stop)
+
+    def kill(self, rows: Iterable[int]) -> None:
+        """Mark rows deleted."""
+        for row in rows:
+            self.alive[row] = False
+            del self.row_of[self.ids[row]]
+
+    def live_rows(self) -> np.ndarray:
+        """Row numbers of all live cells, in insertion order."""
+        return np.flatnonzero(self.alive[: self._size])
+
+    def record(self, row: int) -> CellRecord:
+        """The full record of one row."""
+        return CellRecord(
+            id=self.ids[row],
+            text=self.texts[row],
+            vector=self.vectors[row].copy(),
+            group_id=int(self.group[row]),
+            kind=self.kinds[row],
+            importance=float(self.importance[row]),
+            timestamp=float(self.timestamp[row]),
+            access_count=int(self.access[row]),
+            metadata=dict(self.metadata[row]),
+        )
+
+    def _reserve(self, needed: int) -> None:
+        capacity = len(self.alive)
+        if needed <= capacity:
+            return
+        new_capacity = max(needed, 2 * capacity, 1024)
+        self.vectors = _grow(self.vectors, new_capacity)
+        self.group = _grow(self.group, new_capacity)
+        self.importance = _grow(self.importance, new_capacity)
+        self.timestamp = _grow(self.timestamp, new_capacity)
+        self.access = _grow(self.access, new_capacity)
+        self.alive = _grow(self.alive, new_capacity)
+
+
+def _grow(array: np.ndarray, capacity: int) -> np.ndarray:
+    grown = np.zeros((capacity, *array.shape[1:]), dtype=array.dtype)
+    grown[: len(array)] = array
+    return grown

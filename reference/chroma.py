@@ -1,0 +1,60 @@
+"""Chroma clients made one way (no telemetry, no embedding function) and errors made typed."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from .errors import BackendUnavailableError
+
+T = TypeVar("T")
+INSTALL_HINT = "pip install 'magnetic-bench'"
+
+
+def _chromadb():
+    try:
+        import chromadb
+        from chromadb.config import Settings
+    except ImportError:
+        raise BackendUnavailableError(f"chromadb is not installed; {INSTALL_HINT}") from None
+    return chromadb, Settings(anonymized_telemetry=False)
+
+
+def persistent_client(path: str):
+    """An embedded Chroma store in directory `path`."""
+    chromadb, settings = _chromadb()
+    return guarded(f"opening Chroma at {path}", chromadb.PersistentClient, path=path, settings=settings)
+
+
+def ephemeral_client():
+    """An in-process, in-memory Chroma client (shared by the whole process)."""
+    chromadb, settings = _chromadb()
+    return chromadb.EphemeralClient(settings=settings)
+
+
+def http_client(host: str, port: int):
+    """A client of a Chroma server; fails now, with a clear error, when the server is not there."""
+    chromadb, settings = _chromadb()
+    return guarded(
+        f"connecting to the Chroma server at {host}:{port}",
+        chromadb.HttpClient,
+        host=host,
+        port=port,
+        settings=settings,
+    )
+
+
+def backend_errors() -> tuple[type[BaseException], ...]:
+    """Exceptions that mean "the store failed", as opposed to a bug in the caller."""
+    import httpx
+    from chromadb.errors import ChromaError
+
+    return (ChromaError, httpx.HTTPError, OSError, ConnectionError, ValueError, RuntimeError)
+
+
+def guarded(action: str, call: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
+    """`call(*args, **kwargs)`; a store failure becomes a `BackendUnavailableError` naming the action."""
+    try:
+        return call(*args, **kwargs)
+    except backend_errors() as error:
+        raise BackendUnavailableError(f"Chroma failed while {action}: {type(error).__name__}: {error}") from error

@@ -1,0 +1,24 @@
+"""The engine's typed exceptions: one small hierarchy, every message says what to do."""
+
+
+class MagneticError(Exception):
+    """Base of every error the engine raises on purpose."""
+
+
+class InvalidInputError(MagneticError, ValueError):
+    """Text, vector, id, k or option that the engine cannot accept."""
+
+
+class DimensionMismatchError(InvalidInputError):
+    """A vector (or a store) whose dimension differs from the memory's."""
+
+
+class NotFoundError(MagneticError, KeyError):
+    """An id that the memory does not hold."""
+
+    def __str__(self) -> str:  # KeyError would repr() the message
+        return str(self.args[0]) if self.args else ""
+
+
+class BackendUnavailableError(MagneticError, ConnectionError):
+    """A Chroma server, an Ollama server or an optional package that cannot be reached."""

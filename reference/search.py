@@ -1,0 +1,115 @@
+"""Three-stage search: centroids → per-group searches → entity boost → flat fill.
+
+Stage 1 ranks the live groups' centroids and keeps the best `group_top_k`. Stage 2 searches
+those groups' cells, in parallel on the thread pool when the index is I/O-bound (Chroma) or the
+groups hold at least `parallel_min_cells` cells (below that, the hand-off to a thread costs more
+than a NumPy block product: about 100 µs against 30 µs for 1,000 cells of 384 dimensions).
+Stage 3 looks the query's entities up in the exact-match index: cells that mention them are
+scored directly and boosted by `entity_boost` times the share of the query's entities they
+mention (their groups are thereby searched too). If fewer than `k` candidates score above
+`min_score`, an exact flat search over every cell fills in.
+"""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+
+import numpy as np
+
+from .cells import CellTable
+from .clustering import GroupState
+from .config import MemoryConfig
+from .entities import EntityIndex
+from .index import GroupIndex, top_k
+
+
+@dataclass(frozen=True)
+class Candidates:
+    """Rows and their similarity-mode scores (cosine + entity boost), best first, rows unique."""
+
+    rows: np.ndarray
+    scores: np.ndarray
+    used_fallback: bool
+
+
+class ThreeStageSearch:
+    """Runs the pipeline over the engine's derived state (read-only)."""
+
+    def __init__(self, config: MemoryConfig, pool: ThreadPoolExecutor) -> None:
+        self.config = config
+        self.pool = pool
+
+    def run(
+        self,
+        query: np.ndarray,
+        k: int,
+        query_entities: frozenset[str],
+        *,
+        table: CellTable,
+        groups: GroupState,
+        index: GroupIndex,
+        entities: EntityIndex,
+    ) -> Candidates:
+        scores: dict[int, float] = {}
+        for row, score in zip(*self._group_stage(query, k, groups, index)):
+            scores[row] = score
+        if self.config.use_entities and query_entities:
+            for row, score in self._entity_stage(query, query_entities, table, entities).items():
+                scores[row] = score
+        rows, values = _ranked(scores, k)
+        used_fallback = int(np.count_nonzero(values > self.config.min_score)) < k
+        if used_fallback:
+            for row, score in zip(*_flat(query, k, table)):
+                scores.setdefault(row, score)
+            rows, values = _ranked(scores, k)
+        return Candidates(rows, values, used_fallback)
+
+    def _group_stage(
+        self, query: np.ndarray, k: int, groups: GroupState, index: GroupIndex
+    ) -> tuple[list[int], list[float]]:
+        active = groups.active_ids()
+        if len(active) == 0:
+            return [], []
+        similarity = groups.centroids()[active] @ query
+        chosen = active[top_k(similarity, self.config.group_top_k)]
+        probed_cells = int(groups.counts[chosen].sum())
+        if len(chosen) > 1 and (index.io_bound or probed_cells >= self.config.parallel_min_cells):
+            results = list(self.pool.map(lambda group: index.search(group, query, k), chosen.tolist()))
+        else:
+            results = [index.search(group, query, k) for group in chosen.tolist()]
+        rows = np.concatenate([r for r, _ in results]).tolist()
+        values = np.concatenate([s for _, s in results]).astype(np.float64).tolist()
+        return rows, values
+
+    def _entity_stage(
+        self, query: np.ndarray, query_entities: frozenset[str], table: CellTable, entities: EntityIndex
+    ) -> dict[int, float]:
+        matched = entities.matches(query_entities)
+        if not matched:
+            return {}
+        rows = np.fromiter(matched, dtype=np.int64, count=len(matched))
+        shares = np.fromiter(matched.values(), dtype=np.float64, count=len(matched)) / len(query_entities)
+        cosines = table.vectors[rows] @ query
+        boosted = cosines.astype(np.float64) + self.config.entity_boost * shares
+        return dict(zip(rows.tolist(), boosted.tolist()))
+
+
+def flat_search(query: np.ndarray, k: int, table: CellTable) -> tuple[np.ndarray, np.ndarray]:
+    """Exact top-k over every live cell."""
+    scores = table.vectors[: table.size] @ query
+    scores[~table.alive[: table.size]] = -np.inf
+    best = top_k(scores, min(k, len(table)))
+    return best, scores[best]
+
+
+def _flat(query: np.ndarray, k: int, table: CellTable) -> tuple[list[int], list[float]]:
+    rows, scores = flat_search(query, k, table)
+    return rows.tolist(), scores.astype(np.float64).tolist()
+
+
+def _ranked(scores: dict[int, float], k: int) -> tuple[np.ndarray, np.ndarray]:
+    rows = np.fromiter(scores, dtype=np.int64, count=len(scores))
+    values = np.fromiter(scores.values(), dtype=np.float64, count=len(scores))
+    best = top_k(values, min(k, len(values)))
+    return rows[best], values[best]

@@ -1,0 +1,140 @@
+"""The master store of cells: the persistent source of truth (`{namespace}_cells` in Chroma).
+
+Groups, per-group indexes and the entity index are derived from it on open. `NullStore`
+stands in when nothing is persisted (`path=None`, no client).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any, Protocol
+
+import numpy as np
+
+from .cells import CellBatch, CellRecord
+from .chroma import guarded
+from .errors import DimensionMismatchError
+
+
+class CellStore(Protocol):
+    persistent: bool
+
+    def load(self) -> CellBatch | None: ...
+    def put(self, batch: CellBatch) -> None: ...
+    def update(self, records: Sequence[CellRecord]) -> None: ...
+    def delete(self, ids: Sequence[str]) -> None: ...
+
+
+class NullStore:
+    """Keeps nothing: the in-memory table is all there is."""
+
+    persistent = False
+
+    def load(self) -> CellBatch | None:
+        return None
+
+    def put(self, batch: CellBatch) -> None:
+        pass
+
+    def update(self, records: Sequence[CellRecord]) -> None:
+        pass
+
+    def delete(self, ids: Sequence[str]) -> None:
+        pass
+
+
+class ChromaCellStore:
+    """Cells in one cosine-space Chroma collection; engine fields in each cell's metadata."""
+
+    persistent = True
+
+    def __init__(self, client: Any, namespace: str, dim: int) -> None:
+        self._client = client
+        self.name = f"{namespace}_cells"
+        self._collection = guarded(
+            f"opening collection {self.name}",
+            client.get_or_create_collection,
+            self.name,
+            embedding_function=None,
+            configuration={"hnsw": {"space": "cosine"}},
+            metadata={"dim": dim},
+        )
+        stored_dim = (self._collection.metadata or {}).get("dim", dim)
+        if stored_dim != dim:
+            raise DimensionMismatchError(
+                f"collection {self.name} holds {stored_dim}-d vectors but the encoder makes {dim}-d ones; "
+                "open it with the encoder it was built with, or use another path or namespace"
+            )
+        self._batch = guarded("reading the batch limit", client.get_max_batch_size)
+        self._next_seq = 0
+
+    def load(self) -> CellBatch | None:
+        result = guarded(f"reading {self.name}", self._collection.get, include=["embeddings", "documents", "metadatas"])
+        if not result["ids"]:
+            return None
+        metas = result["metadatas"]
+        order = np.argsort([m["seq"] for m in metas], kind="stable").tolist()
+        metas = [metas[i] for i in order]
+        self._next_seq = metas[-1]["seq"] + 1
+        return CellBatch(
+            ids=[result["ids"][i] for i in order],
+            texts=[result["documents"][i] for i in order],
+            vectors=np.asarray(result["embeddings"], dtype=np.float32)[order],
+            groups=np.asarray([m["group"] for m in metas], dtype=np.int64),
+            kinds=[str(m["kind"]) for m in metas],
+            importance=np.asarray([m["importance"] for m in metas], dtype=np.float64),
+            timestamps=np.asarray([m["timestamp"] for m in metas], dtype=np.float64),
+            access=np.asarray([m["access"] for m in metas], dtype=np.int64),
+            metadata=[json.loads(m["meta"]) for m in metas],
+        )
+
+    def put(self, batch: CellBatch) -> None:
+        """Add a batch, all or nothing: a failed write removes what it wrote before raising."""
+        written = 0
+        try:
+            for start in range(0, len(batch), self._batch):
+                stop = min(start + self._batch, len(batch))
+                self._write(batch, start, stop)
+                written = stop
+        except Exception:
+            if written:
+                self._collection.delete(ids=batch.ids[:written])
+            raise
+        self._next_seq += len(batch)
+
+    def update(self, records: Sequence[CellRecord]) -> None:
+        """Rewrite the mutable engine fields (group, access count); Chroma merges metadata keys."""
+        for start in range(0, len(records), self._batch):
+            chunk = records[start : start + self._batch]
+            ids = [r.id for r in chunk]
+            metadatas = [{"group": r.group_id, "access": r.access_count} for r in chunk]
+            guarded(f"updating {self.name}", self._collection.update, ids=ids, metadatas=metadatas)
+
+    def delete(self, ids: Sequence[str]) -> None:
+        for start in range(0, len(ids), self._batch):
+            chunk = list(ids[start : start + self._batch])
+            guarded(f"deleting from {self.name}", self._collection.delete, ids=chunk)
+
+    def _write(self, batch: CellBatch, start: int, stop: int) -> None:
+        seq = self._next_seq
+        metadatas = [
+            {
+                "seq": seq + i,
+                "group": int(batch.groups[i]),
+                "kind": batch.kinds[i],
+                "importance": float(batch.importance[i]),
+                "timestamp": float(batch.timestamps[i]),
+                "access": int(batch.access[i]),
+                "meta": json.dumps(batch.metadata[i], ensure_ascii=False),
+            }
+            for i in range(start, stop)
+        ]
+        guarded(
+            f"writing to {self.name}",
+            self._collection.add,
+            ids=batch.ids[start:stop],
+            embeddings=batch.vectors[start:stop],
+            documents=batch.texts[start:stop],
+            metadatas=metadatas,
+        )

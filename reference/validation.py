@@ -1,0 +1,90 @@
+"""Checks on everything that enters the engine: texts, vectors, ids and k.
+
+Each check raises a typed error before any state changes, so a failed call loses nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from .errors import DimensionMismatchError, InvalidInputError
+
+MAX_TEXT_CHARS = 1_000_000
+
+
+def check_texts(texts: Any) -> list[str]:
+    """A non-empty list of non-blank strings of at most `MAX_TEXT_CHARS` characters."""
+    if isinstance(texts, str):
+        texts = [texts]
+    if not isinstance(texts, Sequence) or len(texts) == 0:
+        raise InvalidInputError("texts must be a non-empty string or a non-empty list of strings")
+    for position, text in enumerate(texts):
+        check_text(text, what=f"texts[{position}]")
+    return list(texts)
+
+
+def check_text(text: Any, *, what: str = "text") -> str:
+    """One non-blank string of bounded length (NUL bytes are rejected: stores truncate at them)."""
+    if not isinstance(text, str):
+        raise InvalidInputError(f"{what} must be a str, got {type(text).__name__}")
+    if not text.strip():
+        raise InvalidInputError(f"{what} is empty or only whitespace; pass some text")
+    if len(text) > MAX_TEXT_CHARS:
+        raise InvalidInputError(f"{what} has {len(text):,} characters, above the limit of {MAX_TEXT_CHARS:,}; split it")
+    if "\x00" in text:
+        raise InvalidInputError(f"{what} contains a NUL character; remove it")
+    return text
+
+
+def unit_rows(vectors: Any, *, dim: int | None, what: str = "vectors") -> np.ndarray:
+    """A 2-D float32 array of L2-normalised rows; rejects NaN, inf, zero rows and a wrong dimension."""
+    try:
+        matrix = np.asarray(vectors)
+        if matrix.dtype.kind not in "fiu":
+            matrix = matrix.astype(np.float64)
+    except (TypeError, ValueError) as error:
+        raise InvalidInputError(f"{what} must be numeric arrays of one length: {error}") from None
+    if matrix.ndim == 1:
+        matrix = matrix[None, :]
+    if matrix.ndim != 2 or matrix.shape[0] == 0 or matrix.shape[1] == 0:
+        raise InvalidInputError(f"{what} must be a non-empty 2-D array, got shape {matrix.shape}")
+    if dim is not None and matrix.shape[1] != dim:
+        raise DimensionMismatchError(
+            f"{what} have dimension {matrix.shape[1]} but this memory holds {dim}-d vectors; "
+            "use the same encoder for every call"
+        )
+    finite = np.isfinite(matrix).all(axis=1)
+    if not finite.all():
+        raise InvalidInputError(f"{what}[{int(np.flatnonzero(~finite)[0])}] contains NaN or infinity")
+    scale = np.abs(matrix).max(axis=1)
+    if not scale.all():
+        raise InvalidInputError(f"{what}[{int(np.flatnonzero(scale == 0)[0])}] is a zero vector; it has no direction")
+    if matrix.dtype != np.float32 or (scale > 1e18).any() or (scale < 1e-18).any():
+        matrix = (matrix / scale[:, None]).astype(np.float32)  # rescale first: no float32 overflow
+    norms = np.sqrt(np.einsum("ij,ij->i", matrix, matrix))
+    return matrix / norms[:, None]
+
+
+def check_k(k: Any) -> int:
+    """A positive integer number of results."""
+    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k <= 0:
+        raise InvalidInputError(f"k must be a positive integer, got {k!r}")
+    return int(k)
+
+
+def check_ids(ids: Any) -> list[str]:
+    """A list of string ids (a single id is accepted)."""
+    if isinstance(ids, str):
+        ids = [ids]
+    if not isinstance(ids, Sequence) or not all(isinstance(i, str) and i for i in ids):
+        raise InvalidInputError("ids must be a non-empty string or a list of non-empty strings")
+    return list(ids)
+
+
+def check_same_length(name: str, values: Sequence[Any] | None, expected: int) -> None:
+    """Per-item arguments must have one value per text."""
+    if values is not None and len(values) != expected:
+        raise InvalidInputError(f"{name} has {len(values)} items but there are {expected} texts")

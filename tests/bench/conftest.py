@@ -1,0 +1,49 @@
+"""Shared 100K data for the engine benchmarks, and a summary of ratios written at the end.
+
+Figures come from pytest-benchmark's own statistics in this run; nothing is typed by hand.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from harness.generators.vectors import clustered_unit_vectors, exact_top_k
+
+N = int(os.environ.get("MAGBENCH_PERF_N", "100000"))
+QUERIES = 200
+FIGURES: dict[str, float] = {}
+
+
+@pytest.fixture(scope="session")
+def data():
+    return clustered_unit_vectors(N, dim=384, clusters=100, queries=QUERIES, seed=7)
+
+
+@pytest.fixture(scope="session")
+def truth(data):
+    return exact_top_k(data.vectors, data.queries, 10)
+
+
+def record(name: str, value: float) -> None:
+    FIGURES[name] = value
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    if not FIGURES:
+        return
+    derived = dict(FIGURES)
+    if {"numpy_search_s", "brute_force_s"} <= derived.keys():
+        derived["speedup_vs_brute_force"] = derived["brute_force_s"] / derived["numpy_search_s"]
+    lines = [f"| {name} | {value:.6g} |" for name, value in sorted(derived.items())]
+    table = "\n".join(
+        [f"Engine figures at N = {N:,} (medians of this run)", "", "| figure | value |", "|---|---|", *lines]
+    )
+    out = Path(session.config.rootpath) / "reports" / "perf-summary.md"
+    out.parent.mkdir(exist_ok=True)
+    out.write_text(table + "\n")
+    out.with_suffix(".json").write_text(json.dumps(derived, indent=2))
+    session.config.get_terminal_writer().line("\n" + table)

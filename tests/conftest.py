@@ -1,0 +1,40 @@
+"""Fixtures shared by every suite: encoders, stand-in servers, per-test Chroma directories."""
+
+from __future__ import annotations
+
+import os
+import socket
+
+import pytest
+
+from reference.encoders import MockEncoder
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+
+@pytest.fixture(scope="session")
+def mock_encoder() -> MockEncoder:
+    return MockEncoder(dim=384)
+
+
+@pytest.fixture(scope="session")
+def minilm_encoder():
+    from reference.encoders import SentenceTransformerEncoder
+
+    return SentenceTransformerEncoder()
+
+
+@pytest.fixture
+def ollama_standin():
+    from tests.standins import OllamaStandIn
+
+    with OllamaStandIn() as server:
+        yield server
+
+
+@pytest.fixture
+def dead_port() -> int:
+    """A 127.0.0.1 port where nothing listens."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]

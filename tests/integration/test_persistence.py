@@ -1,0 +1,97 @@
+"""Embedded Chroma persistence: reopen restores everything, across processes too."""
+
+import json
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+from reference import BackendUnavailableError, CellularMemory, DimensionMismatchError, MemoryConfig
+from reference.chroma import http_client
+from reference.encoders import MockEncoder
+
+TEXTS = [
+    f"note {i}: {topic} {detail}"
+    for i, (topic, detail) in enumerate(
+        (t, d)
+        for t in ("cats purr softly", "markets fell sharply", "Project Falcon ships in May", "rain in Lisbon")
+        for d in ("today", "yesterday", "again", "as expected", "said Maria Lopez")
+    )
+]
+QUERIES = ["cats purring", "Project Falcon", "market crash", "Maria Lopez", "weather in Lisbon"]
+
+
+def answers(mem: CellularMemory) -> list[list[tuple[str, float, int]]]:
+    return [[(h.id, round(h.score, 6), h.group_id) for h in mem.search(q, k=5)] for q in QUERIES]
+
+
+@pytest.mark.parametrize("backend", ["numpy", "chroma"])
+def test_reopen_restores_cells_groups_entities_and_access(tmp_path, backend):
+    config = MemoryConfig(group_backend=backend)
+    with CellularMemory(path=str(tmp_path), encoder=MockEncoder(), config=config) as mem:
+        mem.add(TEXTS, metadata=[{"i": i} for i in range(len(TEXTS))])
+        mem.delete(mem.ids()[:3])
+        stats_before, ids_before = mem.stats(), mem.ids()
+        centroids_before = mem._groups.centroids()[mem._groups.active_ids()]
+        before = answers(mem)
+        accessed = {i: mem.get(i).access_count for i in ids_before}
+    with CellularMemory(path=str(tmp_path), encoder=MockEncoder(), config=config) as mem:
+        assert mem.stats() == stats_before and mem.ids() == ids_before
+        np.testing.assert_allclose(mem._groups.centroids()[mem._groups.active_ids()], centroids_before, atol=1e-6)
+        assert {i: mem.get(i).access_count for i in ids_before} == accessed
+        assert mem.get(ids_before[0]).metadata == {"i": 3}
+        assert answers(mem) == before
+
+
+def test_a_memory_written_by_another_process_reads_back_identically(tmp_path):
+    script = textwrap.dedent(f"""
+        import json, sys
+        sys.path.insert(0, {str(__import__("pathlib").Path(__file__).parents[2])!r})
+        from reference import CellularMemory
+        from reference.encoders import MockEncoder
+        from tests.integration.test_persistence import TEXTS, answers
+        with CellularMemory(path={str(tmp_path)!r}, encoder=MockEncoder()) as mem:
+            mem.add(TEXTS)
+            print(json.dumps(answers(mem)))
+    """)
+    written = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, check=True)
+    before = json.loads(written.stdout.strip().splitlines()[-1])
+    with CellularMemory(path=str(tmp_path), encoder=MockEncoder()) as mem:
+        assert len(mem) == len(TEXTS)
+        assert json.loads(json.dumps(answers(mem))) == before
+
+
+def test_reopening_with_another_dimension_is_refused(tmp_path):
+    with CellularMemory(path=str(tmp_path), encoder=MockEncoder(384)) as mem:
+        mem.add("hello")
+    with pytest.raises(DimensionMismatchError, match="384"):
+        CellularMemory(path=str(tmp_path), encoder=MockEncoder(128))
+
+
+def test_unreachable_chroma_server_is_a_clear_error(dead_port):
+    with pytest.raises(BackendUnavailableError, match="Chroma server"):
+        http_client("127.0.0.1", dead_port)
+
+
+def test_a_failed_store_write_adds_nothing(tmp_path, monkeypatch):
+    with CellularMemory(path=str(tmp_path), encoder=MockEncoder()) as mem:
+        mem.add(TEXTS[:3])
+        collection = mem._store._collection
+        real_add = collection.add
+        calls = []
+
+        def fail_second_chunk(**kwargs):
+            calls.append(1)
+            if len(calls) == 2:
+                raise RuntimeError("disk full")
+            return real_add(**kwargs)
+
+        monkeypatch.setattr(mem._store, "_batch", 2)
+        monkeypatch.setattr(collection, "add", fail_second_chunk)
+        with pytest.raises(BackendUnavailableError, match="disk full"):
+            mem.add(TEXTS[3:8])
+        assert len(mem) == 3 and collection.count() == 3
+    with CellularMemory(path=str(tmp_path), encoder=MockEncoder()) as mem:
+        assert len(mem) == 3

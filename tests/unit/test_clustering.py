@@ -1,0 +1,92 @@
+"""Leader clustering: hand-computed cases on 2-D unit vectors."""
+
+import numpy as np
+import pytest
+
+from reference.clustering import GroupState, LeaderClustering
+
+
+def unit(*angles_degrees: float) -> np.ndarray:
+    radians = np.radians(angles_degrees)
+    return np.stack([np.cos(radians), np.sin(radians)], axis=1).astype(np.float32)
+
+
+def clustering(threshold: float = 0.6, max_groups: int = 100, chunk: int = 64) -> LeaderClustering:
+    return LeaderClustering(join_threshold=threshold, max_groups=max_groups, chunk=chunk)
+
+
+def test_close_vectors_share_a_group_and_far_ones_found_new_groups():
+    # cos(0°,30°)=0.87 > 0.6 joins; cos(0°,90°)=0 founds; cos(90°,100°)=0.98 joins the second
+    groups, state = clustering().assign(GroupState.empty(2), unit(0, 30, 90, 100))
+    assert groups.tolist() == [0, 0, 1, 1]
+    assert state.counts.tolist() == [2, 2]
+
+
+def test_threshold_is_strict():
+    # cos(0°, 60°) = 0.5 exactly: with threshold 0.5 it must NOT join
+    groups, _ = clustering(threshold=0.5).assign(GroupState.empty(2), unit(0, 60))
+    assert groups.tolist() == [0, 1]
+
+
+def test_centroid_is_the_normalised_true_mean():
+    _, state = clustering().assign(GroupState.empty(2), unit(0, 40))
+    mean = unit(0, 40).astype(np.float64).sum(axis=0)
+    np.testing.assert_allclose(state.sums[0], mean, rtol=1e-6)
+    np.testing.assert_allclose(state.centroids()[0], unit(20)[0], atol=1e-6)
+
+
+def test_later_item_in_a_batch_joins_a_group_founded_earlier_in_the_batch():
+    state = clustering().assign(GroupState.empty(2), unit(0))[1]
+    groups, state = clustering().assign(state, unit(180, 170, 5))
+    assert groups.tolist() == [1, 1, 0]
+
+
+def test_assign_is_pure_until_the_caller_commits():
+    before = clustering().assign(GroupState.empty(2), unit(0))[1]
+    counts, sums = before.counts.copy(), before.sums.copy()
+    clustering().assign(before, unit(10, 120))
+    assert before.counts.tolist() == counts.tolist()
+    np.testing.assert_array_equal(before.sums, sums)
+
+
+def test_chunks_see_the_groups_of_earlier_chunks():
+    groups, _ = clustering(chunk=1).assign(GroupState.empty(2), unit(0, 10, 20, 90))
+    assert groups.tolist() == [0, 0, 0, 1]
+
+
+def test_group_count_never_exceeds_max_groups_and_extra_cells_join_the_nearest():
+    groups, state = clustering(max_groups=2).assign(GroupState.empty(2), unit(0, 90, 180, 265))
+    assert state.n_active == 2
+    # 180°: cos 0 to 90° beats cos -1 to 0°; 265°: cos(265°) = -0.09 to 0° beats cos(175°) = -0.996 to 90°
+    assert groups.tolist() == [0, 1, 1, 0]
+
+
+def test_bound_holds_across_calls():
+    state = clustering(max_groups=3).assign(GroupState.empty(2), unit(0, 120))[1]
+    groups, state = clustering(max_groups=3).assign(state, unit(250, 60, 190))
+    assert state.n_active == 3
+    # 250° founds group 2 (the last room); 60° is 0.5 from both 0° and 120° (the first wins);
+    # 190° is 0.5 from the new 250° group and 0.34 from 120°: the new group is nearer
+    assert groups.tolist() == [2, 0, 2]
+
+
+def test_removing_members_updates_the_mean_and_empties_groups_exactly():
+    groups, state = clustering().assign(GroupState.empty(2), unit(0, 40, 90))
+    vectors = unit(0, 40, 90)
+    state.remove_members(groups[:1], vectors[:1])
+    np.testing.assert_allclose(state.centroids()[0], unit(40)[0], atol=1e-6)
+    state.remove_members(groups[1:2], vectors[1:2])
+    assert state.counts[0] == 0 and not state.sums[0].any()
+    assert state.active_ids().tolist() == [1]
+
+
+@pytest.mark.parametrize("chunk", [1, 7, 1000])
+def test_clustered_data_recovers_the_true_clusters(chunk):
+    from harness.generators.vectors import clustered_unit_vectors
+
+    data = clustered_unit_vectors(600, dim=64, clusters=6, spread=0.5, seed=3)
+    vectors, labels = data.vectors, data.labels
+    groups, state = clustering(chunk=chunk).assign(GroupState.empty(64), vectors)
+    assert state.n_active == 6
+    pairs = {(int(g), int(label)) for g, label in zip(groups, labels)}
+    assert len(pairs) == 6  # a one-to-one map between groups and true clusters
