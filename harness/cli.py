@@ -1,10 +1,11 @@
-"""The `magbench` command line."""
+"""The `magbench` command line: run the benchmark, compare two runs, try the engine."""
 
 from __future__ import annotations
 
 import argparse
 import logging
 import sys
+from pathlib import Path
 
 from reference.encoders import ENCODER_NAMES
 
@@ -13,6 +14,19 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="magbench", description=__doc__)
     parser.add_argument("-v", "--verbose", action="store_true", help="log what the engine decides")
     commands = parser.add_subparsers(dest="command", required=True)
+
+    run = commands.add_parser("run", help="run the benchmark and write a report under reports/")
+    run.add_argument("--quick", action="store_true", help="small sizes and fewer seeds (about 3 minutes)")
+    run.add_argument("--dataset", help="evaluate a BEIR-format directory (corpus.jsonl, queries.jsonl, qrels/)")
+    run.add_argument("--encoder", choices=ENCODER_NAMES, help="one encoder instead of the plan's (mock and minilm)")
+    run.add_argument("--systems", help="comma-separated registry names or module:factory specs")
+    run.add_argument("--out", type=Path, help="report directory (default reports/<timestamp>)")
+
+    compare = commands.add_parser("compare", help="diff two runs; exit 1 on a regression")
+    compare.add_argument("run_a", help="the baseline run directory (or its results.json)")
+    compare.add_argument("run_b", help="the new run directory (or its results.json)")
+    compare.add_argument("--latency-tolerance", type=float, default=0.25, help="relative p50 slowdown allowed")
+    compare.add_argument("--recall-tolerance", type=float, default=0.01, help="absolute recall@10 drop allowed")
 
     demo = commands.add_parser("demo", help="ingest a generated haystack with needles and search it")
     demo.add_argument("--encoder", choices=ENCODER_NAMES, default="auto")
@@ -25,11 +39,36 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, format="%(message)s")
-    if args.command == "demo":
-        from .demo import run_demo
+    if args.command == "run":
+        from .plan import RunPlan
+        from .run import run_benchmark
 
-        return run_demo(encoder_name=args.encoder, size=args.size, path=args.path, seed=args.seed)
-    return 2
+        systems = tuple(s.strip() for s in args.systems.split(",") if s.strip()) if args.systems else None
+        run_benchmark(
+            RunPlan.quick() if args.quick else RunPlan(),
+            out=args.out,
+            dataset=args.dataset,
+            encoder=args.encoder,
+            systems=systems,
+            command=" ".join(["magbench", *(argv or sys.argv[1:])]),
+        )
+        return 0
+    if args.command == "compare":
+        from .compare import compare, load_results, render
+
+        changes, flips = compare(
+            load_results(args.run_a),
+            load_results(args.run_b),
+            latency_tolerance=args.latency_tolerance,
+            recall_tolerance=args.recall_tolerance,
+        )
+        print(render(changes, flips))
+        regressions = [c for c in changes if c.regression]
+        print(f"\n{len(regressions)} regression(s) beyond tolerance")
+        return 1 if regressions else 0
+    from .demo import run_demo
+
+    return run_demo(encoder_name=args.encoder, size=args.size, path=args.path, seed=args.seed)
 
 
 if __name__ == "__main__":

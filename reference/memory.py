@@ -7,6 +7,7 @@ import os
 import threading
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 from datetime import datetime
 from typing import Any, Literal
 
@@ -29,6 +30,19 @@ from .validation import check_ids, check_k, check_same_length, check_text, check
 
 Mode = Literal["similarity", "memory"]
 DEFAULT_CONFIG = MemoryConfig()
+SEARCH_OPTIONS = frozenset(
+    {
+        "group_top_k",
+        "min_score",
+        "entity_boost",
+        "use_entities",
+        "score_threshold",
+        "weights",
+        "half_life_days",
+        "access_saturation",
+        "parallel_min_cells",
+    }
+)
 MEMORY_MODE_POOL = 4
 """In memory mode the similarity stage fetches this many times k candidates to re-rank."""
 
@@ -134,20 +148,28 @@ class CellularMemory:
 
     # ---- reading -------------------------------------------------------------------------
 
-    def search(self, query: str | Any, k: int = 10, *, mode: Mode = "similarity") -> list[Hit]:
-        """The best `k` cells for a text or a vector; scores are higher-is-better, sorted, ids unique."""
-        return self.search_batch([query], k, mode=mode)[0]
+    def search(self, query: str | Any, k: int = 10, *, mode: Mode = "similarity", vector: Any = None) -> list[Hit]:
+        """The best `k` cells for a text or a vector; scores are higher-is-better, sorted, ids unique.
 
-    def search_batch(self, queries: Sequence[str | Any], k: int = 10, *, mode: Mode = "similarity") -> list[list[Hit]]:
-        """`search` for many queries; texts are encoded in one batch."""
+        With a text query, `vector` (its embedding, if you already have it) skips the encoder; the
+        text still feeds the entity index.
+        """
+        vectors = None if vector is None else [vector]
+        return self.search_batch([query], k, mode=mode, vectors=vectors)[0]
+
+    def search_batch(
+        self, queries: Sequence[str | Any], k: int = 10, *, mode: Mode = "similarity", vectors: Any = None
+    ) -> list[list[Hit]]:
+        """`search` for many queries; texts without given `vectors` are encoded in one batch."""
         k = check_k(k)
         if mode not in ("similarity", "memory"):
             raise InvalidInputError(f"mode must be 'similarity' or 'memory', got {mode!r}")
         if isinstance(queries, str) or not isinstance(queries, Sequence) or len(queries) == 0:
             raise InvalidInputError("queries must be a non-empty list of strings or vectors")
-        vectors, query_entities = self._encode_queries(queries)
+        check_same_length("vectors", vectors, len(queries))
+        matrix, query_entities = self._encode_queries(queries, vectors)
         with self._guard():
-            return [self._search_one(vector, k, entities, mode) for vector, entities in zip(vectors, query_entities)]
+            return [self._search_one(row, k, entities, mode) for row, entities in zip(matrix, query_entities)]
 
     def get(self, cell_id: str) -> CellRecord:
         """The full record of one cell."""
@@ -169,6 +191,15 @@ class CellularMemory:
         """Counts, group-size distribution and configuration, for reports and dashboards."""
         with self._guard():
             return memory_stats(self)
+
+    def set_search_options(self, **changes: Any) -> None:
+        """Change query-time settings (e.g. `group_top_k`, `entity_boost`, `use_entities`, `min_score`)."""
+        unknown = set(changes) - SEARCH_OPTIONS
+        if unknown:
+            raise InvalidInputError(f"not a query-time option: {sorted(unknown)}; use {sorted(SEARCH_OPTIONS)}")
+        with self._guard():
+            self.config = replace(self.config, **changes)
+            self._search = ThreeStageSearch(self.config, self._pool)
 
     # ---- lifecycle -----------------------------------------------------------------------
 
@@ -239,16 +270,23 @@ class CellularMemory:
             raise NotFoundError(f"unknown ids: {missing[:5]}{' …' if len(missing) > 5 else ''}")
         return np.asarray([self._table.row_of[i] for i in dict.fromkeys(ids)], dtype=np.int64)
 
-    def _encode_queries(self, queries: Sequence[str | Any]) -> tuple[np.ndarray, list[frozenset[str]]]:
+    def _encode_queries(self, queries: Sequence[str | Any], vectors: Any) -> tuple[np.ndarray, list[frozenset[str]]]:
+        """Unit query vectors (given, else encoded in one batch) and each text query's entities."""
         texts = [q for q in queries if isinstance(q, str)]
         for position, text in enumerate(texts):
             check_text(text, what=f"query {position}")
-        encoded = iter(unit_rows(self.encoder.encode(texts), dim=self.dim)) if texts else iter(())
-        rows = [
-            next(encoded) if isinstance(q, str) else unit_rows(q, dim=self.dim, what="query vector")[0] for q in queries
-        ]
+        if vectors is not None:
+            matrix = unit_rows(vectors, dim=self.dim, what="query vectors")
+        else:
+            encoded = iter(unit_rows(self.encoder.encode(texts), dim=self.dim)) if texts else iter(())
+            matrix = np.stack(
+                [
+                    next(encoded) if isinstance(q, str) else unit_rows(q, dim=self.dim, what="query vector")[0]
+                    for q in queries
+                ]
+            )
         entities = [extract_entities(q) if isinstance(q, str) else frozenset() for q in queries]
-        return np.stack(rows), entities
+        return matrix, entities
 
     def _search_one(self, query: np.ndarray, k: int, query_entities: frozenset[str], mode: Mode) -> list[Hit]:
         if len(self._table) == 0:

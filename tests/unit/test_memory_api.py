@@ -181,3 +181,24 @@ def test_closed_memory_refuses_calls(mock_encoder):
 def test_invalid_config_lists_every_problem():
     with pytest.raises(InvalidInputError, match=r"group_top_k.*max_groups|max_groups.*group_top_k"):
         MemoryConfig(group_top_k=0, max_groups=0)
+
+
+def test_text_query_with_a_given_vector_skips_the_encoder_but_keeps_entities(memory, mock_encoder):
+    vector = mock_encoder.encode(["Who is Maria Lopez?"])[0]
+    with_vector = memory.search("Who is Maria Lopez?", k=2, vector=vector)
+    assert [(h.id, round(h.score, 6)) for h in with_vector] == [
+        (h.id, round(h.score, 6)) for h in memory.search("Who is Maria Lopez?", k=2)
+    ]
+    assert with_vector[0].score > 1.0  # entity boost applied from the text
+    with pytest.raises(InvalidInputError):
+        memory.search_batch(["a", "b"], k=1, vectors=[vector])
+
+
+def test_search_options_change_at_query_time_and_are_validated(memory):
+    memory.set_search_options(group_top_k=1, use_entities=False)
+    assert memory.config.group_top_k == 1
+    assert memory.search("Who is Maria Lopez?", k=1)[0].score <= 1.0
+    with pytest.raises(InvalidInputError):
+        memory.set_search_options(join_threshold=0.1)  # an ingest-time setting
+    with pytest.raises(InvalidInputError):
+        memory.set_search_options(group_top_k=0)

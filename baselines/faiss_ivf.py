@@ -1,0 +1,54 @@
+"""FAISS IVF-Flat (inner product on unit vectors): the strongest in-memory peer (extra `faiss`)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, ClassVar
+
+import numpy as np
+
+from harness.protocol import Document, Query, SearchHit, SystemContext
+from reference.errors import BackendUnavailableError
+
+from .vectors import stack_unit
+
+
+class FaissIVF:
+    name = "faiss-ivf"
+    capabilities = frozenset({"vectors", "tunable"})
+    query_params: ClassVar[dict[str, list[int]]] = {"nprobe": [1, 2, 4, 8, 16, 32]}
+
+    def __init__(self, context: SystemContext, *, nlist: int | None = None, nprobe: int = 16) -> None:
+        try:
+            import faiss
+        except ImportError:
+            raise BackendUnavailableError("faiss is not installed; pip install 'magnetic-bench[faiss]'") from None
+        self._faiss = faiss
+        self.dim = context.dim
+        self.nlist = nlist
+        self.nprobe = nprobe
+        self._ids: list[str] = []
+
+    def add(self, docs: Sequence[Document]) -> None:
+        """Trains on the first batch (nlist = 4·sqrt(N), at least 39 points per list), then adds."""
+        matrix = stack_unit(docs)
+        if not self._ids:
+            nlist = self.nlist or max(1, min(round(4 * np.sqrt(len(matrix))), len(matrix) // 39))
+            quantizer = self._faiss.IndexFlatIP(self.dim)
+            self._index = self._faiss.IndexIVFFlat(quantizer, self.dim, nlist, self._faiss.METRIC_INNER_PRODUCT)
+            self._index.train(matrix)
+            self._quantizer = quantizer
+        self._index.add(matrix)
+        self._ids += [d.id for d in docs]
+        self._index.nprobe = self.nprobe
+
+    def search(self, query: Query, *, k: int) -> list[SearchHit]:
+        scores, rows = self._index.search(query.vector[None, :].astype(np.float32), k)
+        return [SearchHit(self._ids[r], float(s)) for s, r in zip(scores[0], rows[0]) if r >= 0]
+
+    def set_query_params(self, **params: Any) -> None:
+        self.nprobe = int(params["nprobe"])
+        self._index.nprobe = self.nprobe
+
+    def close(self) -> None:
+        self._index.reset()

@@ -1,0 +1,51 @@
+"""Flat RAG: every vector in one embedded Chroma collection (the published claims' baseline)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from harness.protocol import Document, Query, SearchHit, SystemContext
+from reference.chroma import guarded, persistent_client
+
+from .vectors import stack_unit
+
+
+class FlatChroma:
+    name = "flat-chroma"
+    capabilities = frozenset({"vectors", "persist"})
+
+    def __init__(self, context: SystemContext) -> None:
+        self._client = persistent_client(str(context.workdir / "flat-chroma"))
+        self._collection = guarded(
+            "creating the flat collection",
+            self._client.get_or_create_collection,
+            "flat",
+            embedding_function=None,
+            configuration={"hnsw": {"space": "cosine"}},
+        )
+        self._batch = self._client.get_max_batch_size()
+
+    def add(self, docs: Sequence[Document]) -> None:
+        matrix = stack_unit(docs)
+        for start in range(0, len(docs), self._batch):
+            chunk = docs[start : start + self._batch]
+            guarded(
+                "adding to the flat collection",
+                self._collection.add,
+                ids=[d.id for d in chunk],
+                embeddings=matrix[start : start + len(chunk)],
+                documents=[d.text for d in chunk],
+            )
+
+    def search(self, query: Query, *, k: int) -> list[SearchHit]:
+        result = guarded(
+            "querying the flat collection",
+            self._collection.query,
+            query_embeddings=query.vector[None, :],
+            n_results=k,
+            include=["distances"],
+        )
+        return [SearchHit(i, 1.0 - d) for i, d in zip(result["ids"][0], result["distances"][0])]
+
+    def close(self) -> None:
+        self._collection = None

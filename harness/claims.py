@@ -1,0 +1,237 @@
+"""Published claims and the issue's targets, as data, with verdicts computed from a run's results.
+
+A claim that the measurements refute is reported NOT SUPPORTED: a result, not a failure.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from .runner import Measurement
+
+SUPPORTED, REFUTED, UNMEASURED = "SUPPORTED", "NOT SUPPORTED", "NOT MEASURED"
+FLAT_RAG = "flat-chroma"
+
+
+@dataclass(frozen=True)
+class Finding:
+    verdict: str
+    measured: str
+
+
+@dataclass(frozen=True)
+class Verdict:
+    claim: str
+    system: str
+    verdict: str
+    measured: str
+    bar: str
+    condition: str
+
+
+@dataclass(frozen=True)
+class Results:
+    """The measurements a verdict may look at."""
+
+    scaling: Sequence[Measurement]
+    needles: Sequence[Measurement]
+    grouping: Sequence[dict]
+
+    def default_scaling(self, system: str) -> list[Measurement]:
+        """One measurement per size at the system's default query parameters, by size."""
+        rows = [m for m in self.scaling if m.system == system and not m.params]
+        return sorted(rows, key=lambda m: m.n_docs)
+
+
+@dataclass(frozen=True)
+class Claim:
+    id: str
+    text: str
+    source: str
+    condition: str
+    bar: str
+    systems: tuple[str, ...]
+    check: Callable[[Results, str], Finding]
+
+    def evaluate(self, results: Results) -> list[Verdict]:
+        return [Verdict(self.id, s, *_finding(self.check, results, s), self.bar, self.condition) for s in self.systems]
+
+
+def _finding(check: Callable[[Results, str], Finding], results: Results, system: str) -> tuple[str, str]:
+    try:
+        finding = check(results, system)
+    except LookupError as missing:
+        return UNMEASURED, f"not in this run ({missing})"
+    return finding.verdict, finding.measured
+
+
+def _p50s(results: Results, system: str) -> list[Measurement]:
+    rows = results.default_scaling(system)
+    if len(rows) < 2:
+        raise LookupError(f"{system} needs two or more sizes")
+    return rows
+
+
+def _stable_latency(results: Results, system: str) -> Finding:
+    rows = _p50s(results, system)
+    p50 = [m.latency.p50_ms for m in rows]
+    spread = max(p50) / min(p50)
+    measured = ", ".join(f"{m.n_docs:,}: {m.latency.p50_ms:.3f} ms" for m in rows) + f" (max/min {spread:.2f})"
+    return Finding(SUPPORTED if max(p50) <= 2.0 and spread <= 1.5 else REFUTED, measured)
+
+
+def _linear_growth(results: Results, system: str) -> Finding:
+    rows = _p50s(results, system)
+    slope = float(np.polyfit(np.log([m.n_docs for m in rows]), np.log([m.latency.p50_ms for m in rows]), 1)[0])
+    return Finding(SUPPORTED if slope >= 0.8 else REFUTED, f"log-log slope of p50 vs N = {slope:.2f} (linear = 1)")
+
+
+def _needles(results: Results, system: str) -> Finding:
+    rows = [m for m in results.needles if m.system == system]
+    if not rows:
+        raise LookupError(f"no needle runs for {system}")
+    parts, all_found = [], True
+    for encoder in sorted({m.encoder for m in rows}):
+        mine = [m for m in rows if m.encoder == encoder]
+        found, total = sum(m.found_at[3] for m in mine), sum(m.queries for m in mine)
+        all_found &= found == total
+        parts.append(f"{encoder}: {found}/{total} in top 3 over {len(mine)} haystacks")
+    return Finding(SUPPORTED if all_found else REFUTED, "; ".join(parts))
+
+
+def _advantage(results: Results, system: str) -> Finding:
+    mine = {m.n_docs: m for m in results.default_scaling(system)}
+    flat = {m.n_docs: m for m in results.default_scaling(FLAT_RAG)}
+    sizes = sorted(n for n in mine.keys() & flat.keys() if 25_000 <= n <= 100_000)
+    if not sizes:
+        raise LookupError("no size in 25K–100K measured for both systems")
+    ratios = {n: flat[n].latency.p50_ms / mine[n].latency.p50_ms for n in sizes}
+    measured = ", ".join(f"{n:,}: {r:.1f}× faster than {FLAT_RAG}" for n, r in ratios.items())
+    return Finding(SUPPORTED if min(ratios.values()) > 1.0 else REFUTED, measured)
+
+
+CLAIMS: tuple[Claim, ...] = (
+    Claim(
+        "stable-latency",
+        "Stable ~1.7 ms query latency regardless of N",
+        "cellular-memory prototype README",
+        "clustered vectors (d=384, 100 clusters), k=10, single-query p50 over the run's sizes",
+        "every p50 ≤ 2.0 ms and max/min p50 ≤ 1.5",
+        ("reference", "reference-chroma", FLAT_RAG),
+        _stable_latency,
+    ),
+    Claim(
+        "flat-linear",
+        "Flat RAG latency grows linearly with N",
+        "cellular-memory prototype README",
+        "same data; least-squares slope of log p50 against log N",
+        "slope ≥ 0.8",
+        ("reference", FLAT_RAG, "flat-numpy"),
+        _linear_growth,
+    ),
+    Claim(
+        "needles-5of5",
+        "100% of 5 needles in the top 3 of a 200-document haystack",
+        "cellular-memory prototype",
+        "faker topic haystack, 5 needles (e-mail, URL, file, code, place) per seed, k=3, every encoder of the run",
+        "every needle in the top 3",
+        ("reference", "reference-no-entities", FLAT_RAG),
+        _needles,
+    ),
+    Claim(
+        "latency-advantage",
+        "A latency advantage at 25K–100K cells",
+        "cellular-memory prototype README",
+        f"p50 against {FLAT_RAG} at the run's sizes between 25,000 and 100,000",
+        "faster at every such size",
+        ("reference", "reference-chroma"),
+        _advantage,
+    ),
+)
+
+
+def _at(results: Results, system: str, n: int | None = None) -> Measurement:
+    """The system's default-parameter measurement at size n (the largest when None)."""
+    rows = results.default_scaling(system)
+    if not rows:
+        raise LookupError(f"{system} not measured")
+    n = rows[-1].n_docs if n is None else n
+    found = [m for m in rows if m.n_docs == n]
+    if not found:
+        raise LookupError(f"{system} not measured at N={n:,}")
+    return found[0]
+
+
+def _speedup_vs_exact(results: Results, system: str) -> Finding:
+    ours = _at(results, system)
+    n = ours.n_docs
+    flat = _at(results, "flat-numpy", n)
+    ratio = flat.latency.p50_ms / ours.latency.p50_ms
+    ok = ratio >= 20 and ours.recall_at_10 >= 0.95
+    return Finding(
+        SUPPORTED if ok else REFUTED,
+        f"N={n:,}: {ratio:.1f}× faster than flat-numpy ({ours.latency.p50_ms:.3f} vs "
+        f"{flat.latency.p50_ms:.3f} ms), recall@10 {ours.recall_at_10:.3f}",
+    )
+
+
+def _near_faiss(results: Results, system: str) -> Finding:
+    ours = _at(results, system)
+    n = ours.n_docs
+    peers = [m for m in results.scaling if m.system == "faiss-ivf" and m.n_docs == n]
+    if not peers:
+        raise LookupError("faiss-ivf not measured")
+    matching = [m for m in peers if m.recall_at_10 >= ours.recall_at_10 - 0.005]
+    if not matching:
+        return Finding(SUPPORTED, f"faiss-ivf never reaches recall {ours.recall_at_10:.3f} at N={n:,}")
+    best = min(matching, key=lambda m: m.latency.p50_ms)
+    ratio = ours.latency.p50_ms / best.latency.p50_ms
+    return Finding(
+        SUPPORTED if ratio <= 2.0 else REFUTED,
+        f"N={n:,}: {ours.latency.p50_ms:.3f} ms at recall {ours.recall_at_10:.3f} vs faiss-ivf "
+        f"{best.latency.p50_ms:.3f} ms at recall {best.recall_at_10:.3f} ({best.params}): {ratio:.2f}×",
+    )
+
+
+def _flatness(results: Results, system: str) -> Finding:
+    ratio = _at(results, system, 100_000).latency.p50_ms / _at(results, system, 10_000).latency.p50_ms
+    return Finding(SUPPORTED if ratio <= 1.5 else REFUTED, f"p50 100K / p50 10K = {ratio:.2f}")
+
+
+TARGETS: tuple[Claim, ...] = (
+    Claim(
+        "speedup-vs-exact",
+        "≥ 20× faster than exact search at 100K with recall@10 ≥ 0.95",
+        "issue #3",
+        "largest size of the run, default parameters",
+        "ratio ≥ 20 and recall@10 ≥ 0.95",
+        ("reference",),
+        _speedup_vs_exact,
+    ),
+    Claim(
+        "near-faiss",
+        "Within 2× of FAISS IVF at equal or better recall",
+        "issue #3",
+        "largest size; fastest faiss-ivf nprobe whose recall@10 is at least ours (−0.005)",
+        "ratio ≤ 2",
+        ("reference",),
+        _near_faiss,
+    ),
+    Claim(
+        "flat-latency",
+        "p50 at 100K / p50 at 10K ≤ 1.5",
+        "issue #3",
+        "default parameters",
+        "ratio ≤ 1.5",
+        ("reference",),
+        _flatness,
+    ),
+)
+
+
+def evaluate(results: Results) -> tuple[list[Verdict], list[Verdict]]:
+    """Verdicts for the published claims and for the targets."""
+    return ([v for c in CLAIMS for v in c.evaluate(results)], [v for c in TARGETS for v in c.evaluate(results)])

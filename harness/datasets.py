@@ -1,0 +1,47 @@
+"""Generated evaluation sets: needles, topic haystacks, clustered vectors with exact ground truth."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .evalset import EvalSet
+from .generators.needles import needle_set
+from .generators.topics import topic_haystack
+from .generators.vectors import clustered_unit_vectors, exact_top_k
+from .protocol import Document, Query
+
+
+def needles_evalset(haystack: int = 200, needles: int = 5, *, seed: int = 0) -> EvalSet:
+    """One query per needle; the needle is its only relevant document."""
+    data = needle_set(haystack, needles, seed=seed)
+    docs = [Document(f"d{i}", text) for i, text in enumerate(data.texts)]
+    queries = [Query(f"q{j}", n.question) for j, n in enumerate(data.needles)]
+    qrels = {f"q{j}": {f"d{n.position}": 1.0} for j, n in enumerate(data.needles)}
+    kinds = {f"q{j}": n.kind for j, n in enumerate(data.needles)}
+    return EvalSet(f"needles-{haystack}x{needles}-s{seed}", docs, queries, qrels, info={"kinds": kinds})
+
+
+def topics_evalset(size: int, *, seed: int = 0) -> EvalSet:
+    """A topic haystack with true labels (no queries: it measures grouping, not retrieval)."""
+    data = topic_haystack(size, seed=seed)
+    docs = [Document(f"d{i}", text) for i, text in enumerate(data.texts)]
+    return EvalSet(f"topics-{size}-s{seed}", docs, [], {}, labels=data.labels, info={"topics": data.topics})
+
+
+def vectors_evalset(
+    n: int, *, queries: int = 200, dim: int = 384, clusters: int = 100, seed: int = 0, k: int = 10
+) -> EvalSet:
+    """Clustered unit vectors; each query's exact top-k is its relevant set (recall vs exact)."""
+    data = clustered_unit_vectors(n, dim, clusters, queries=queries, seed=seed)
+    truth = exact_top_k(data.vectors, data.queries, k)
+    docs = [Document(f"v{i}", f"vector {i}", vector) for i, vector in enumerate(data.vectors)]
+    query_list = [Query(f"q{j}", f"query {j}", vector) for j, vector in enumerate(data.queries)]
+    qrels = {f"q{j}": {f"v{i}": 1.0 for i in row} for j, row in enumerate(truth.tolist())}
+    return EvalSet(
+        f"vectors-{n}-s{seed}",
+        docs,
+        query_list,
+        qrels,
+        labels=np.asarray(data.labels),
+        info={"dim": dim, "clusters": clusters},
+    )

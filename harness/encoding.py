@@ -1,0 +1,42 @@
+"""Encode an evaluation set once per encoder, cached on disk under `datasets/cache/`.
+
+The cache key is a hash of every document and query text plus the encoder's name, so a changed
+dataset or encoder never reuses stale vectors. Every system that takes vectors gets these same ones.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from pathlib import Path
+
+import numpy as np
+
+from reference.encoders import Encoder
+
+from .evalset import EvalSet
+
+CACHE = Path(__file__).resolve().parents[1] / "datasets" / "cache"
+
+
+def fingerprint(evalset: EvalSet, encoder_name: str) -> str:
+    digest = hashlib.sha256(encoder_name.encode())
+    for item in (*evalset.docs, *evalset.queries):
+        digest.update(b"\x00" + item.text.encode("utf-8"))
+    return digest.hexdigest()[:20]
+
+
+def encode_evalset(evalset: EvalSet, encoder: Encoder, *, cache: Path | None = CACHE) -> EvalSet:
+    """The set with unit vectors attached to every document and query."""
+    path = None if cache is None else cache / f"{evalset.name}-{encoder.name}-{fingerprint(evalset, encoder.name)}.npz"
+    if path is not None and path.is_file():
+        stored = np.load(path)
+        return evalset.with_vectors(stored["docs"], stored["queries"])
+    docs = encoder.encode([d.text for d in evalset.docs])
+    queries = encoder.encode([q.text for q in evalset.queries])
+    if path is not None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        partial = path.with_name(f"{path.stem}.{os.getpid()}.tmp.npz")  # parallel workers never share it
+        np.savez(partial, docs=docs, queries=queries)
+        partial.replace(path)
+    return evalset.with_vectors(docs, queries)

@@ -1,0 +1,109 @@
+"""Metrics as pure functions with typed results. Nothing is rounded here; reports round."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass
+
+import numpy as np
+from sklearn.metrics import adjusted_rand_score, normalized_mutual_info_score
+
+
+def recall_at_k(retrieved: Sequence[Sequence[str]], relevant: Sequence[Sequence[str]], k: int) -> float:
+    """Mean over queries of |top-k ∩ relevant| / min(k, |relevant|) (covers "vs exact" and needles)."""
+    values = [
+        len(set(found[:k]) & set(wanted)) / min(k, len(wanted)) for found, wanted in zip(retrieved, relevant) if wanted
+    ]
+    return float(np.mean(values)) if values else float("nan")
+
+
+def hits_at_k(retrieved: Sequence[Sequence[str]], relevant: Sequence[Sequence[str]], k: int) -> int:
+    """How many queries have at least one relevant document in their top k."""
+    return sum(bool(set(found[:k]) & set(wanted)) for found, wanted in zip(retrieved, relevant))
+
+
+def mrr(retrieved: Sequence[Sequence[str]], relevant: Sequence[Sequence[str]]) -> float:
+    """Mean reciprocal rank of the first relevant document (0 when none is retrieved)."""
+    ranks = []
+    for found, wanted in zip(retrieved, relevant):
+        wanted_set = set(wanted)
+        ranks.append(next((1.0 / (i + 1) for i, doc in enumerate(found) if doc in wanted_set), 0.0))
+    return float(np.mean(ranks)) if ranks else float("nan")
+
+
+def ndcg_at_k(retrieved: Sequence[Sequence[str]], graded: Sequence[Mapping[str, float]], k: int = 10) -> float:
+    """Mean nDCG@k with graded relevance (gain = grade, discount = log2(rank + 1))."""
+    values = []
+    for found, grades in zip(retrieved, graded):
+        if not grades:
+            continue
+        gains = np.asarray([grades.get(doc, 0.0) for doc in found[:k]], dtype=np.float64)
+        ideal = np.sort(np.asarray(list(grades.values()), dtype=np.float64))[::-1][:k]
+        discounts = 1.0 / np.log2(np.arange(2, k + 2))
+        best = float((ideal * discounts[: len(ideal)]).sum())
+        values.append(float((gains * discounts[: len(gains)]).sum()) / best if best > 0 else 0.0)
+    return float(np.mean(values)) if values else float("nan")
+
+
+@dataclass(frozen=True)
+class LatencyStats:
+    p50_ms: float
+    p95_ms: float
+    p99_ms: float
+    mean_ms: float
+    qps: float
+    queries: int
+
+    def as_dict(self) -> dict[str, float]:
+        return asdict(self)
+
+
+def latency_stats(latencies_ns: Sequence[int] | np.ndarray) -> LatencyStats:
+    """Percentiles of per-query latencies; QPS is single-stream (1 / mean latency)."""
+    ms = np.asarray(latencies_ns, dtype=np.float64) / 1e6
+    p50, p95, p99 = np.percentile(ms, [50, 95, 99])
+    mean = float(ms.mean())
+    return LatencyStats(float(p50), float(p95), float(p99), mean, 1000.0 / mean if mean > 0 else float("inf"), len(ms))
+
+
+@dataclass(frozen=True)
+class GroupStats:
+    groups: int
+    groups_per_doc: float
+    size_min: int
+    size_median: float
+    size_max: int
+    singletons: int
+
+    def as_dict(self) -> dict[str, float]:
+        return asdict(self)
+
+
+def group_stats(labels: Sequence[int] | np.ndarray) -> GroupStats:
+    """Group count and size distribution from each document's group label."""
+    _, sizes = np.unique(np.asarray(labels), return_counts=True)
+    return GroupStats(
+        groups=len(sizes),
+        groups_per_doc=len(sizes) / max(1, int(sizes.sum())),
+        size_min=int(sizes.min()),
+        size_median=float(np.median(sizes)),
+        size_max=int(sizes.max()),
+        singletons=int((sizes == 1).sum()),
+    )
+
+
+@dataclass(frozen=True)
+class Agreement:
+    ari: float
+    nmi: float
+
+    def as_dict(self) -> dict[str, float]:
+        return asdict(self)
+
+
+def agreement(true_labels: Sequence[int], found_labels: Sequence[int]) -> Agreement:
+    """Adjusted Rand index and normalised mutual information against the true topics."""
+    return Agreement(
+        float(adjusted_rand_score(true_labels, found_labels)),
+        float(normalized_mutual_info_score(true_labels, found_labels)),
+    )

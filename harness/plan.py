@@ -1,0 +1,31 @@
+"""What a run measures: sizes, systems, encoders, seeds (the default run and `--quick`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+SCALING_SYSTEMS = ("reference", "reference-chroma", "flat-numpy", "flat-chroma", "kmeans", "faiss-ivf")
+NEEDLE_SYSTEMS = ("reference", "reference-no-entities", "flat-chroma", "flat-numpy", "kmeans")
+GROUPING_SYSTEMS = ("reference", "kmeans")
+SLOW_SYSTEMS = {"reference-chroma": 25_000}
+"""Systems too slow to build above a size in the default run (Chroma per-group collections)."""
+
+
+@dataclass(frozen=True)
+class RunPlan:
+    sizes: tuple[int, ...] = (1_000, 10_000, 25_000, 100_000)
+    queries: int = 200
+    systems: tuple[str, ...] = SCALING_SYSTEMS
+    needle_systems: tuple[str, ...] = NEEDLE_SYSTEMS
+    encoders: tuple[str, ...] = ("mock", "minilm")
+    needle_seeds: tuple[int, ...] = (0, 1, 2, 3, 4)
+    topic_docs: int = 2_000
+    sweep: bool = True
+    size_limits: dict[str, int] = field(default_factory=lambda: dict(SLOW_SYSTEMS))
+
+    @classmethod
+    def quick(cls) -> RunPlan:
+        return cls(sizes=(1_000, 10_000), queries=100, needle_seeds=(0, 1), topic_docs=600)
+
+    def systems_at(self, size: int, systems: tuple[str, ...]) -> list[str]:
+        return [s for s in systems if size <= self.size_limits.get(s, size)]

@@ -1,0 +1,82 @@
+"""The adapter protocol: what a memory system must offer to be measured (the conformance contract).
+
+A system is built once (`add`), queried many times (`search`), then closed. It declares what it
+can do in `capabilities` instead of being probed with `hasattr`:
+
+- ``"text"``: it can work from document and query texts (it embeds them itself, or uses them);
+- ``"vectors"``: it accepts the harness's vectors (every system that does gets the same ones);
+- ``"persist"``, ``"consolidate"``, ``"memory_scoring"``: engine features the conformance suite tests;
+- ``"tunable"``: it has query-time parameters (`query_params`, `set_query_params`) for sweeps;
+- ``"groups"``: it groups documents (`group_labels(doc_ids)`, `describe()` with a "groups" count).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol, runtime_checkable
+
+import numpy as np
+
+CAPABILITIES = frozenset({"text", "vectors", "persist", "consolidate", "memory_scoring", "tunable", "groups"})
+
+
+@dataclass(frozen=True)
+class Document:
+    id: str
+    text: str
+    vector: np.ndarray | None = None
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Query:
+    id: str
+    text: str
+    vector: np.ndarray | None = None
+
+
+@dataclass(frozen=True)
+class SearchHit:
+    doc_id: str
+    score: float
+
+
+@runtime_checkable
+class MemorySystem(Protocol):
+    name: str
+    capabilities: frozenset[str]
+
+    def add(self, docs: Sequence[Document]) -> None: ...
+
+    def search(self, query: Query, *, k: int) -> list[SearchHit]: ...
+
+    def close(self) -> None: ...
+
+
+class TunableSystem(MemorySystem, Protocol):
+    """A system with query-time parameters; each maps to the values a sweep should try."""
+
+    query_params: Mapping[str, Sequence[Any]]
+
+    def set_query_params(self, **params: Any) -> None: ...
+
+
+class GroupingSystem(MemorySystem, Protocol):
+    """A system that puts documents into groups (for ARI/NMI and group statistics)."""
+
+    def group_labels(self, doc_ids: Sequence[str]) -> list[int]: ...
+
+    def describe(self) -> dict[str, Any]: ...
+
+
+@dataclass(frozen=True)
+class SystemContext:
+    """What a factory gets: the vector dimension (None without vectors), a private working
+    directory, and the encoder name the run uses (systems that embed text themselves may ask)."""
+
+    dim: int | None
+    workdir: Path
+    encoder: str = "mock"
+    options: Mapping[str, Any] = field(default_factory=dict)

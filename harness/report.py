@@ -1,0 +1,290 @@
+"""Write a run's report: `report.md` (tabulate), `results.json` (everything, raw latencies
+included), CSV tables and PNG plots. Every figure in them comes from the run's measurements."""
+
+from __future__ import annotations
+
+import csv
+import json
+from collections.abc import Sequence
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt
+from tabulate import tabulate
+
+from .claims import REFUTED, SUPPORTED, Verdict
+from .runner import Measurement
+
+SCALING_COLUMNS = [
+    "system",
+    "n_docs",
+    "latency_p50_ms",
+    "latency_p95_ms",
+    "latency_p99_ms",
+    "latency_qps",
+    "recall_at_10",
+    "build_s",
+    "ingest_per_s",
+    "rss_bytes_per_doc",
+    "groups",
+]
+SWEEP_COLUMNS = ["system", "n_docs", "param", "latency_p50_ms", "recall_at_10"]
+NEEDLE_COLUMNS = ["system", "encoder", "haystacks", "needles", "found_at_1", "found_at_3", "found_at_10", "mrr"]
+BEIR_COLUMNS = [
+    "system",
+    "dataset",
+    "encoder",
+    "n_docs",
+    "recall_at_10",
+    "mrr",
+    "ndcg_at_10",
+    "latency_p50_ms",
+    "latency_p95_ms",
+]
+
+
+def write_report(out: Path, run: dict[str, Any], sections: dict[str, Any]) -> Path:
+    """Everything of one run into `out/`; returns the path of report.md."""
+    out.mkdir(parents=True, exist_ok=True)
+    scaling: list[Measurement] = sections.get("scaling", [])
+    needles: list[Measurement] = sections.get("needles", [])
+    beir: list[Measurement] = sections.get("beir", [])
+    claims: list[Verdict] = sections.get("claims", [])
+    targets: list[Verdict] = sections.get("targets", [])
+    grouping: list[dict[str, Any]] = sections.get("grouping", [])
+
+    scaling_rows = [_pick(m.row(), SCALING_COLUMNS) for m in scaling if not m.params]
+    sweep_rows = [{**_pick(m.row(), SWEEP_COLUMNS), "param": _params(m)} for m in scaling if m.params]
+    needle_rows = _needle_rows(needles)
+    beir_rows = [_pick(m.row(), BEIR_COLUMNS) for m in beir]
+    tables = {
+        "scaling": scaling_rows,
+        "sweep": sweep_rows,
+        "needles": needle_rows,
+        "grouping": grouping,
+        "beir": beir_rows,
+        "claims": [asdict(v) for v in claims],
+        "targets": [asdict(v) for v in targets],
+    }
+    for name, rows in tables.items():
+        if rows:
+            _write_csv(out / f"{name}.csv", rows)
+    plots = []
+    if scaling_rows:
+        plots.append(_plot_latency(out / "latency_vs_n.png", scaling))
+    if sweep_rows:
+        plots.append(_plot_pareto(out / "recall_vs_latency.png", scaling))
+    (out / "results.json").write_text(
+        json.dumps(
+            {
+                "run": run,
+                "scaling": [_raw(m) for m in scaling],
+                "needles": [_raw(m) for m in needles],
+                "beir": [_raw(m) for m in beir],
+                "grouping": grouping,
+                "claims": tables["claims"],
+                "targets": tables["targets"],
+            },
+            indent=1,
+            default=_json_default,
+        )
+    )
+    report = out / "report.md"
+    report.write_text(_markdown(run, tables, plots, claims, targets))
+    return report
+
+
+def summary_table(sections: dict[str, Any]) -> str:
+    """The end-of-run summary printed to the terminal."""
+    rows = [
+        [v.claim, v.system, v.verdict, v.measured] for v in [*sections.get("claims", []), *sections.get("targets", [])]
+    ]
+    return tabulate(
+        rows, headers=["claim / target", "system", "verdict", "measured"], maxcolwidths=[None, None, None, 80]
+    )
+
+
+def _markdown(
+    run: dict[str, Any], tables: dict[str, list], plots: list[Path], claims: list[Verdict], targets: list[Verdict]
+) -> str:
+    machine = run["machine"]
+    lines = [
+        f"# MagneticBench run {run['id']}",
+        "",
+        f"Commit `{run['commit']}`{' (uncommitted changes)' if run['dirty'] else ''} · {machine['cpus']} CPUs · "
+        f"Python {machine['python']} · {machine['platform']} · took {run['duration_s']:.0f} s · "
+        f"command `{run['command']}`",
+        "",
+        "## Reading",
+        "",
+        *_reading(claims, targets),
+        "",
+    ]
+    if claims:
+        lines += ["## Published claims", "", _table([_verdict_row(v) for v in claims]), ""]
+    if targets:
+        lines += ["## Targets (issue #3)", "", _table([_verdict_row(v) for v in targets]), ""]
+    sections = [
+        (
+            "scaling",
+            "Scaling: clustered vectors, k = 10, recall against exact search",
+            "Latency is single-query wall time measured around `search` after 10 warm-up queries; build time "
+            "and memory (RSS growth per document, approximate) are measured separately.",
+        ),
+        (
+            "sweep",
+            "Query-parameter sweep at the largest size",
+            "Each point is one setting of the system's query "
+            "parameter (`group_top_k` for the reference, `nprobe` for k-means and FAISS).",
+        ),
+        ("needles", "Needles: 200 documents, 5 needles each, per encoder", ""),
+        (
+            "grouping",
+            "Grouping against true topics (topic haystack)",
+            "k-means is given the true number of topics; the reference engine finds its groups online with no k.",
+        ),
+        ("beir", "BEIR-format dataset", ""),
+    ]
+    for key, title, note in sections:
+        if tables[key]:
+            lines += [f"## {title}", "", *([note, ""] if note else []), _table(tables[key]), ""]
+    for plot in plots:
+        lines += [f"![{plot.stem}]({plot.name})", ""]
+    lines += ["Raw per-query latencies, parameters and machine details: `results.json`; tables: `*.csv`.", ""]
+    return "\n".join(lines)
+
+
+def _reading(claims: list[Verdict], targets: list[Verdict]) -> list[str]:
+    """A few generated sentences: what held, what did not."""
+    lines = []
+    for label, verdicts in (("published claims", claims), ("targets", targets)):
+        if not verdicts:
+            continue
+        held = [v for v in verdicts if v.verdict == SUPPORTED]
+        failed = [v for v in verdicts if v.verdict == REFUTED]
+        lines.append(
+            f"- Of {len(verdicts)} {label} verdicts, {len(held)} are supported and {len(failed)} are "
+            "not supported by this run's measurements."
+        )
+        lines += [f"  - **{v.claim}** for `{v.system}` does not hold: {v.measured}." for v in failed]
+    return lines or ["- Nothing to judge: this run measured no claim."]
+
+
+def _verdict_row(verdict: Verdict) -> dict[str, str]:
+    return {
+        "claim": verdict.claim,
+        "system": verdict.system,
+        "verdict": verdict.verdict,
+        "measured": verdict.measured,
+        "bar": verdict.bar,
+        "condition": verdict.condition,
+    }
+
+
+def _needle_rows(needles: list[Measurement]) -> list[dict[str, Any]]:
+    rows = []
+    for key in sorted({(m.system, m.encoder) for m in needles}):
+        mine = [m for m in needles if (m.system, m.encoder) == key]
+        rows.append(
+            {
+                "system": key[0],
+                "encoder": key[1],
+                "haystacks": len(mine),
+                "needles": sum(m.queries for m in mine),
+                **{f"found_at_{k}": sum(m.found_at[k] for m in mine) for k in (1, 3, 10)},
+                "mrr": sum(m.mrr * m.queries for m in mine) / sum(m.queries for m in mine),
+            }
+        )
+    return rows
+
+
+def _params(m: Measurement) -> str:
+    return ", ".join(f"{k}={v}" for k, v in m.params.items())
+
+
+def _pick(row: dict[str, Any], columns: Sequence[str]) -> dict[str, Any]:
+    return {c: row.get(c, "") for c in columns}
+
+
+def _table(rows: list[dict[str, Any]]) -> str:
+    return tabulate(rows, headers="keys", tablefmt="github", floatfmt=".4g", intfmt=",")
+
+
+def _write_csv(path: Path, rows: list[dict[str, Any]]) -> None:
+    with path.open("w", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+
+
+def _raw(m: Measurement) -> dict[str, Any]:
+    data = asdict(m)
+    data.pop("retrieved")
+    return data
+
+
+def _json_default(value: Any) -> Any:
+    if hasattr(value, "tolist"):
+        return value.tolist()
+    if isinstance(value, Path):
+        return str(value)
+    raise TypeError(f"cannot serialise {type(value).__name__}")
+
+
+def _plot_latency(path: Path, scaling: list[Measurement]) -> Path:
+    figure, axes = plt.subplots(figsize=(7, 4.5))
+    for system in sorted({m.system for m in scaling}):
+        rows = sorted((m for m in scaling if m.system == system and not m.params), key=lambda m: m.n_docs)
+        axes.plot([m.n_docs for m in rows], [m.latency.p50_ms for m in rows], marker="o", label=system)
+    axes.set(
+        xscale="log",
+        yscale="log",
+        xlabel="cells (N)",
+        ylabel="p50 query latency (ms)",
+        title="Query latency vs N (k = 10)",
+    )
+    axes.grid(True, which="both", alpha=0.3)
+    axes.legend(fontsize=8)
+    figure.tight_layout()
+    figure.savefig(path, dpi=120)
+    plt.close(figure)
+    return path
+
+
+def _plot_pareto(path: Path, scaling: list[Measurement]) -> Path:
+    largest = max(m.n_docs for m in scaling)
+    points = [m for m in scaling if m.n_docs == largest]
+    figure, axes = plt.subplots(figsize=(7, 4.5))
+    for system in sorted({m.system for m in points}):
+        mine = sorted((m for m in points if m.system == system), key=lambda m: m.latency.p50_ms)
+        axes.plot([m.latency.p50_ms for m in mine], [m.recall_at_10 for m in mine], marker="o", alpha=0.8, label=system)
+    front = _pareto(points)
+    axes.plot(
+        [m.latency.p50_ms for m in front], [m.recall_at_10 for m in front], "k--", linewidth=1, label="Pareto front"
+    )
+    axes.set(
+        xscale="log",
+        xlabel="p50 query latency (ms)",
+        ylabel="recall@10 vs exact",
+        title=f"Recall vs latency at N = {largest:,}",
+    )
+    axes.grid(True, which="both", alpha=0.3)
+    axes.legend(fontsize=8)
+    figure.tight_layout()
+    figure.savefig(path, dpi=120)
+    plt.close(figure)
+    return path
+
+
+def _pareto(points: list[Measurement]) -> list[Measurement]:
+    """Points no other point beats on both latency (lower) and recall (higher)."""
+    front, best_recall = [], -1.0
+    for m in sorted(points, key=lambda m: (m.latency.p50_ms, -m.recall_at_10)):
+        if m.recall_at_10 > best_recall:
+            front.append(m)
+            best_recall = m.recall_at_10
+    return front

@@ -1,0 +1,104 @@
+"""`magbench run`: every experiment of a plan, the claims' verdicts, and the written report."""
+
+from __future__ import annotations
+
+import platform
+import subprocess
+import sys
+import time
+from collections.abc import Iterable
+from dataclasses import asdict, replace
+from datetime import UTC, datetime
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+from tqdm import tqdm
+
+from reference.encoders import Encoder, make_encoder
+
+from . import experiments
+from .claims import Results, evaluate
+from .plan import RunPlan
+from .report import summary_table, write_report
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def run_benchmark(
+    plan: RunPlan,
+    *,
+    out: Path | None,
+    dataset: str | None,
+    encoder: str | None,
+    systems: tuple[str, ...] | None,
+    command: str,
+) -> tuple[Path, dict[str, Any]]:
+    """Run the plan (or only a BEIR dataset when `dataset` is given); write and return the report."""
+    started = time.time()
+    run_id = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
+    out = out or ROOT / "reports" / run_id
+    if systems:
+        plan = replace(plan, systems=systems, needle_systems=systems)
+    encoders = _encoders((encoder,) if encoder else plan.encoders)
+    sections: dict[str, Any] = {}
+    if dataset:
+        name, chosen = next(iter(encoders.items()))
+        sections["beir"] = experiments.beir(dataset, plan.systems, name, chosen, _progress)
+    else:
+        sections["scaling"] = experiments.scaling(plan, plan.systems, _progress)
+        sections["needles"] = experiments.needles(plan, plan.needle_systems, encoders, _progress)
+        sections["grouping"] = experiments.grouping(plan, encoders, _progress)
+        sections["claims"], sections["targets"] = evaluate(
+            Results(sections["scaling"], sections["needles"], sections["grouping"])
+        )
+    run = {
+        "id": run_id,
+        "started": datetime.fromtimestamp(started, UTC).isoformat(),
+        "duration_s": time.time() - started,
+        "command": command,
+        "commit": _git("rev-parse", "HEAD"),
+        "dirty": bool(_git("status", "--porcelain")),
+        "machine": _machine(),
+        "plan": asdict(plan),
+        "encoders": {name: e.name for name, e in encoders.items()},
+        "dataset": dataset,
+    }
+    report = write_report(out, run, sections)
+    print(summary_table(sections) if "claims" in sections else "")
+    print(f"\nreport: {report}")
+    return report, sections
+
+
+def _encoders(names: Iterable[str]) -> dict[str, Encoder]:
+    return {name: make_encoder(name) for name in names}
+
+
+def _progress(items: Iterable[Any], label: str) -> Iterable[Any]:
+    items = list(items)
+    return tqdm(items, desc=label, unit="step", leave=False, file=sys.stderr, disable=None)
+
+
+def _git(*args: str) -> str:
+    try:
+        return subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True, timeout=10).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+
+
+def _machine() -> dict[str, Any]:
+    import os
+
+    versions = {}
+    for package in ("numpy", "chromadb", "faiss-cpu", "scikit-learn", "sentence-transformers", "torch"):
+        try:
+            versions[package] = metadata.version(package)
+        except metadata.PackageNotFoundError:
+            versions[package] = None
+    return {
+        "platform": platform.platform(),
+        "processor": platform.processor() or platform.machine(),
+        "cpus": os.cpu_count(),
+        "python": platform.python_version(),
+        "packages": versions,
+    }

@@ -1,0 +1,1 @@
+"""Systems under test, each behind the adapter protocol, and the registry that names them."""

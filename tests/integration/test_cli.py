@@ -1,0 +1,89 @@
+"""The `magbench` command as a user runs it (subprocesses): quick run, BEIR run, compare, demo."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from harness.beir import save_beir
+from harness.datasets import needles_evalset
+
+
+def magbench(*args: str, timeout: int = 600) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "harness.cli", *args], capture_output=True, text=True, timeout=timeout)
+
+
+@pytest.fixture(scope="module")
+def quick_run(tmp_path_factory):
+    out = tmp_path_factory.mktemp("quick")
+    done = magbench("run", "--quick", "--out", str(out))
+    assert done.returncode == 0, done.stderr[-3000:]
+    return out, done
+
+
+@pytest.mark.minilm
+def test_quick_run_writes_a_full_report(quick_run):
+    out, done = quick_run
+    for name in (
+        "report.md",
+        "results.json",
+        "scaling.csv",
+        "needles.csv",
+        "grouping.csv",
+        "claims.csv",
+        "latency_vs_n.png",
+        "recall_vs_latency.png",
+    ):
+        assert (out / name).is_file(), name
+    report = (out / "report.md").read_text()
+    assert "## Published claims" in report and "needles-5of5" in report
+    results = json.loads((out / "results.json").read_text())
+    assert results["run"]["machine"]["cpus"] >= 1 and results["run"]["plan"]["sizes"] == [1000, 10000]
+    scaling = results["scaling"]
+    assert {m["system"] for m in scaling} >= {"reference", "flat-numpy", "flat-chroma", "kmeans"}
+    assert all(len(m["latencies_ns"]) == m["queries"] for m in scaling)
+    assert {v["verdict"] for v in results["claims"]} <= {"SUPPORTED", "NOT SUPPORTED", "NOT MEASURED"}
+    assert "claim / target" in done.stdout  # the summary table
+
+
+@pytest.mark.minilm
+def test_compare_a_run_with_itself_passes_and_with_a_slower_copy_fails(quick_run, tmp_path):
+    out, _ = quick_run
+    assert magbench("compare", str(out), str(out)).returncode == 0
+    slower = json.loads((out / "results.json").read_text())
+    for m in slower["scaling"]:
+        m["latency"]["p50_ms"] *= 3
+    (tmp_path / "results.json").write_text(json.dumps(slower))
+    failed = magbench("compare", str(out), str(tmp_path))
+    assert failed.returncode == 1 and "REGRESSION" in failed.stdout
+
+
+def test_run_on_a_beir_directory(tmp_path):
+    dataset = save_beir(needles_evalset(60, 4, seed=5), tmp_path / "mini-beir")
+    done = magbench(
+        "run",
+        "--dataset",
+        str(dataset),
+        "--encoder",
+        "mock",
+        "--systems",
+        "reference,flat-numpy",
+        "--out",
+        str(tmp_path / "out"),
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    rows = json.loads((tmp_path / "out" / "results.json").read_text())["beir"]
+    assert {r["system"] for r in rows} == {"reference", "flat-numpy"}
+    assert all(0 <= r["ndcg_at_10"] <= 1 and r["queries"] == 4 for r in rows)
+
+
+def test_demo_with_the_mock_encoder():
+    done = magbench("demo", "--encoder", "mock", "--size", "300")
+    assert done.returncode == 0, done.stderr
+    assert "needles in the top 3:" in done.stdout and "groups" in done.stdout
+
+
+def test_bad_arguments_exit_with_usage():
+    done = magbench("run", "--encoder", "word2vec")
+    assert done.returncode == 2 and "invalid choice" in done.stderr

@@ -1,0 +1,63 @@
+"""Recall suites: every system × encoder, in parallel under pytest-xdist (no timing here).
+
+Ollama runs when a server answers at OLLAMA_HOST (else it is skipped with the reason).
+"""
+
+from __future__ import annotations
+
+import functools
+
+import pytest
+
+from harness.datasets import needles_evalset, vectors_evalset
+from harness.encoding import encode_evalset
+from harness.registry import SYSTEMS
+from harness.runner import measure
+from reference.encoders import make_encoder
+from reference.encoders.ollama import OllamaEncoder
+
+NEEDLE_SEEDS = (0, 1, 2)
+
+
+def _ollama_reason() -> str | None:
+    probe = OllamaEncoder(timeout=2)
+    return None if probe.reachable() else f"no Ollama with nomic-embed-text at {probe.host}"
+
+
+ENCODERS = [
+    "mock",
+    pytest.param("minilm", marks=pytest.mark.minilm),
+    pytest.param("ollama", marks=pytest.mark.skipif(bool(_ollama_reason()), reason=str(_ollama_reason()))),
+]
+
+
+@functools.cache
+def encoder(name: str):
+    return make_encoder(name)
+
+
+@functools.cache
+def vectors():
+    return vectors_evalset(10_000, queries=100, seed=42)
+
+
+@pytest.mark.parametrize("system", sorted(SYSTEMS))
+def test_recall_against_exact_search(system):
+    [result] = measure(system, vectors(), encoder="vectors")
+    assert result.queries == 100
+    floor = 1.0 if system == "flat-numpy" else 0.95
+    assert result.recall_at_10 >= floor, f"{system}: recall@10 {result.recall_at_10:.3f}"
+
+
+@pytest.mark.parametrize("encoder_name", ENCODERS)
+@pytest.mark.parametrize("system", sorted(SYSTEMS))
+def test_needles_answers_are_valid_and_found(system, encoder_name):
+    found, total = 0, 0
+    for seed in NEEDLE_SEEDS:
+        evalset = encode_evalset(needles_evalset(200, 5, seed=seed), encoder(encoder_name))
+        [result] = measure(system, evalset, encoder=encoder_name)  # every answer is contract-checked
+        found, total = found + result.found_at[3], total + result.queries
+    if system.startswith("reference"):
+        assert found == total, f"{system} with {encoder_name}: {found}/{total} needles in the top 3"
+    else:
+        assert found >= 0.8 * total, f"{system} with {encoder_name}: {found}/{total}"

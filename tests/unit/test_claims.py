@@ -1,0 +1,64 @@
+"""Verdicts follow the measurements: supported, refuted, or not measured."""
+
+from harness.claims import CLAIMS, REFUTED, SUPPORTED, TARGETS, UNMEASURED, Results
+from harness.metrics import latency_stats
+from harness.runner import Measurement
+
+
+def measured(system: str, n: int, p50_ms: float, recall: float = 1.0, params=None, found3: int = 5) -> Measurement:
+    return Measurement(
+        system=system,
+        dataset="d",
+        encoder="e",
+        n_docs=n,
+        params=params or {},
+        build_s=1.0,
+        ingest_per_s=n,
+        rss_bytes_per_doc=0.0,
+        latency=latency_stats([p50_ms * 1e6] * 3),
+        recall_at_10=recall,
+        mrr=1.0,
+        ndcg_at_10=1.0,
+        found_at={1: found3, 3: found3, 10: 5},
+        queries=5,
+    )
+
+
+def verdicts(results: Results, claim_id: str) -> dict[str, str]:
+    claim = next(c for c in (*CLAIMS, *TARGETS) if c.id == claim_id)
+    return {v.system: v.verdict for v in claim.evaluate(results)}
+
+
+SIZES = (10_000, 25_000, 100_000)
+SCALING = [
+    *(measured("reference", n, 0.3) for n in SIZES),
+    *(measured("flat-chroma", n, 1.5 + n / 1e6) for n in SIZES),
+    *(measured("flat-numpy", n, n / 10_000) for n in SIZES),
+    measured("faiss-ivf", 100_000, 0.2, recall=1.0, params={"nprobe": 16}),
+    measured("faiss-ivf", 100_000, 0.05, recall=0.9, params={"nprobe": 1}),
+]
+RESULTS = Results(SCALING, [measured("reference", 200, 1.0), measured("flat-chroma", 200, 1.0, found3=4)], [])
+
+
+def test_stable_latency_and_linear_growth():
+    assert verdicts(RESULTS, "stable-latency") == {
+        "reference": SUPPORTED,
+        "flat-chroma": SUPPORTED,
+        "reference-chroma": UNMEASURED,
+    }
+    assert verdicts(RESULTS, "flat-linear") == {"reference": REFUTED, "flat-chroma": REFUTED, "flat-numpy": SUPPORTED}
+
+
+def test_needles_need_every_needle():
+    found = verdicts(RESULTS, "needles-5of5")
+    assert found["reference"] == SUPPORTED and found["flat-chroma"] == REFUTED
+    assert found["reference-no-entities"] == UNMEASURED
+
+
+def test_advantage_and_targets():
+    assert verdicts(RESULTS, "latency-advantage")["reference"] == SUPPORTED
+    assert verdicts(RESULTS, "speedup-vs-exact") == {"reference": SUPPORTED}  # 10 ms / 0.3 ms = 33×, recall 1.0
+    low_recall = Results([*SCALING[:2], measured("reference", 100_000, 0.3, recall=0.9), *SCALING[3:]], [], [])
+    assert verdicts(low_recall, "speedup-vs-exact") == {"reference": REFUTED}
+    assert verdicts(RESULTS, "near-faiss") == {"reference": SUPPORTED}  # 0.3 vs 0.2 ms at equal recall: 1.5×
+    assert verdicts(RESULTS, "flat-latency") == {"reference": SUPPORTED}
