@@ -6,7 +6,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 
 import numpy as np
-from sklearn.metrics import adjusted_rand_score, normalized_mutual_info_score
+from sklearn.metrics import adjusted_rand_score, homogeneity_completeness_v_measure, normalized_mutual_info_score
 
 
 def recall_at_k(retrieved: Sequence[Sequence[str]], relevant: Sequence[Sequence[str]], k: int) -> float:
@@ -94,16 +94,23 @@ def group_stats(labels: Sequence[int] | np.ndarray) -> GroupStats:
 
 @dataclass(frozen=True)
 class Agreement:
+    """ARI and NMI, plus homogeneity (each group holds one topic) and completeness (each topic in one group)."""
+
     ari: float
     nmi: float
+    homogeneity: float
+    completeness: float
 
     def as_dict(self) -> dict[str, float]:
         return asdict(self)
 
 
 def agreement(true_labels: Sequence[int], found_labels: Sequence[int]) -> Agreement:
-    """Adjusted Rand index and normalised mutual information against the true topics."""
+    """How found groups agree with the true topics."""
+    homogeneity, completeness, _ = homogeneity_completeness_v_measure(true_labels, found_labels)
     return Agreement(
         float(adjusted_rand_score(true_labels, found_labels)),
         float(normalized_mutual_info_score(true_labels, found_labels)),
+        float(homogeneity),
+        float(completeness),
     )

@@ -18,7 +18,7 @@ class GroupState:
 
     sums: np.ndarray
     counts: np.ndarray
-    _centroids: np.ndarray | None = field(default=None, repr=False)
+    _cache: dict[str, np.ndarray] = field(default_factory=dict, repr=False)
 
     @classmethod
     def empty(cls, dim: int) -> GroupState:
@@ -34,15 +34,23 @@ class GroupState:
         return int(np.count_nonzero(self.counts))
 
     def active_ids(self) -> np.ndarray:
-        return np.flatnonzero(self.counts)
+        """Ids of the non-empty groups (cached until the state changes)."""
+        if "active" not in self._cache:
+            self._cache["active"] = np.flatnonzero(self.counts)
+        return self._cache["active"]
 
     def centroids(self) -> np.ndarray:
         """Unit-length float32 centroids, one row per slot; empty groups are zero rows."""
-        if self._centroids is None:
+        if "centroids" not in self._cache:
             norms = np.linalg.norm(self.sums, axis=1, keepdims=True)
-            safe = np.where(norms > 0, norms, 1.0)
-            self._centroids = (self.sums / safe).astype(np.float32)
-        return self._centroids
+            self._cache["centroids"] = (self.sums / np.where(norms > 0, norms, 1.0)).astype(np.float32)
+        return self._cache["centroids"]
+
+    def active_centroids(self) -> np.ndarray:
+        """Centroids of the non-empty groups, row i for group `active_ids()[i]` (contiguous, cached)."""
+        if "active_centroids" not in self._cache:
+            self._cache["active_centroids"] = np.ascontiguousarray(self.centroids()[self.active_ids()])
+        return self._cache["active_centroids"]
 
     def copy(self) -> GroupState:
         return GroupState(self.sums.copy(), self.counts.copy())
@@ -52,7 +60,7 @@ class GroupState:
         groups, partial = _sum_by_group(group_ids, vectors)
         self.sums[groups] += partial
         self.counts += np.bincount(group_ids, minlength=self.n_slots)
-        self._centroids = None
+        self._cache.clear()
 
     def remove_members(self, group_ids: np.ndarray, vectors: np.ndarray) -> None:
         """Subtract vectors from their groups; a group left empty gets an exact zero sum."""
@@ -60,14 +68,14 @@ class GroupState:
         self.sums[groups] -= partial
         self.counts -= np.bincount(group_ids, minlength=self.n_slots)
         self.sums[self.counts == 0] = 0.0
-        self._centroids = None
+        self._cache.clear()
 
     def new_slots(self, count: int) -> None:
         """Append `count` empty groups."""
         dim = self.sums.shape[1]
         self.sums = np.vstack([self.sums, np.zeros((count, dim))])
         self.counts = np.concatenate([self.counts, np.zeros(count, dtype=np.int64)])
-        self._centroids = None
+        self._cache.clear()
 
 
 def _sum_by_group(group_ids: np.ndarray, vectors: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -99,7 +107,7 @@ class LeaderClustering:
         """Vectorised against the chunk-start centroids; only cells that found no group loop."""
         existing = state.active_ids()
         if len(existing):
-            similarity = block @ state.centroids()[existing].T
+            similarity = block @ state.active_centroids().T
             best_column = similarity.argmax(axis=1)
             best_similarity = similarity[np.arange(len(block)), best_column]
             groups = existing[best_column]

@@ -315,17 +315,13 @@ class CellularMemory:
             keep = scores >= self.config.score_threshold
             order = np.argsort(-scores[keep], kind="stable")[:k]
             rows, scores = rows[keep][order], scores[keep][order]
-        self._table.access[rows] += 1
-        self._dirty.update(rows.tolist())
+        table = self._table
+        table.access[rows] += 1
+        row_list = rows.tolist()
+        self._dirty.update(row_list)
         return [
-            Hit(
-                self._table.ids[row],
-                self._table.texts[row],
-                float(score),
-                int(self._table.group[row]),
-                dict(self._table.metadata[row]),
-            )
-            for row, score in zip(rows.tolist(), scores.tolist())
+            Hit(table.ids[row], table.texts[row], score, group, dict(table.metadata[row]))
+            for row, score, group in zip(row_list, scores.tolist(), table.group[rows].tolist())
         ]
 
 

@@ -51,48 +51,40 @@ class ThreeStageSearch:
         index: GroupIndex,
         entities: EntityIndex,
     ) -> Candidates:
-        scores: dict[int, float] = {}
-        for row, score in zip(*self._group_stage(query, k, groups, index)):
-            scores[row] = score
+        rows, scores = self._group_stage(query, k, groups, index)
         if self.config.use_entities and query_entities:
-            for row, score in self._entity_stage(query, query_entities, table, entities).items():
-                scores[row] = score
-        rows, values = _ranked(scores, k)
-        used_fallback = int(np.count_nonzero(values > self.config.min_score)) < k
+            rows, scores = _merge_best(rows, scores, *self._entity_stage(query, query_entities, table, entities))
+        best = top_k(scores, k)
+        rows, scores = rows[best], scores[best]
+        used_fallback = int(np.count_nonzero(scores > self.config.min_score)) < k
         if used_fallback:
-            for row, score in zip(*_flat(query, k, table)):
-                scores.setdefault(row, score)
-            rows, values = _ranked(scores, k)
-        return Candidates(rows, values, used_fallback)
+            rows, scores = _merge_best(rows, scores, *flat_search(query, k, table))
+            best = top_k(scores, k)
+            rows, scores = rows[best], scores[best]
+        return Candidates(rows, scores, used_fallback)
 
     def _group_stage(
         self, query: np.ndarray, k: int, groups: GroupState, index: GroupIndex
-    ) -> tuple[list[int], list[float]]:
+    ) -> tuple[np.ndarray, np.ndarray]:
         active = groups.active_ids()
         if len(active) == 0:
-            return [], []
-        similarity = groups.centroids()[active] @ query
-        chosen = active[top_k(similarity, self.config.group_top_k)]
+            return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float64)
+        chosen = active[top_k(groups.active_centroids() @ query, self.config.group_top_k)]
         probed_cells = int(groups.counts[chosen].sum())
         if len(chosen) > 1 and (index.io_bound or probed_cells >= self.config.parallel_min_cells):
             results = list(self.pool.map(lambda group: index.search(group, query, k), chosen.tolist()))
         else:
             results = [index.search(group, query, k) for group in chosen.tolist()]
-        rows = np.concatenate([r for r, _ in results]).tolist()
-        values = np.concatenate([s for _, s in results]).astype(np.float64).tolist()
-        return rows, values
+        rows = np.concatenate([r for r, _ in results])
+        return rows, np.concatenate([s for _, s in results]).astype(np.float64)
 
     def _entity_stage(
         self, query: np.ndarray, query_entities: frozenset[str], table: CellTable, entities: EntityIndex
-    ) -> dict[int, float]:
+    ) -> tuple[np.ndarray, np.ndarray]:
         matched = entities.matches(query_entities)
-        if not matched:
-            return {}
         rows = np.fromiter(matched, dtype=np.int64, count=len(matched))
         shares = np.fromiter(matched.values(), dtype=np.float64, count=len(matched)) / len(query_entities)
-        cosines = table.vectors[rows] @ query
-        boosted = cosines.astype(np.float64) + self.config.entity_boost * shares
-        return dict(zip(rows.tolist(), boosted.tolist()))
+        return rows, (table.vectors[rows] @ query).astype(np.float64) + self.config.entity_boost * shares
 
 
 def flat_search(query: np.ndarray, k: int, table: CellTable) -> tuple[np.ndarray, np.ndarray]:
@@ -100,16 +92,15 @@ def flat_search(query: np.ndarray, k: int, table: CellTable) -> tuple[np.ndarray
     scores = table.vectors[: table.size] @ query
     scores[~table.alive[: table.size]] = -np.inf
     best = top_k(scores, min(k, len(table)))
-    return best, scores[best]
+    return best, scores[best].astype(np.float64)
 
 
-def _flat(query: np.ndarray, k: int, table: CellTable) -> tuple[list[int], list[float]]:
-    rows, scores = flat_search(query, k, table)
-    return rows.tolist(), scores.astype(np.float64).tolist()
-
-
-def _ranked(scores: dict[int, float], k: int) -> tuple[np.ndarray, np.ndarray]:
-    rows = np.fromiter(scores, dtype=np.int64, count=len(scores))
-    values = np.fromiter(scores.values(), dtype=np.float64, count=len(scores))
-    best = top_k(values, min(k, len(values)))
-    return rows[best], values[best]
+def _merge_best(
+    rows: np.ndarray, scores: np.ndarray, more_rows: np.ndarray, more_scores: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """The union of two candidate lists; a row in both keeps its higher score."""
+    rows, scores = np.concatenate([rows, more_rows]), np.concatenate([scores, more_scores])
+    order = np.lexsort((-scores, rows))
+    first = np.r_[True, rows[order][1:] != rows[order][:-1]]
+    keep = order[first]
+    return rows[keep], scores[keep]
