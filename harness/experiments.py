@@ -65,6 +65,30 @@ def grouping(plan: RunPlan, encoders: dict[str, Encoder], progress: Progress) ->
     return rows
 
 
+def judges(progress: Progress, *, per_kind: int = 30, seeds: tuple[int, ...] = (0, 1, 2)) -> list[dict[str, Any]]:
+    """Each available conflict judge's precision and recall on the labelled contradiction pairs."""
+    from reference.judges import OfflineJudge
+
+    from .generators.contradictions import contradiction_pairs
+    from .judging import score_judge
+
+    rows = []
+    for seed in progress(seeds, "conflict judges"):
+        score = score_judge(OfflineJudge(), contradiction_pairs(per_kind, seed=seed))
+        rows.append(
+            {
+                "judge": score.judge,
+                "seed": seed,
+                "pairs": score.true_positives + score.false_positives + score.false_negatives + score.true_negatives,
+                "precision": score.precision,
+                "recall": score.recall,
+                "missed": score.missed_by_kind,
+                "false_alarms": score.false_alarms_by_kind,
+            }
+        )
+    return rows
+
+
 def beir(
     directory: str,
     systems: tuple[str, ...],

@@ -56,6 +56,7 @@ def write_report(out: Path, run: dict[str, Any], sections: dict[str, Any]) -> Pa
     claims: list[Verdict] = sections.get("claims", [])
     targets: list[Verdict] = sections.get("targets", [])
     grouping: list[dict[str, Any]] = sections.get("grouping", [])
+    judges: list[dict[str, Any]] = sections.get("judges", [])
 
     scaling_rows = [_pick(m.row(), SCALING_COLUMNS) for m in scaling if not m.params]
     sweep_rows = [{**_pick(m.row(), SWEEP_COLUMNS), "param": _params(m)} for m in scaling if m.params]
@@ -67,6 +68,7 @@ def write_report(out: Path, run: dict[str, Any], sections: dict[str, Any]) -> Pa
         "needles": needle_rows,
         "grouping": grouping,
         "beir": beir_rows,
+        "judges": judges,
         "claims": [asdict(v) for v in claims],
         "targets": [asdict(v) for v in targets],
     }
@@ -86,6 +88,7 @@ def write_report(out: Path, run: dict[str, Any], sections: dict[str, Any]) -> Pa
                 "needles": [_raw(m) for m in needles],
                 "beir": [_raw(m) for m in beir],
                 "grouping": grouping,
+                "judges": judges,
                 "claims": tables["claims"],
                 "targets": tables["targets"],
             },
@@ -146,6 +149,11 @@ def _markdown(
             "grouping",
             "Grouping against true topics (topic haystack)",
             "k-means is given the true number of topics; the reference engine finds its groups online with no k.",
+        ),
+        (
+            "judges",
+            "Conflict judges on labelled faker pairs (contradicting, consistent, unrelated)",
+            "A pair is flagged when the judge names it; `missed` and `false_alarms` count pairs by kind.",
         ),
         ("beir", "BEIR-format dataset", ""),
     ]

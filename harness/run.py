@@ -49,6 +49,7 @@ def run_benchmark(
         sections["scaling"] = experiments.scaling(plan, plan.systems, _progress)
         sections["needles"] = experiments.needles(plan, plan.needle_systems, encoders, _progress)
         sections["grouping"] = experiments.grouping(plan, encoders, _progress)
+        sections["judges"] = experiments.judges(_progress)
         sections["claims"], sections["targets"] = evaluate(
             Results(sections["scaling"], sections["needles"], sections["grouping"])
         )

@@ -26,6 +26,8 @@ class CellRecord:
     timestamp: float
     access_count: int
     metadata: dict[str, Any]
+    conflicts: list[dict[str, Any]]
+    """Who this cell contradicts: {"with": id, "reason": …, "judge": …, "found": epoch seconds}."""
 
 
 @dataclass(frozen=True)
@@ -41,6 +43,7 @@ class CellBatch:
     timestamps: np.ndarray
     access: np.ndarray
     metadata: list[dict[str, Any]]
+    conflicts: list[list[dict[str, Any]]]
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -58,10 +61,13 @@ class CellTable:
         self.timestamp = np.zeros(0, dtype=np.float64)
         self.access = np.zeros(0, dtype=np.int64)
         self.alive = np.zeros(0, dtype=bool)
+        self.superseded = np.zeros(0, dtype=bool)
+        """True for a cell that a newer, contradicting cell outranks in memory mode."""
         self.ids: list[str] = []
         self.texts: list[str] = []
         self.kinds: list[str] = []
         self.metadata: list[dict[str, Any]] = []
+        self.conflicts: list[list[dict[str, Any]]] = []
         self.row_of: dict[str, int] = {}
 
     def __len__(self) -> int:
@@ -82,10 +88,12 @@ class CellTable:
         self.timestamp[start:stop] = batch.timestamps
         self.access[start:stop] = batch.access
         self.alive[start:stop] = True
+        self.superseded[start:stop] = [superseded(row_conflicts) for row_conflicts in batch.conflicts]
         self.ids.extend(batch.ids)
         self.texts.extend(batch.texts)
         self.kinds.extend(batch.kinds)
         self.metadata.extend(batch.metadata)
+        self.conflicts.extend(batch.conflicts)
         self.row_of.update(zip(batch.ids, range(start, stop)))
         self._size = stop
         return np.arange(start, stop)
@@ -112,6 +120,7 @@ class CellTable:
             timestamp=float(self.timestamp[row]),
             access_count=int(self.access[row]),
             metadata=dict(self.metadata[row]),
+            conflicts=[dict(c) for c in self.conflicts[row]],
         )
 
     def _reserve(self, needed: int) -> None:
@@ -125,6 +134,12 @@ class CellTable:
         self.timestamp = _grow(self.timestamp, new_capacity)
         self.access = _grow(self.access, new_capacity)
         self.alive = _grow(self.alive, new_capacity)
+        self.superseded = _grow(self.superseded, new_capacity)
+
+
+def superseded(conflicts: list[dict[str, Any]]) -> bool:
+    """A cell is superseded when a conflict names it as the older side."""
+    return any(c.get("newer") for c in conflicts)
 
 
 def _grow(array: np.ndarray, capacity: int) -> np.ndarray:

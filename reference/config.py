@@ -44,6 +44,7 @@ class MemoryConfig:
     half_life_days: float = 7.0
     access_saturation: int = 10
     score_threshold: float = 0.0
+    superseded_penalty: float = 0.2
     kind_importance: dict[str, float] = field(default_factory=lambda: {"episodic": 0.3, "fact": 0.9})
     search_threads: int = 4
     parallel_min_cells: int = 8192
@@ -58,6 +59,7 @@ class MemoryConfig:
             "max_groups must be >= 1": self.max_groups >= 1,
             "group_top_k must be >= 1": self.group_top_k >= 1,
             "entity_boost must be >= 0": self.entity_boost >= 0,
+            "superseded_penalty must be >= 0": self.superseded_penalty >= 0,
             "half_life_days must be > 0": self.half_life_days > 0,
             "access_saturation must be >= 1": self.access_saturation >= 1,
             "search_threads must be >= 1": self.search_threads >= 1,
@@ -75,7 +77,7 @@ class MemoryConfig:
         """Default importance of a memory kind; unknown kinds are an error."""
         try:
             return self.kind_importance[kind]
-        except KeyError:
+        except (KeyError, TypeError):
             known = ", ".join(sorted(self.kind_importance))
             raise InvalidInputError(f"unknown kind {kind!r}; use one of: {known}") from None
 

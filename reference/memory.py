@@ -3,25 +3,32 @@
 from __future__ import annotations
 
 import json
+import logging
 import os
 import threading
-from collections.abc import Mapping, Sequence
+import time
+from collections import deque
+from collections.abc import Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import replace
 from datetime import datetime
 from typing import Any, Literal
 
 import numpy as np
 
-from .cells import CellBatch, CellRecord, CellTable
+from .cells import CellBatch, CellRecord, CellTable, superseded
 from .chroma import persistent_client
 from .clustering import GroupState, LeaderClustering
 from .config import MemoryConfig
+from .consolidation import ConsolidationReport, final_groups, plan_merges
 from .encoders import Encoder, make_encoder
 from .entities import EntityIndex, extract_entities
-from .errors import InvalidInputError, NotFoundError
+from .errors import BackendUnavailableError, InvalidInputError, MagneticError, NotFoundError
 from .hit import Hit
 from .index import ChromaGroupIndex, GroupIndex, NumpyGroupIndex
+from .judges import Conflict, ConflictJudge, JudgeError, OfflineJudge, Statement
+from .locks import ReadWriteLock
 from .scoring import Clock, memory_scores, system_clock
 from .search import ThreeStageSearch
 from .stats import MemoryStats, memory_stats
@@ -41,10 +48,12 @@ SEARCH_OPTIONS = frozenset(
         "half_life_days",
         "access_saturation",
         "parallel_min_cells",
+        "superseded_penalty",
     }
 )
 MEMORY_MODE_POOL = 4
 """In memory mode the similarity stage fetches this many times k candidates to re-rank."""
+log = logging.getLogger(__name__)
 
 
 class CellularMemory:
@@ -62,14 +71,21 @@ class CellularMemory:
         client: Any = None,
         *,
         clock: Clock = system_clock,
+        judge: ConflictJudge | None = None,
     ) -> None:
         if path is not None and client is not None:
             raise InvalidInputError("pass either path (embedded Chroma) or client, not both")
         self.config = config
         self.encoder = encoder if encoder is not None else make_encoder("auto")
         self.clock = clock
+        self.judge = judge if judge is not None else OfflineJudge()
         self.dim = self.encoder.dim
-        self._lock = threading.RLock()
+        self._lock = ReadWriteLock()
+        self._access_lock = threading.Lock()
+        self._sleep_mutex = threading.Lock()
+        self._sleeper: tuple[threading.Thread, threading.Event] | None = None
+        self.sleep_reports: deque[ConsolidationReport] = deque(maxlen=100)
+        self.sleep_errors: deque[MagneticError] = deque(maxlen=100)
         self._pool = ThreadPoolExecutor(max_workers=config.search_threads, thread_name_prefix="cellular-search")
         self._clustering = LeaderClustering(
             join_threshold=config.join_threshold, max_groups=config.max_groups, chunk=config.ingest_chunk
@@ -80,6 +96,8 @@ class CellularMemory:
         self._entities = EntityIndex()
         self._index = self._make_index()
         self._dirty: set[int] = set()
+        self._touched: set[int] = set()
+        self._version = 0
         self._closed = False
         if client is None and path is not None:
             client = persistent_client(path)
@@ -112,7 +130,7 @@ class CellularMemory:
         matrix = unit_rows(self.encoder.encode(texts) if vectors is None else vectors, dim=self.dim)
         cell_ids = list(ids) if ids is not None else _new_ids(count)
         found = [extract_entities(text) for text in texts]
-        with self._guard():
+        with self._writing():
             self._check_new_ids(cell_ids)
             groups, state = self._clustering.assign(self._groups, matrix)
             batch = CellBatch(
@@ -125,16 +143,19 @@ class CellularMemory:
                 timestamps=np.asarray(times),
                 access=np.zeros(count, dtype=np.int64),
                 metadata=metadatas,
+                conflicts=[[] for _ in range(count)],
             )
             self._store.put(batch)
             self._groups = state
             self._insert(batch, found)
+            self._touched.update(np.unique(groups).tolist())
+            self._version += 1
         return cell_ids
 
     def delete(self, ids: str | Sequence[str]) -> int:
         """Delete cells by id (all or nothing: an unknown id deletes nothing); returns how many."""
-        ids = check_ids(ids)
-        with self._guard():
+        ids = list(dict.fromkeys(check_ids(ids)))
+        with self._writing():
             rows = self._rows_of(ids)
             self._store.delete(ids)
             groups = self._table.group[rows]
@@ -144,6 +165,7 @@ class CellularMemory:
                 self._entities.remove(row)
                 self._dirty.discard(row)
             self._table.kill(rows.tolist())
+            self._version += 1
         return len(rows)
 
     # ---- reading -------------------------------------------------------------------------
@@ -168,12 +190,12 @@ class CellularMemory:
             raise InvalidInputError("queries must be a non-empty list of strings or vectors")
         check_same_length("vectors", vectors, len(queries))
         matrix, query_entities = self._encode_queries(queries, vectors)
-        with self._guard():
+        with self._reading():
             return [self._search_one(row, k, entities, mode) for row, entities in zip(matrix, query_entities)]
 
     def get(self, cell_id: str) -> CellRecord:
         """The full record of one cell."""
-        with self._guard():
+        with self._reading():
             return self._table.record(int(self._rows_of(check_ids(cell_id))[0]))
 
     def __len__(self) -> int:
@@ -184,12 +206,12 @@ class CellularMemory:
 
     def ids(self) -> list[str]:
         """Every cell id, in insertion order."""
-        with self._guard():
+        with self._reading():
             return [self._table.ids[row] for row in self._table.live_rows().tolist()]
 
     def stats(self) -> MemoryStats:
         """Counts, group-size distribution and configuration, for reports and dashboards."""
-        with self._guard():
+        with self._reading():
             return memory_stats(self)
 
     def set_search_options(self, **changes: Any) -> None:
@@ -197,24 +219,150 @@ class CellularMemory:
         unknown = set(changes) - SEARCH_OPTIONS
         if unknown:
             raise InvalidInputError(f"not a query-time option: {sorted(unknown)}; use {sorted(SEARCH_OPTIONS)}")
-        with self._guard():
+        with self._writing():
             self.config = replace(self.config, **changes)
             self._search = ThreeStageSearch(self.config, self._pool)
+
+    # ---- sleep ---------------------------------------------------------------------------
+
+    def consolidate(self, judge: ConflictJudge | None = None) -> ConsolidationReport:
+        """One sleep pass: merge groups above `merge_threshold`, then judge changed groups for conflicts.
+
+        The merge plan is made on centroids under the read lock (searches go on); only applying it
+        takes the write lock. Groups that gained cells or merged since the last pass are judged;
+        conflicts are recorded on both cells (nothing is deleted) and judge failures are reported.
+        """
+        started = time.perf_counter()
+        with self._sleep_mutex:
+            with self._reading():
+                version, groups_before = self._version, self._groups.n_active
+                merges = plan_merges(self._groups, self.config.merge_threshold)
+            with self._writing():
+                if self._version != version:  # written to meanwhile: plan again, now that nothing can change
+                    merges = plan_merges(self._groups, self.config.merge_threshold)
+                moved = self._apply_merges(merges)
+                touched, self._touched = self._touched, set()
+                groups_after = self._groups.n_active
+            conflicts, errors = self._find_conflicts(touched, judge or self.judge)
+        return ConsolidationReport(
+            merges, groups_before, groups_after, moved, len(touched), conflicts, errors, time.perf_counter() - started
+        )
+
+    def start_sleep(self, interval: float, *, judge: ConflictJudge | None = None) -> None:
+        """Consolidate every `interval` seconds on a background thread until `stop_sleep()`."""
+        if interval <= 0:
+            raise InvalidInputError("the sleep interval must be > 0 seconds")
+        self._check_open()
+        if self._sleeper is not None:
+            raise InvalidInputError("sleep is already running; stop_sleep() first")
+        stop = threading.Event()
+
+        def sleep_loop() -> None:
+            while not stop.wait(interval):
+                try:
+                    self.sleep_reports.append(self.consolidate(judge))
+                except MagneticError as error:  # kept for the caller (sleep_errors) and logged, never lost
+                    self.sleep_errors.append(error)
+                    log.error("sleep pass failed: %s", error)
+
+        thread = threading.Thread(target=sleep_loop, name="cellular-sleep", daemon=True)
+        self._sleeper = (thread, stop)
+        thread.start()
+
+    def stop_sleep(self) -> None:
+        """Stop the background sleep (waits for a running pass to finish)."""
+        if self._sleeper is not None:
+            thread, stop = self._sleeper
+            stop.set()
+            thread.join()
+            self._sleeper = None
+
+    def conflicts(self) -> list[Conflict]:
+        """Every recorded conflict once, older cell first."""
+        with self._reading():
+            table = self._table
+            return [
+                Conflict(table.ids[row], c["with"], c["reason"], c["judge"])
+                for row in table.live_rows().tolist()
+                for c in table.conflicts[row]
+                if c["newer"]
+            ]
+
+    def _apply_merges(self, merges: list) -> int:
+        """Move the absorbed groups' cells (store first, then memory); returns how many moved."""
+        target = final_groups(merges)
+        if not target:
+            return 0
+        table = self._table
+        old = table.group[: table.size]
+        rows = np.flatnonzero(table.alive[: table.size] & np.isin(old, list(target)))
+        before = old[rows].copy()
+        after = np.asarray([target[g] for g in before.tolist()], dtype=np.int64)
+        self._store.update([replace(table.record(r), group_id=g) for r, g in zip(rows.tolist(), after.tolist())])
+        vectors = table.vectors[rows]
+        state = self._groups.copy()
+        state.remove_members(before, vectors)
+        state.add_members(after, vectors)
+        self._index.remove(before, rows)
+        table.group[rows] = after
+        self._index.add(after, rows, vectors)
+        self._groups = state
+        self._touched.update(target.values())
+        self._version += 1
+        return len(rows)
+
+    def _find_conflicts(self, groups: set[int], judge: ConflictJudge) -> tuple[list[Conflict], list[str]]:
+        with self._reading():
+            table = self._table
+            live = table.live_rows()
+            members = {g: live[table.group[live] == g] for g in groups}
+            batches = {
+                g: [Statement(table.ids[r], table.texts[r], float(table.timestamp[r])) for r in rows.tolist()]
+                for g, rows in members.items()
+                if len(rows) > 1
+            }
+        found, errors = [], []
+        for group, statements in batches.items():
+            try:
+                found += judge.judge(statements)
+            except (JudgeError, BackendUnavailableError) as error:
+                errors.append(f"group {group}: {error}")
+        return self._record_conflicts(found), errors
+
+    def _record_conflicts(self, conflicts: list[Conflict]) -> list[Conflict]:
+        """Note each new conflict on both cells (the older one as superseded); returns the new ones."""
+        with self._writing():
+            table, now, new, changed = self._table, self.clock(), [], set()
+            for conflict in conflicts:
+                if conflict.first not in table.row_of or conflict.second not in table.row_of:
+                    continue  # deleted meanwhile
+                older, newer = table.row_of[conflict.first], table.row_of[conflict.second]
+                if any(c["with"] == conflict.second for c in table.conflicts[older]):
+                    continue
+                entry = {"reason": conflict.reason, "judge": conflict.judge, "found": now}
+                table.conflicts[older].append({"with": conflict.second, "newer": True, **entry})
+                table.conflicts[newer].append({"with": conflict.first, "newer": False, **entry})
+                table.superseded[older] = superseded(table.conflicts[older])
+                changed |= {older, newer}
+                new.append(conflict)
+            self._store.update([table.record(row) for row in sorted(changed)])
+        return new
 
     # ---- lifecycle -----------------------------------------------------------------------
 
     def flush(self) -> None:
         """Persist access counts gathered since the last flush."""
-        with self._guard():
+        with self._writing():
             rows = sorted(self._dirty)
             self._store.update([self._table.record(row) for row in rows])
             self._dirty.clear()
 
     def close(self) -> None:
         """Flush and release threads and indexes; further calls raise."""
-        with self._lock:
-            if self._closed:
-                return
+        if self._closed:
+            return
+        self.stop_sleep()
+        with self._lock.write():
             try:
                 self.flush()
             finally:
@@ -230,10 +378,21 @@ class CellularMemory:
 
     # ---- internals -----------------------------------------------------------------------
 
-    def _guard(self) -> threading.RLock:
+    @contextmanager
+    def _reading(self) -> Iterator[None]:
+        with self._lock.read():
+            self._check_open()
+            yield
+
+    @contextmanager
+    def _writing(self) -> Iterator[None]:
+        with self._lock.write():
+            self._check_open()
+            yield
+
+    def _check_open(self) -> None:
         if self._closed:
             raise InvalidInputError("this CellularMemory is closed; open a new one")
-        return self._lock
 
     def _make_index(self) -> GroupIndex:
         if self.config.group_backend == "chroma":
@@ -268,7 +427,7 @@ class CellularMemory:
         missing = [i for i in ids if i not in self._table.row_of]
         if missing:
             raise NotFoundError(f"unknown ids: {missing[:5]}{' …' if len(missing) > 5 else ''}")
-        return np.asarray([self._table.row_of[i] for i in dict.fromkeys(ids)], dtype=np.int64)
+        return np.asarray([self._table.row_of[i] for i in ids], dtype=np.int64)
 
     def _encode_queries(self, queries: Sequence[str | Any], vectors: Any) -> tuple[np.ndarray, list[frozenset[str]]]:
         """Unit query vectors (given, else encoded in one batch) and each text query's entities."""
@@ -304,21 +463,25 @@ class CellularMemory:
         rows, scores = found.rows, found.scores
         if mode == "memory":
             table = self._table
-            scores = memory_scores(
-                scores,
-                table.importance[rows],
-                table.timestamp[rows],
-                table.access[rows],
-                now=self.clock(),
-                config=self.config,
+            scores = (
+                memory_scores(
+                    scores,
+                    table.importance[rows],
+                    table.timestamp[rows],
+                    table.access[rows],
+                    now=self.clock(),
+                    config=self.config,
+                )
+                - self.config.superseded_penalty * table.superseded[rows]
             )
             keep = scores >= self.config.score_threshold
             order = np.argsort(-scores[keep], kind="stable")[:k]
             rows, scores = rows[keep][order], scores[keep][order]
         table = self._table
-        table.access[rows] += 1
         row_list = rows.tolist()
-        self._dirty.update(row_list)
+        with self._access_lock:  # searches run in parallel under the read lock
+            table.access[rows] += 1
+            self._dirty.update(row_list)
         return [
             Hit(table.ids[row], table.texts[row], score, group, dict(table.metadata[row]))
             for row, score, group in zip(row_list, scores.tolist(), table.group[rows].tolist())

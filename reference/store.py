@@ -87,6 +87,7 @@ class ChromaCellStore:
             timestamps=np.asarray([m["timestamp"] for m in metas], dtype=np.float64),
             access=np.asarray([m["access"] for m in metas], dtype=np.int64),
             metadata=[json.loads(m["meta"]) for m in metas],
+            conflicts=[json.loads(m.get("conflicts", "[]")) for m in metas],
         )
 
     def put(self, batch: CellBatch) -> None:
@@ -104,11 +105,13 @@ class ChromaCellStore:
         self._next_seq += len(batch)
 
     def update(self, records: Sequence[CellRecord]) -> None:
-        """Rewrite the mutable engine fields (group, access count); Chroma merges metadata keys."""
+        """Rewrite the mutable engine fields (group, access count, conflicts); Chroma merges metadata keys."""
         for start in range(0, len(records), self._batch):
             chunk = records[start : start + self._batch]
             ids = [r.id for r in chunk]
-            metadatas = [{"group": r.group_id, "access": r.access_count} for r in chunk]
+            metadatas = [
+                {"group": r.group_id, "access": r.access_count, "conflicts": json.dumps(r.conflicts)} for r in chunk
+            ]
             guarded(f"updating {self.name}", self._collection.update, ids=ids, metadatas=metadatas)
 
     def delete(self, ids: Sequence[str]) -> None:
@@ -127,6 +130,7 @@ class ChromaCellStore:
                 "timestamp": float(batch.timestamps[i]),
                 "access": int(batch.access[i]),
                 "meta": json.dumps(batch.metadata[i], ensure_ascii=False),
+                "conflicts": json.dumps(batch.conflicts[i]),
             }
             for i in range(start, stop)
         ]

@@ -1,14 +1,18 @@
-"""A stand-in Ollama server on 127.0.0.1 speaking Ollama's HTTP API (`/api/tags`, `/api/embed`).
+"""A stand-in Ollama server on 127.0.0.1 speaking Ollama's HTTP API (`/api/tags`, `/api/embed`,
+`/api/chat` with tool calls and streaming).
 
 Embeddings come from the hashed MockEncoder, scaled so they are *not* unit length (as Ollama's
-legacy endpoint returns), so clients must normalise. `hang_seconds` makes every answer late, to
-test client timeouts.
+legacy endpoint returns), so clients must normalise. Chat answers come from `brain(messages,
+tools)`, which a test sets: it returns `{"content": str, "tool_calls": [{"name": …, "arguments": {…}}]}`.
+`hang_seconds` makes every answer late, to test client timeouts. Every chat request is kept in
+`chats` so tests can check what the client sent.
 """
 
 from __future__ import annotations
 
 import json
 import threading
+from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from reference.encoders import MockEncoder
@@ -20,6 +24,8 @@ class OllamaStandIn:
         self.encoder = MockEncoder(dim)
         self.hang_seconds = 0.0
         self.requests: list[str] = []
+        self.chats: list[dict] = []
+        self.brain: Callable[[list[dict], list[dict] | None], dict] = echo_brain
         self._release = threading.Event()
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
         self._server.daemon_threads = True
@@ -66,7 +72,9 @@ class OllamaStandIn:
             def do_POST(self) -> None:
                 standin.requests.append(f"POST {self.path}")
                 request = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))) or b"{}")
-                if self.path != "/api/embed":
+                if self.path == "/api/chat":
+                    self._chat(request)
+                elif self.path != "/api/embed":
                     self._reply(404, {"error": "not found"})
                 elif request.get("model", "").split(":")[0] not in {m.split(":")[0] for m in standin.models}:
                     self._reply(404, {"error": f"model '{request.get('model')}' not found, try pulling it first"})
@@ -75,4 +83,37 @@ class OllamaStandIn:
                     vectors = standin.encoder.encode(texts) * 3.7
                     self._reply(200, {"model": request["model"], "embeddings": vectors.tolist()})
 
+            def _chat(self, request: dict) -> None:
+                standin.chats.append(request)
+                answer = standin.brain(request.get("messages", []), request.get("tools"))
+                message = {"role": "assistant", "content": answer.get("content", "")}
+                if answer.get("tool_calls"):
+                    message["tool_calls"] = [{"function": call} for call in answer["tool_calls"]]
+                base = {"model": request.get("model", ""), "created_at": "2026-01-01T00:00:00Z"}
+                if not request.get("stream", True):
+                    self._reply(200, {**base, "message": message, "done": True, "done_reason": "stop"})
+                    return
+                self.send_response(200)
+                self.send_header("Content-Type", "application/x-ndjson")
+                self.end_headers()
+                words = message["content"].split(" ")
+                for index, word in enumerate(words):
+                    chunk = {"role": "assistant", "content": word + (" " if index < len(words) - 1 else "")}
+                    self.wfile.write((json.dumps({**base, "message": chunk, "done": False}) + "\n").encode())
+                    self.wfile.flush()
+                final = {
+                    "role": "assistant",
+                    "content": "",
+                    **({"tool_calls": message["tool_calls"]} if "tool_calls" in message else {}),
+                }
+                self.wfile.write(
+                    (json.dumps({**base, "message": final, "done": True, "done_reason": "stop"}) + "\n").encode()
+                )
+
         return Handler
+
+
+def echo_brain(messages: list[dict], tools: list[dict] | None) -> dict:
+    """The default answer: repeat the last user message."""
+    last = next((m["content"] for m in reversed(messages) if m.get("role") == "user"), "")
+    return {"content": f"You said: {last}"}

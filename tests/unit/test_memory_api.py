@@ -202,3 +202,13 @@ def test_search_options_change_at_query_time_and_are_validated(memory):
         memory.set_search_options(join_threshold=0.1)  # an ingest-time setting
     with pytest.raises(InvalidInputError):
         memory.set_search_options(group_top_k=0)
+
+
+def test_deleting_an_id_listed_twice_deletes_it_once(memory):
+    victim = memory.ids()[0]
+    assert memory.delete([victim, victim]) == 1 and victim not in memory
+
+
+def test_a_kind_that_is_not_a_string_is_a_typed_error(memory):
+    with pytest.raises(InvalidInputError, match="unknown kind"):
+        memory.add("x", kind=["fact"])

@@ -1,0 +1,201 @@
+"""A deterministic conflict judge: subject / attribute / value facts, negation, numbers and dates.
+
+Each sentence is read as one fact when it has one of these shapes (case-insensitive):
+
+- ``S's A is V`` and ``The A of S is V`` (also was / are / were; "is not", "is no longer");
+- ``S <verb> [preposition] V`` with S a capitalised name ("Maria Lopez lives in Lisbon"), negated by
+  "does not", "did not", "never", "no longer" … ; the verb's tense is part of the attribute, so
+  "lived in Paris" does not contradict "lives in Lisbon";
+- ``S is [a] V`` with S a capitalised name ("Ana is a nurse", "Ana is 34 years old"); a relational
+  role ("a mother of three", "a member of …") coexists with any other role.
+
+Two facts with the same subject and attribute contradict when one negates the other, or when their
+values differ — numbers compared as numbers (with their units), dates as dates. Verbs that
+naturally take many values (likes, visited, speaks …) never conflict on different values.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass
+from itertools import combinations
+
+from dateutil import parser as dateparser
+
+from .base import Conflict, Statement, ordered
+
+_COPULA = r"(?:is|are|was|were|has been|have been)"
+_NEGATION = r"(?:not|no longer|never)"
+_VERB_NEGATION = r"(?:does not|doesn't|do not|don't|did not|didn't|never|no longer|has not|hasn't|have not)"
+_NAME = r"[A-Z][\w'’.-]*(?:\s+(?:of|de|van|von|da|del)?\s*[A-Z][\w'’.-]*)*"
+_POSSESSIVE = re.compile(rf"^(?P<s>.+?)['’]s (?P<a>[^,]+?) {_COPULA}(?P<neg> {_NEGATION})? (?P<v>.+)$", re.I)
+_OF_FORM = re.compile(rf"^the (?P<a>[^,]+?) of (?P<s>.+?) {_COPULA}(?P<neg> {_NEGATION})? (?P<v>.+)$", re.I)
+_NAMED_COPULA = re.compile(rf"^(?P<s>{_NAME}) (?P<cop>{_COPULA})(?P<neg> {_NEGATION})? (?P<v>.+)$")
+_NAMED_VERB = re.compile(rf"^(?P<s>{_NAME}) (?:(?P<neg>{_VERB_NEGATION}) )?(?P<verb>[a-z]+)(?P<rest>(?: .+)?)$")
+_PREPOSITIONS = ("in", "at", "to", "for", "from", "on", "with", "as", "into", "by")
+_VALUE_END = re.compile(
+    r",(?!\s?\d)| and | but | since | until | because | with | after | before | last | this | next "
+    r"| ago\b| yesterday| today| now\b| in (?:19|20)\d\d\b",
+    re.I,
+)
+_ARTICLES = re.compile(r"^(?:a|an|the)\s+", re.I)
+_NUMBER = re.compile(r"[-+]?\d[\d,]*(?:\.\d+)?")
+_IRREGULAR = {
+    "has": "have",
+    "have": "have",
+    "had": "have:past",
+    "is": "be",
+    "are": "be",
+    "was": "be:past",
+    "were": "be:past",
+    "does": "do",
+    "did": "do:past",
+    "went": "go:past",
+    "goes": "go",
+    "bought": "buy:past",
+    "sold": "sell:past",
+    "left": "leave:past",
+    "met": "meet:past",
+    "paid": "pay:past",
+    "made": "make:past",
+    "born": "bear:past",
+}
+MULTI_VALUED = frozenset(
+    "like enjoy love hate prefer visit know speak read write play eat drink own use meet watch collect study "
+    "have buy sell call email travel".split()
+)
+RELATIONAL = frozenset(
+    "mother father parent grandmother grandfather grandparent son daughter sister brother wife husband partner "
+    "friend neighbour neighbor member fan volunteer runner student citizen resident owner supporter".split()
+)
+"""Roles that coexist with an occupation: "a nurse" and "a mother of three" do not contradict."""
+_PARTICIPLES = frozenset("born made paid sold built held given taken written known seen".split())
+
+
+@dataclass(frozen=True)
+class Fact:
+    subject: str
+    attribute: str
+    value: str
+    negated: bool
+    functional: bool
+
+
+class OfflineJudge:
+    """Rule-based and deterministic: CI's judge. See the module docstring for the rules."""
+
+    name = "offline"
+
+    def judge(self, statements: Sequence[Statement]) -> list[Conflict]:
+        by_key: dict[tuple[str, str], list[tuple[Statement, Fact]]] = defaultdict(list)
+        for statement in statements:
+            for fact in parse_facts(statement.text):
+                by_key[fact.subject, fact.attribute].append((statement, fact))
+        conflicts: dict[tuple[str, str], Conflict] = {}
+        for (subject, attribute), facts in by_key.items():
+            for (first, a), (second, b) in combinations(facts, 2):
+                reason = _contradiction(a, b)
+                if reason and first.id != second.id:
+                    conflict = ordered(first, second, f"{subject} / {attribute}: {reason}", self.name)
+                    conflicts.setdefault((conflict.first, conflict.second), conflict)
+        return list(conflicts.values())
+
+
+def parse_facts(text: str) -> list[Fact]:
+    """The facts of every sentence of `text` that has a recognised shape."""
+    facts = []
+    for sentence in re.split(r"(?<=[.!?;])\s+", text.strip()):
+        fact = _parse_sentence(sentence.strip().rstrip(".!?;").strip())
+        if fact is not None:
+            facts.append(fact)
+    return facts
+
+
+def _parse_sentence(sentence: str) -> Fact | None:
+    for pattern in (_POSSESSIVE, _OF_FORM):
+        match = pattern.match(sentence)
+        if match:
+            return _fact(match["s"], match["a"].lower(), match["v"], bool(match["neg"]), functional=True)
+    match = _NAMED_COPULA.match(sentence)
+    if match:
+        past = ":past" if match["cop"].lower() in ("was", "were") else ""
+        words = match["v"].split(" ")
+        if len(words) > 1 and (words[0].endswith("ed") or words[0] in _PARTICIPLES):  # passive: "was born on …"
+            attribute, rest = f"{words[0]}{past}", words[1:]
+            if rest[0].lower() in _PREPOSITIONS and len(rest) > 1:
+                attribute, rest = f"{attribute} {rest[0].lower()}", rest[1:]
+            return _fact(match["s"], attribute, " ".join(rest), bool(match["neg"]), functional=True)
+        value = _value(match["v"])
+        if _NUMBER.search(value):
+            unit = _NUMBER.sub("#", value)
+            return _fact(match["s"], f"be{past} {unit}", value, bool(match["neg"]), functional=True)
+        if _ARTICLES.match(match["v"]):
+            relational = bool(RELATIONAL & set(re.findall(r"[a-z]+", value)))
+            attribute = f"be{past} a {value}" if relational else f"be{past} a"
+            return _fact(match["s"], attribute, value, bool(match["neg"]), functional=not relational)
+        return _fact(match["s"], f"be{past} {value}", value, bool(match["neg"]), functional=False)
+    match = _NAMED_VERB.match(sentence)
+    if match and match["rest"]:
+        verb = _lemma(match["verb"], negated_with=match["neg"] or "")
+        rest = match["rest"].strip()
+        preposition = rest.split(" ", 1)[0].lower()
+        if preposition in _PREPOSITIONS and " " in rest:
+            verb, rest = f"{verb} {preposition}", rest.split(" ", 1)[1]
+        functional = verb.split(":")[0].split(" ")[0] not in _MULTI_VALUED_STEMS
+        return _fact(match["s"], verb, rest, bool(match["neg"]), functional=functional)
+    return None
+
+
+def _fact(subject: str, attribute: str, value: str, negated: bool, *, functional: bool) -> Fact:
+    subject = _ARTICLES.sub("", subject.strip()).lower()
+    return Fact(subject, attribute.strip(), _value(value), negated, functional)
+
+
+def _value(raw: str) -> str:
+    cut = _VALUE_END.search(raw, 1)
+    value = raw[: cut.start()] if cut else raw
+    return _ARTICLES.sub("", value.strip().strip("\"'“”")).lower()
+
+
+def _lemma(verb: str, *, negated_with: str) -> str:
+    verb = verb.lower()
+    if verb in _IRREGULAR:
+        return _IRREGULAR[verb]
+    past = ":past" if verb.endswith("ed") or negated_with.lower().startswith("did") else ""
+    for suffix in ("ied", "ed", "ies", "es", "s", "e", "d"):
+        if verb.endswith(suffix) and len(verb) - len(suffix) >= 3:
+            return verb[: -len(suffix)] + ("y" if suffix in ("ied", "ies") else "") + past
+    return verb + past
+
+
+_MULTI_VALUED_STEMS = frozenset(_lemma(verb, negated_with="") for verb in MULTI_VALUED)
+
+
+def _contradiction(a: Fact, b: Fact) -> str | None:
+    same = _same_value(a.value, b.value)
+    if same and a.negated != b.negated:
+        return f"'{a.value}' is both stated and negated"
+    if not same and a.functional and not a.negated and not b.negated:
+        return f"'{a.value}' vs '{b.value}'"
+    return None
+
+
+def _same_value(a: str, b: str) -> bool:
+    if a == b:
+        return True
+    numbers_a, numbers_b = _NUMBER.findall(a), _NUMBER.findall(b)
+    if numbers_a and numbers_b and _NUMBER.sub("#", a) == _NUMBER.sub("#", b):
+        return [float(n.replace(",", "")) for n in numbers_a] == [float(n.replace(",", "")) for n in numbers_b]
+    date_a, date_b = _date(a), _date(b)
+    return date_a is not None and date_a == date_b
+
+
+def _date(value: str):
+    if not re.search(r"\d", value):
+        return None
+    try:
+        return dateparser.parse(value, fuzzy=False, default=None).date()
+    except (ValueError, OverflowError, TypeError, AttributeError):
+        return None

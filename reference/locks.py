@@ -1,0 +1,61 @@
+"""A readers–writer lock: many searches at once, or one writer (add, delete, merge) alone.
+
+Writer-preferring (a waiting writer holds back new readers, so sleep cannot starve), and
+re-entrant for the thread that holds the write side. Readers must not nest.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+
+class ReadWriteLock:
+    def __init__(self) -> None:
+        self._condition = threading.Condition()
+        self._readers = 0
+        self._writer: int | None = None
+        self._depth = 0
+        self._waiting_writers = 0
+
+    @contextmanager
+    def read(self) -> Iterator[None]:
+        me = threading.get_ident()
+        with self._condition:
+            if self._writer == me:  # the writer may read what it is writing
+                self._depth += 1
+            else:
+                while self._writer is not None or self._waiting_writers:
+                    self._condition.wait()
+                self._readers += 1
+        try:
+            yield
+        finally:
+            with self._condition:
+                if self._writer == me:
+                    self._depth -= 1
+                else:
+                    self._readers -= 1
+                    if self._readers == 0:
+                        self._condition.notify_all()
+
+    @contextmanager
+    def write(self) -> Iterator[None]:
+        me = threading.get_ident()
+        with self._condition:
+            if self._writer != me:
+                self._waiting_writers += 1
+                while self._writer is not None or self._readers:
+                    self._condition.wait()
+                self._waiting_writers -= 1
+                self._writer = me
+            self._depth += 1
+        try:
+            yield
+        finally:
+            with self._condition:
+                self._depth -= 1
+                if self._depth == 0:
+                    self._writer = None
+                    self._condition.notify_all()
