@@ -1,4 +1,4 @@
-"""The `magbench` command line: run the benchmark, compare two runs, try the engine."""
+"""The `magbench` command line: run the benchmark, compare two runs, chat with a memory agent, try the engine."""
 
 from __future__ import annotations
 
@@ -27,6 +27,13 @@ def build_parser() -> argparse.ArgumentParser:
     compare.add_argument("run_b", help="the new run directory (or its results.json)")
     compare.add_argument("--latency-tolerance", type=float, default=0.25, help="relative p50 slowdown allowed")
     compare.add_argument("--recall-tolerance", type=float, default=0.01, help="absolute recall@10 drop allowed")
+
+    chat = commands.add_parser("chat", help="an interactive memory agent with slash commands")
+    chat.add_argument("--db", help="persist memories in this directory (embedded Chroma)")
+    chat.add_argument("--model", default="llama3.2", help="the Ollama chat model")
+    chat.add_argument("--encoder", choices=ENCODER_NAMES, default="auto")
+    chat.add_argument("--ollama-host", help="Ollama's URL (default OLLAMA_HOST or http://127.0.0.1:11434)")
+    chat.add_argument("--timeout", type=float, default=120.0, help="seconds to wait for the model")
 
     demo = commands.add_parser("demo", help="ingest a generated haystack with needles and search it")
     demo.add_argument("--encoder", choices=ENCODER_NAMES, default="auto")
@@ -66,6 +73,12 @@ def main(argv: list[str] | None = None) -> int:
         regressions = [c for c in changes if c.regression]
         print(f"\n{len(regressions)} regression(s) beyond tolerance")
         return 1 if regressions else 0
+    if args.command == "chat":
+        from .chat import run_chat
+
+        return run_chat(
+            db=args.db, model=args.model, encoder_name=args.encoder, ollama_host=args.ollama_host, timeout=args.timeout
+        )
     from .demo import run_demo
 
     return run_demo(encoder_name=args.encoder, size=args.size, path=args.path, seed=args.seed)

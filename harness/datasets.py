@@ -38,7 +38,7 @@ def vectors_evalset(
     query_list = [Query(f"q{j}", f"query {j}", vector) for j, vector in enumerate(data.queries)]
     qrels = {f"q{j}": {f"v{i}": 1.0 for i in row} for j, row in enumerate(truth.tolist())}
     return EvalSet(
-        f"vectors-{n}-s{seed}",
+        f"vectors-{n}-c{clusters}-s{seed}",
         docs,
         query_list,
         qrels,

@@ -12,20 +12,22 @@ from .beir import load_beir
 from .datasets import needles_evalset, topics_evalset, vectors_evalset
 from .encoding import encode_evalset
 from .metrics import agreement, group_stats
-from .plan import GROUPING_SYSTEMS, RunPlan
+from .plan import GROUPING_SYSTEMS, REGIMES, RunPlan
 from .runner import Measurement, group_labels, measure
 
 Progress = Callable[[Iterable[Any], str], Iterable[Any]]
 
 
-def scaling(plan: RunPlan, systems: tuple[str, ...], progress: Progress) -> list[Measurement]:
-    """Latency and recall vs exact for every system at every size; a query-parameter sweep at the largest."""
+def scaling(plan: RunPlan, systems: tuple[str, ...], progress: Progress, *, regime: str = "fixed") -> list[Measurement]:
+    """Latency and recall vs exact for every system at every size of a regime (`plan.REGIMES`);
+    in the fixed regime, a query-parameter sweep at the largest size."""
     results: list[Measurement] = []
     largest = max(plan.sizes)
     for size in plan.sizes:
-        evalset = vectors_evalset(size, queries=plan.queries, seed=size)
-        for system in progress(plan.systems_at(size, systems), f"scaling N={size:,}"):
-            results += measure(system, evalset, encoder="vectors", sweep=plan.sweep and size == largest)
+        evalset = vectors_evalset(size, queries=plan.queries, clusters=REGIMES[regime](size), seed=size)
+        for system in progress(plan.systems_at(size, systems), f"scaling ({regime}) N={size:,}"):
+            sweep = plan.sweep and size == largest and regime == "fixed"
+            results += measure(system, evalset, encoder="vectors", sweep=sweep)
     return results
 
 

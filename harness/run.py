@@ -47,11 +47,13 @@ def run_benchmark(
         sections["beir"] = experiments.beir(dataset, plan.systems, name, chosen, _progress)
     else:
         sections["scaling"] = experiments.scaling(plan, plan.systems, _progress)
+        growing_systems = tuple(s for s in plan.growing_systems if s in plan.systems)
+        sections["growing"] = experiments.scaling(plan, growing_systems, _progress, regime="growing")
         sections["needles"] = experiments.needles(plan, plan.needle_systems, encoders, _progress)
         sections["grouping"] = experiments.grouping(plan, encoders, _progress)
         sections["judges"] = experiments.judges(_progress)
         sections["claims"], sections["targets"] = evaluate(
-            Results(sections["scaling"], sections["needles"], sections["grouping"])
+            Results(sections["scaling"], sections["needles"], sections["grouping"], sections["growing"])
         )
     run = {
         "id": run_id,

@@ -174,7 +174,7 @@ _MULTI_VALUED_STEMS = frozenset(_lemma(verb, negated_with="") for verb in MULTI_
 
 
 def _contradiction(a: Fact, b: Fact) -> str | None:
-    same = _same_value(a.value, b.value)
+    same = same_value(a.value, b.value)
     if same and a.negated != b.negated:
         return f"'{a.value}' is both stated and negated"
     if not same and a.functional and not a.negated and not b.negated:
@@ -182,7 +182,7 @@ def _contradiction(a: Fact, b: Fact) -> str | None:
     return None
 
 
-def _same_value(a: str, b: str) -> bool:
+def same_value(a: str, b: str) -> bool:
     if a == b:
         return True
     numbers_a, numbers_b = _NUMBER.findall(a), _NUMBER.findall(b)

@@ -1,0 +1,50 @@
+"""Tool plugins: a name, a slash command, a description and a `run` that returns a typed result.
+
+Third-party tools register a `BaseTool` subclass under the entry-point group
+`magnetic_bench.tools`; `discover_tools()` returns the built-ins and those.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from importlib.metadata import entry_points
+from typing import TYPE_CHECKING, Any, ClassVar
+
+if TYPE_CHECKING:
+    from ..agent import MemoryAgent
+
+ENTRY_POINT_GROUP = "magnetic_bench.tools"
+
+
+@dataclass(frozen=True)
+class ToolResult:
+    ok: bool
+    text: str
+    data: dict[str, Any] = field(default_factory=dict)
+
+
+class BaseTool(ABC):
+    name: ClassVar[str]
+    command: ClassVar[str]
+    description: ClassVar[str]
+
+    @abstractmethod
+    def run(self, args: str, agent: MemoryAgent) -> ToolResult:
+        """Do the work for `/command args`; never raise for bad user input, say what went wrong."""
+
+
+def discover_tools() -> list[BaseTool]:
+    """The built-in tools, then every tool registered under the entry-point group."""
+    from .behavior import BehaviorTool
+    from .infinite import InfiniteTool
+    from .repository import IngestTool
+    from .story import StoryTool
+
+    tools: list[BaseTool] = [BehaviorTool(), StoryTool(), InfiniteTool(), IngestTool()]
+    for entry_point in entry_points(group=ENTRY_POINT_GROUP):
+        tool_class = entry_point.load()
+        if not (isinstance(tool_class, type) and issubclass(tool_class, BaseTool)):
+            raise TypeError(f"entry point {entry_point.name!r} is not a BaseTool subclass")
+        tools.append(tool_class())
+    return tools
