@@ -61,7 +61,7 @@ def grouping(plan: RunPlan, encoders: dict[str, Encoder], progress: Progress) ->
                     "encoder": encoder_name,
                     "docs": len(evalset.docs),
                     **asdict(agreement(evalset.labels, labels)),
-                    **group_stats(labels).as_dict(),
+                    **asdict(group_stats(labels)),
                 }
             )
     return rows

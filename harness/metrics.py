@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
 import numpy as np
 from sklearn.metrics import adjusted_rand_score, homogeneity_completeness_v_measure, normalized_mutual_info_score
@@ -54,9 +54,6 @@ class LatencyStats:
     qps: float
     queries: int
 
-    def as_dict(self) -> dict[str, float]:
-        return asdict(self)
-
 
 def latency_stats(latencies_ns: Sequence[int] | np.ndarray) -> LatencyStats:
     """Percentiles of per-query latencies; QPS is single-stream (1 / mean latency)."""
@@ -74,9 +71,6 @@ class GroupStats:
     size_median: float
     size_max: int
     singletons: int
-
-    def as_dict(self) -> dict[str, float]:
-        return asdict(self)
 
 
 def group_stats(labels: Sequence[int] | np.ndarray) -> GroupStats:
@@ -100,9 +94,6 @@ class Agreement:
     nmi: float
     homogeneity: float
     completeness: float
-
-    def as_dict(self) -> dict[str, float]:
-        return asdict(self)
 
 
 def agreement(true_labels: Sequence[int], found_labels: Sequence[int]) -> Agreement:

@@ -265,12 +265,7 @@ def _plot_latency(path: Path, scaling: list[Measurement]) -> Path:
         ylabel="p50 query latency (ms)",
         title="Query latency vs N (k = 10)",
     )
-    axes.grid(True, which="both", alpha=0.3)
-    axes.legend(fontsize=8)
-    figure.tight_layout()
-    figure.savefig(path, dpi=120)
-    plt.close(figure)
-    return path
+    return _save(figure, axes, path)
 
 
 def _plot_pareto(path: Path, scaling: list[Measurement]) -> Path:
@@ -290,6 +285,10 @@ def _plot_pareto(path: Path, scaling: list[Measurement]) -> Path:
         ylabel="recall@10 vs exact",
         title=f"Recall vs latency at N = {largest:,}",
     )
+    return _save(figure, axes, path)
+
+
+def _save(figure: Any, axes: Any, path: Path) -> Path:
     axes.grid(True, which="both", alpha=0.3)
     axes.legend(fontsize=8)
     figure.tight_layout()

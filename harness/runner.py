@@ -51,7 +51,7 @@ class Measurement:
             for k, v in asdict(self).items()
             if k not in ("latencies_ns", "retrieved", "latency", "describe", "found_at", "params")
         }
-        flat.update({f"latency_{k}": v for k, v in self.latency.as_dict().items()})
+        flat.update({f"latency_{k}": v for k, v in asdict(self.latency).items()})
         flat.update({f"found_at_{k}": v for k, v in self.found_at.items()})
         flat.update({f"param_{k}": v for k, v in self.params.items()})
         flat.update({k: v for k, v in self.describe.items() if k in ("groups", "groups_per_cell")})

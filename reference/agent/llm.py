@@ -6,8 +6,8 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from ..encoders.ollama import ollama_client, unavailable
 from ..errors import BackendUnavailableError
+from ..ollama_connection import OllamaConnection
 
 
 @dataclass(frozen=True)
@@ -38,33 +38,26 @@ class OllamaLLM:
     """Chat through the `ollama` client (tool calling and streaming), with a finite timeout."""
 
     def __init__(self, model: str = "llama3.2", *, host: str | None = None, timeout: float = 120.0) -> None:
-        self.model = model
-        self.name = f"ollama:{model}"
-        self._client = ollama_client(host, timeout)
-        self.host = str(self._client._client.base_url)
+        self.connection = OllamaConnection(model, host=host, timeout=timeout)
+        self.model, self.name, self.host = model, self.connection.name, self.connection.host
 
     def chat(self, messages: Sequence[dict[str, Any]], tools: Sequence[dict[str, Any]] | None = None) -> LLMReply:
-        try:
-            response = self._client.chat(model=self.model, messages=list(messages), tools=list(tools or []) or None)
-        except Exception as error:  # connection, timeout, HTTP error
-            raise unavailable(self.host, error) from error
+        response = self.connection.call(
+            self.connection.client.chat, model=self.model, messages=list(messages), tools=list(tools or []) or None
+        )
         calls = [ToolCall(c.function.name, dict(c.function.arguments or {})) for c in response.message.tool_calls or []]
         return LLMReply(response.message.content or "", calls)
 
     def stream(self, messages: Sequence[dict[str, Any]]) -> Iterator[str]:
         try:
-            for chunk in self._client.chat(model=self.model, messages=list(messages), stream=True):
+            for chunk in self.connection.client.chat(model=self.model, messages=list(messages), stream=True):
                 if chunk.message.content:
                     yield chunk.message.content
         except Exception as error:  # a stream can also break half-way
-            raise unavailable(self.host, error) from error
+            raise self.connection.unavailable(error) from error
 
     def reachable(self) -> bool:
-        try:
-            self._client.list()
-        except Exception:  # any failure means: not reachable
-            return False
-        return True
+        return self.connection.reachable()
 
 
 class ScriptedLLM:

@@ -2,41 +2,20 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
 
 import numpy as np
 
 from ..errors import BackendUnavailableError
-
-DEFAULT_HOST = "http://127.0.0.1:11434"
-
-
-def ollama_client(host: str | None, timeout: float):
-    """An `ollama.Client` with a finite timeout (the library's default waits forever)."""
-    try:
-        import ollama
-    except ImportError:
-        raise BackendUnavailableError("the ollama client is missing; pip install 'magnetic-bench[ollama]'") from None
-    return ollama.Client(host=host or os.environ.get("OLLAMA_HOST") or DEFAULT_HOST, timeout=timeout)
-
-
-def unavailable(host: str, error: Exception) -> BackendUnavailableError:
-    """The one error every Ollama failure becomes."""
-    return BackendUnavailableError(
-        f"Ollama at {host} failed: {type(error).__name__}: {error}. "
-        "Start it with `ollama serve` (and `ollama pull` the model) or set OLLAMA_HOST"
-    )
+from ..ollama_connection import OllamaConnection
 
 
 class OllamaEncoder:
     """Vectors from `/api/embed`, L2-normalised here (older endpoints return raw vectors)."""
 
     def __init__(self, model: str = "nomic-embed-text", *, host: str | None = None, timeout: float = 30.0) -> None:
-        self.model = model
-        self.name = f"ollama:{model}"
-        self._client = ollama_client(host, timeout)
-        self.host = str(self._client._client.base_url)
+        self.connection = OllamaConnection(model, host=host, timeout=timeout)
+        self.model, self.name, self.host = model, self.connection.name, self.connection.host
         self._dim: int | None = None
 
     @property
@@ -46,10 +25,7 @@ class OllamaEncoder:
         return self._dim
 
     def encode(self, texts: Sequence[str]) -> np.ndarray:
-        try:
-            response = self._client.embed(model=self.model, input=list(texts))
-        except Exception as error:  # connection, timeout or an HTTP error from the server
-            raise unavailable(self.host, error) from error
+        response = self.connection.call(self.connection.client.embed, model=self.model, input=list(texts))
         vectors = np.asarray(response.embeddings, dtype=np.float32)
         if vectors.ndim != 2 or len(vectors) != len(texts):
             raise BackendUnavailableError(
@@ -63,8 +39,4 @@ class OllamaEncoder:
 
     def reachable(self) -> bool:
         """True when the server answers and has the model."""
-        try:
-            models = self._client.list().models
-        except Exception:
-            return False
-        return any((m.model or "").split(":")[0] == self.model.split(":")[0] for m in models)
+        return self.connection.reachable(need_model=True)

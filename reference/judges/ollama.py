@@ -9,7 +9,8 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 
-from ..encoders.ollama import ollama_client, unavailable
+from ..errors import BackendUnavailableError
+from ..ollama_connection import OllamaConnection
 from .base import Conflict, JudgeError, Statement, ordered
 
 PROMPT = """You check a memory for contradictions. Statements, numbered:
@@ -22,10 +23,8 @@ Use an empty list when nothing contradicts."""
 
 class OllamaJudge:
     def __init__(self, model: str = "llama3.2", *, host: str | None = None, timeout: float = 60.0) -> None:
-        self.model = model
-        self.name = f"ollama:{model}"
-        self._client = ollama_client(host, timeout)
-        self.host = str(self._client._client.base_url)
+        self.connection = OllamaConnection(model, host=host, timeout=timeout)
+        self.model, self.name, self.host = model, self.connection.name, self.connection.host
 
     def judge(self, statements: Sequence[Statement]) -> list[Conflict]:
         if len(statements) < 2:
@@ -35,11 +34,15 @@ class OllamaJudge:
         problem = ""
         for _attempt in range(2):
             try:
-                reply = self._client.chat(
-                    model=self.model, messages=messages, format="json", options={"temperature": 0}
+                reply = self.connection.call(
+                    self.connection.client.chat,
+                    model=self.model,
+                    messages=messages,
+                    format="json",
+                    options={"temperature": 0},
                 )
-            except Exception as error:  # connection, timeout, HTTP error: the judge cannot answer
-                raise JudgeError(str(unavailable(self.host, error))) from error
+            except BackendUnavailableError as error:  # the judge cannot answer
+                raise JudgeError(str(error)) from error
             try:
                 return self._conflicts(reply.message.content or "", statements)
             except (ValueError, KeyError, TypeError) as error:

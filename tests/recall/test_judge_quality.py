@@ -4,9 +4,9 @@ import pytest
 
 from harness.generators.contradictions import contradiction_pairs
 from harness.judging import score_judge
-from reference.encoders.ollama import ollama_client
 from reference.judges import OfflineJudge, OllamaJudge
 from reference.judges.base import JudgeError
+from reference.ollama_connection import OllamaConnection
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
@@ -21,11 +21,8 @@ def test_offline_judge_precision_and_recall(seed):
 
 
 def _no_ollama_reason() -> str | None:
-    try:
-        ollama_client(None, 2.0).list()
-    except Exception as error:  # any failure means there is no server to measure
-        return f"no Ollama server at OLLAMA_HOST or 127.0.0.1:11434 ({type(error).__name__})"
-    return None
+    connection = OllamaConnection("llama3.2", host=None, timeout=2.0)
+    return None if connection.reachable() else f"no Ollama server at {connection.host}"
 
 
 @pytest.mark.skipif(bool(_no_ollama_reason()), reason=str(_no_ollama_reason()))
