@@ -9,6 +9,7 @@ import numpy as np
 
 from harness.protocol import Document, Query, SearchHit, SystemContext
 from reference.errors import BackendUnavailableError
+from reference.validation import check_k
 
 from .vectors import stack_unit
 
@@ -28,11 +29,12 @@ class FaissIVF:
         self.nlist = nlist
         self.nprobe = nprobe
         self._ids: list[str] = []
+        self._index = None
 
     def add(self, docs: Sequence[Document]) -> None:
         """Trains on the first batch (nlist = 4·sqrt(N), at least 39 points per list), then adds."""
         matrix = stack_unit(docs)
-        if not self._ids:
+        if self._index is None:
             nlist = self.nlist or max(1, min(round(4 * np.sqrt(len(matrix))), len(matrix) // 39))
             quantizer = self._faiss.IndexFlatIP(self.dim)
             self._index = self._faiss.IndexIVFFlat(quantizer, self.dim, nlist, self._faiss.METRIC_INNER_PRODUCT)
@@ -43,7 +45,13 @@ class FaissIVF:
         self._index.nprobe = self.nprobe
 
     def search(self, query: Query, *, k: int) -> list[SearchHit]:
-        scores, rows = self._index.search(query.vector[None, :].astype(np.float32), k)
+        k = check_k(k)
+        vector = query.vector[None, :].astype(np.float32)
+        scores, rows = self._index.search(vector, k)
+        if (rows[0] < 0).any() and len(self._ids) > (rows[0] >= 0).sum():  # the probed lists held fewer than k
+            self._index.nprobe = self._index.nlist
+            scores, rows = self._index.search(vector, k)
+            self._index.nprobe = self.nprobe
         return [SearchHit(self._ids[r], float(s)) for s, r in zip(scores[0], rows[0]) if r >= 0]
 
     def set_query_params(self, **params: Any) -> None:
@@ -51,4 +59,5 @@ class FaissIVF:
         self._index.nprobe = self.nprobe
 
     def close(self) -> None:
-        self._index.reset()
+        if self._index is not None:
+            self._index.reset()

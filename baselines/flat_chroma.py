@@ -6,6 +6,7 @@ from collections.abc import Sequence
 
 from harness.protocol import Document, Query, SearchHit, SystemContext
 from reference.chroma import guarded, persistent_client
+from reference.validation import check_k
 
 from .vectors import stack_unit
 
@@ -38,6 +39,7 @@ class FlatChroma:
             )
 
     def search(self, query: Query, *, k: int) -> list[SearchHit]:
+        k = check_k(k)
         result = guarded(
             "querying the flat collection",
             self._collection.query,

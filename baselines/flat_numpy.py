@@ -7,6 +7,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from harness.protocol import Document, Query, SearchHit, SystemContext
+from reference.validation import check_k
 
 from .vectors import stack_unit, top_k
 
@@ -24,6 +25,7 @@ class FlatNumpy:
         self._ids += [d.id for d in docs]
 
     def search(self, query: Query, *, k: int) -> list[SearchHit]:
+        k = check_k(k)
         scores = self._matrix @ query.vector
         return [SearchHit(self._ids[i], float(scores[i])) for i in top_k(scores, k).tolist()]
 

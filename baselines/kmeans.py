@@ -1,5 +1,8 @@
 """Offline k-means (scikit-learn) over all vectors, then the reference's top-groups search.
 
+The best `nprobe` groups are searched, and more groups (in centroid order) when they hold fewer
+than k cells, so an answer always has min(k, N) hits.
+
 The same probing as the engine (rank centroids, search the best `nprobe` groups exactly) on
 clusters fitted in one offline pass: it separates what online clustering costs from what
 group-first search costs. Default k = round(sqrt(N)).
@@ -14,6 +17,7 @@ import numpy as np
 from sklearn.cluster import KMeans
 
 from harness.protocol import Document, Query, SearchHit, SystemContext
+from reference.validation import check_k
 
 from .vectors import stack_unit, top_k
 
@@ -43,7 +47,11 @@ class KMeansGroups:
         self._blocks = [(np.flatnonzero(labels == c), matrix[labels == c]) for c in range(len(centroids))]
 
     def search(self, query: Query, *, k: int) -> list[SearchHit]:
-        groups = top_k(self.centroids @ query.vector, self.nprobe)
+        k = check_k(k)
+        ranked = top_k(self.centroids @ query.vector, len(self.centroids))
+        sizes = np.cumsum([len(self._blocks[g][0]) for g in ranked])
+        probes = max(self.nprobe, int(np.searchsorted(sizes, min(k, sizes[-1]))) + 1)  # enough cells for k hits
+        groups = ranked[:probes]
         rows = np.concatenate([self._blocks[g][0] for g in groups])
         scores = np.concatenate([self._blocks[g][1] @ query.vector for g in groups])
         best = top_k(scores, k)

@@ -28,6 +28,15 @@ def build_parser() -> argparse.ArgumentParser:
     compare.add_argument("--latency-tolerance", type=float, default=0.25, help="relative p50 slowdown allowed")
     compare.add_argument("--recall-tolerance", type=float, default=0.01, help="absolute recall@10 drop allowed")
 
+    conformance = commands.add_parser("conformance", help="run the SPEC.md conformance suite against a system")
+    conformance.add_argument("system", help="module:factory of an adapter, or a registry name")
+    conformance.add_argument(
+        "--option", action="append", default=[], metavar="KEY=VALUE", help="an option for the factory (repeatable)"
+    )
+    conformance.add_argument(
+        "--report", type=Path, default=Path("reports/conformance"), help="where conformance.md and conformance.json go"
+    )
+
     chat = commands.add_parser("chat", help="an interactive memory agent with slash commands")
     chat.add_argument("--db", help="persist memories in this directory (embedded Chroma)")
     chat.add_argument("--model", default="llama3.2", help="the Ollama chat model")
@@ -73,6 +82,24 @@ def main(argv: list[str] | None = None) -> int:
         regressions = [c for c in changes if c.regression]
         print(f"\n{len(regressions)} regression(s) beyond tolerance")
         return 1 if regressions else 0
+    if args.command == "conformance":
+        import pytest
+
+        options = [f"--memory-system-option={option}" for option in args.option]
+        return int(
+            pytest.main(
+                [
+                    "--pyargs",
+                    "harness.conformance",
+                    "-p",
+                    "no:cacheprovider",
+                    "-q",
+                    f"--memory-system={args.system}",
+                    f"--conformance-report={args.report}",
+                    *options,
+                ]
+            )
+        )
     if args.command == "chat":
         from .chat import run_chat
 

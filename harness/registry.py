@@ -30,6 +30,9 @@ SYSTEMS: dict[str, Factory] = {
     "reference-chroma": _lazy(
         "harness.systems.reference", "ReferenceSystem", name="reference-chroma", group_backend="chroma"
     ),
+    "reference-persistent": _lazy(
+        "harness.systems.reference", "ReferenceSystem", name="reference-persistent", persist=True
+    ),
     "reference-no-entities": _lazy(
         "harness.systems.reference", "ReferenceSystem", name="reference-no-entities", use_entities=False
     ),

@@ -1,16 +1,26 @@
-"""The reference engine behind the adapter protocol."""
+"""The reference engine behind the adapter protocol.
+
+Options: `persist=True` keeps the memory in the context's work directory (embedded Chroma);
+`server="host:port"` keeps it in a Chroma server (namespace derived from the work directory, so
+reopening with the same context finds the same cells). Either declares the "persist" capability.
+Document metadata may carry "timestamp" (epoch seconds) and "importance" for memory-mode scoring.
+"""
 
 from __future__ import annotations
 
+import zlib
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
 import numpy as np
 
 from reference import CellularMemory, MemoryConfig
+from reference.chroma import http_client
 from reference.encoders import MockEncoder
 
 from ..protocol import Document, Query, SearchHit, SystemContext
+
+BASE_CAPABILITIES = frozenset({"text", "vectors", "memory_scoring", "tunable", "groups", "consolidate"})
 
 
 class _GivenVectorsOnly(MockEncoder):
@@ -21,26 +31,51 @@ class _GivenVectorsOnly(MockEncoder):
 
 
 class ReferenceSystem:
-    capabilities = frozenset({"text", "vectors", "persist", "memory_scoring", "tunable", "groups"})
     query_params: ClassVar[dict[str, list[int]]] = {"group_top_k": [1, 2, 3, 5, 8, 13]}
 
-    def __init__(self, context: SystemContext, *, name: str = "reference", persist: bool = False, **config: Any):
+    def __init__(
+        self,
+        context: SystemContext,
+        *,
+        name: str = "reference",
+        persist: bool = False,
+        server: str | None = None,
+        **config: Any,
+    ) -> None:
         if context.dim is None:
             raise ValueError("the reference adapter needs vectors")
         self.name = name
-        path = str(context.workdir / "memory") if persist else None
-        self.memory = CellularMemory(path=path, encoder=_GivenVectorsOnly(context.dim), config=MemoryConfig(**config))
+        self.capabilities = BASE_CAPABILITIES | ({"persist"} if persist or server else set())
+        encoder = _GivenVectorsOnly(context.dim)
+        if server:
+            host, _, port = server.rpartition(":")
+            namespace = f"mb{zlib.crc32(str(context.workdir).encode()):08x}"
+            self.memory = CellularMemory(
+                encoder=encoder, client=http_client(host, int(port)), config=MemoryConfig(namespace=namespace, **config)
+            )
+        else:
+            path = str(context.workdir / "memory") if persist else None
+            self.memory = CellularMemory(path=path, encoder=encoder, config=MemoryConfig(**config))
 
     def add(self, docs: Sequence[Document]) -> None:
+        now = self.memory.clock()
         self.memory.add(
             [d.text for d in docs],
             vectors=np.stack([d.vector for d in docs]),
             ids=[d.id for d in docs],
             metadata=[dict(d.metadata) for d in docs],
+            timestamps=[float(d.metadata.get("timestamp", now)) for d in docs],
+            importance=[
+                float(d.metadata.get("importance", self.memory.config.importance_of("episodic"))) for d in docs
+            ],
         )
 
-    def search(self, query: Query, *, k: int) -> list[SearchHit]:
-        return [SearchHit(h.id, h.score) for h in self.memory.search(query.text, k=k, vector=query.vector)]
+    def search(self, query: Query, *, k: int, mode: str = "similarity") -> list[SearchHit]:
+        hits = self.memory.search(query.text, k=k, vector=query.vector, mode=mode)
+        return [SearchHit(h.id, h.score) for h in hits]
+
+    def consolidate(self) -> None:
+        self.memory.consolidate()
 
     def set_query_params(self, **params: Any) -> None:
         self.memory.set_search_options(**params)

@@ -1,0 +1,156 @@
+"""pytest plugin of the conformance suite (entry point `pytest11`): options, markers, fixtures, report.
+
+Options (group "magbench conformance"): `--memory-system MODULE:FACTORY` (or a registry name),
+`--memory-system-option KEY=VALUE` (repeatable, passed to the factory), `--conformance-report DIR`.
+Markers: `requirement(*ids)` names the SPEC.md requirements a test checks; `capability(name)` runs a
+test only for systems that declare the capability (others skip it, with the reason).
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import shutil
+import tempfile
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from harness.protocol import SystemContext
+from harness.registry import check_declaration, resolve
+
+DIM = 32
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("magbench conformance", "MagneticBench conformance suite")
+    group.addoption("--memory-system", metavar="MODULE:FACTORY", help="the system under test (or a registry name)")
+    group.addoption(
+        "--memory-system-option",
+        metavar="KEY=VALUE",
+        action="append",
+        default=[],
+        help="an option for the factory (repeatable; values are Python literals or strings)",
+    )
+    group.addoption("--conformance-report", metavar="DIR", help="write conformance.md and conformance.json here")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "requirement(*ids): SPEC.md requirement IDs that this test checks")
+    config.addinivalue_line("markers", "capability(name): only for systems that declare this capability")
+    if config.getoption("--memory-system", default=None):
+        config.pluginmanager.register(RequirementReport(config), "magbench-requirement-report")
+
+
+class SystemUnderTest:
+    """Opens the system under test; opening again with the same `workdir` reopens its stored state."""
+
+    def __init__(self, spec: str, options: dict[str, Any]) -> None:
+        self.spec = spec
+        self.options = options
+        self.factory = resolve(spec)
+        self._open: list[Any] = []
+        self._folders: list[str] = []
+
+    def open(self, workdir: Path | None = None) -> Any:
+        if workdir is None:
+            self._folders.append(tempfile.mkdtemp(prefix="magbench-conformance-"))
+            workdir = Path(self._folders[-1])
+        system = self.factory(SystemContext(dim=DIM, workdir=workdir, encoder="vectors"), **self.options)
+        check_declaration(system)
+        system.workdir = workdir
+        self._open.append(system)
+        return system
+
+    def close(self, system: Any) -> None:
+        """Close one system (a test that reopens closes the first one through here)."""
+        self._open.remove(system)
+        system.close()
+
+    def close_all(self) -> None:
+        while self._open:
+            self.close(self._open[-1])
+        for folder in self._folders:
+            shutil.rmtree(folder, ignore_errors=True)
+
+
+def _options(config: pytest.Config) -> dict[str, Any]:
+    options = {}
+    for item in config.getoption("--memory-system-option"):
+        key, _, raw = item.partition("=")
+        try:
+            options[key] = ast.literal_eval(raw)
+        except (ValueError, SyntaxError):
+            options[key] = raw
+    return options
+
+
+@pytest.fixture(scope="session")
+def declared_capabilities(pytestconfig: pytest.Config) -> frozenset[str]:
+    spec = pytestconfig.getoption("--memory-system")
+    if not spec:
+        pytest.skip("no --memory-system given: the conformance suite needs a system to test")
+    probe = SystemUnderTest(spec, _options(pytestconfig))
+    try:
+        return frozenset(probe.open().capabilities)
+    finally:
+        probe.close_all()
+
+
+@pytest.fixture
+def system_under_test(pytestconfig: pytest.Config, declared_capabilities: frozenset[str], request):
+    for marker in request.node.iter_markers("capability"):
+        if marker.args[0] not in declared_capabilities:
+            pytest.skip(f"the system does not declare the '{marker.args[0]}' capability")
+    under_test = SystemUnderTest(pytestconfig.getoption("--memory-system"), _options(pytestconfig))
+    yield under_test
+    under_test.close_all()
+
+
+class RequirementReport:
+    """Collects outcomes per requirement and writes the table at the end of the session."""
+
+    def __init__(self, config: pytest.Config) -> None:
+        self.config = config
+        self.requirements_of: dict[str, tuple[str, ...]] = {}
+        self.outcomes: dict[str, list[tuple[str, str, str]]] = defaultdict(list)
+
+    def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
+        for item in items:
+            self.requirements_of[item.nodeid] = tuple(
+                rid for marker in item.iter_markers("requirement") for rid in marker.args
+            )
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        if report.when == "call" or (report.when == "setup" and not report.passed):
+            reason = ""
+            if report.skipped and isinstance(report.longrepr, tuple):
+                reason = str(report.longrepr[2]).removeprefix("Skipped: ")
+            elif report.failed:
+                reason = report.longreprtext.strip().splitlines()[-1] if report.longreprtext else "failed"
+            for rid in self.requirements_of.get(report.nodeid, ()):
+                self.outcomes[rid].append((report.nodeid.split("::")[-1], report.outcome, reason))
+
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        table = {rid: self._verdict(results) for rid, results in sorted(self.outcomes.items())}
+        spec = self.config.getoption("--memory-system")
+        lines = [f"# Conformance of `{spec}`", "", "| requirement | outcome | tests | note |", "|---|---|---|---|"]
+        for rid, entry in table.items():
+            lines.append(f"| {rid} | {entry['outcome']} | {', '.join(entry['tests'])} | {entry['note']} |")
+        markdown = "\n".join(lines) + "\n"
+        writer = self.config.get_terminal_writer()
+        writer.line("\n" + markdown)
+        out = self.config.getoption("--conformance-report")
+        if out:
+            Path(out).mkdir(parents=True, exist_ok=True)
+            (Path(out) / "conformance.md").write_text(markdown)
+            (Path(out) / "conformance.json").write_text(json.dumps({"system": spec, "requirements": table}, indent=1))
+
+    @staticmethod
+    def _verdict(results: list[tuple[str, str, str]]) -> dict[str, Any]:
+        outcomes = {outcome for _, outcome, _ in results}
+        outcome = "failed" if "failed" in outcomes else "passed" if "passed" in outcomes else "skipped"
+        notes = sorted({reason for _, result, reason in results if result == outcome and reason})
+        return {"outcome": outcome, "tests": [name for name, _, _ in results], "note": "; ".join(notes)[:300]}

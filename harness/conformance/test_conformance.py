@@ -1,0 +1,228 @@
+"""SPEC.md's requirements, one or more tests each (see the `requirement` markers)."""
+
+from __future__ import annotations
+
+import math
+import time
+from itertools import pairwise
+
+import numpy as np
+import pytest
+
+from harness.generators.vectors import clustered_unit_vectors, exact_top_k
+from harness.protocol import Document, Query
+
+from .plugin import DIM
+
+N = 60
+DATA = clustered_unit_vectors(N, DIM, clusters=6, spread=0.6, queries=20, seed=5)
+WORDS = "amber birch cedar delta ember fjord grove harbor iris juniper kelp lumen".split()
+NON_ASCII = [
+    "Grüße aus Köln — ça va? 😀",
+    "東京で寿司を食べました",
+    "مرحبا بالعالم",
+    "Ελληνικά κείμενα",
+    "e\u0301clair",
+]
+
+
+def text_of(i: int) -> str:
+    return f"note {i}: {WORDS[i % 12]} {WORDS[(i * 5) % 12]} {WORDS[(i * 7 + 3) % 12]} {i}"
+
+
+def documents(system, rows=range(N), texts=None) -> list[Document]:
+    with_vectors = "vectors" in system.capabilities
+    return [
+        Document(f"doc-{i}", texts[j] if texts else text_of(i), DATA.vectors[i] if with_vectors else None)
+        for j, i in enumerate(rows)
+    ]
+
+
+def query_for(system, i: int) -> Query:
+    """A query aimed at document i: its vector if the system takes vectors, else its text."""
+    with_vectors = "vectors" in system.capabilities
+    return Query(f"q-{i}", text_of(i), DATA.vectors[i] if with_vectors else None)
+
+
+def probe_queries(system) -> list[Query]:
+    with_vectors = "vectors" in system.capabilities
+    return [Query(f"p-{j}", WORDS[j % 12], DATA.queries[j] if with_vectors else None) for j in range(10)]
+
+
+def sorted_best_first(scores: list[float]) -> bool:
+    return all(a >= b - 1e-9 for a, b in pairwise(scores))
+
+
+def finds(system, i: int) -> bool:
+    k = 1 if "vectors" in system.capabilities else 10
+    return f"doc-{i}" in [h.doc_id for h in system.search(query_for(system, i), k=k)]
+
+
+@pytest.fixture
+def loaded(system_under_test):
+    system = system_under_test.open()
+    system.add(documents(system))
+    return system
+
+
+@pytest.mark.requirement("MB-DECL-1", "MB-DECL-2")
+def test_declaration(system_under_test):
+    system = system_under_test.open()
+    assert isinstance(system.name, str) and system.name
+    assert set(system.capabilities) & {"text", "vectors"}
+
+
+@pytest.mark.requirement("MB-ADD-1")
+def test_every_added_document_is_searchable(loaded):
+    missing = [i for i in range(N) if not finds(loaded, i)]
+    assert not missing, f"documents not found after add: {missing[:10]}"
+
+
+@pytest.mark.requirement("MB-ADD-2")
+def test_texts_in_any_script_are_accepted(system_under_test):
+    system = system_under_test.open()
+    rows = range(len(NON_ASCII))
+    docs = documents(system, rows, NON_ASCII)
+    docs = [Document(d.id, d.text, d.vector, {"note": d.text}) for d in docs]
+    system.add(docs)
+    query = Query("u", NON_ASCII[1], DATA.vectors[1]) if "vectors" in system.capabilities else Query("u", NON_ASCII[1])
+    assert "doc-1" in [h.doc_id for h in system.search(query, k=len(NON_ASCII))]
+
+
+@pytest.mark.requirement("MB-ADD-3")
+def test_documents_from_several_batches_are_all_searchable(system_under_test):
+    system = system_under_test.open()
+    for start in range(0, N, 20):
+        system.add(documents(system, range(start, start + 20)))
+    assert all(finds(system, i) for i in (0, 19, 20, 39, 40, 59))
+
+
+@pytest.mark.requirement("MB-SEARCH-1")
+@pytest.mark.parametrize("k", [1, 3, 7])
+def test_at_most_k_hits(loaded, k):
+    for query in probe_queries(loaded):
+        assert len(loaded.search(query, k=k)) <= k
+
+
+@pytest.mark.requirement("MB-SEARCH-2")
+def test_no_document_twice(loaded):
+    for query in probe_queries(loaded):
+        ids = [h.doc_id for h in loaded.search(query, k=10)]
+        assert len(ids) == len(set(ids))
+
+
+@pytest.mark.requirement("MB-SEARCH-3")
+def test_hits_are_sorted_best_first(loaded):
+    for query in probe_queries(loaded):
+        scores = [h.score for h in loaded.search(query, k=10)]
+        assert all(math.isfinite(s) for s in scores)
+        assert sorted_best_first(scores), scores
+
+
+@pytest.mark.requirement("MB-SEARCH-4")
+@pytest.mark.parametrize("k", [5, N + 5])
+def test_complete_answers(loaded, k):
+    for query in probe_queries(loaded)[:3]:
+        assert len(loaded.search(query, k=k)) == min(k, N)
+
+
+@pytest.mark.requirement("MB-SEARCH-5")
+def test_only_added_ids(loaded):
+    known = {f"doc-{i}" for i in range(N)}
+    for query in probe_queries(loaded):
+        assert {h.doc_id for h in loaded.search(query, k=10)} <= known
+
+
+@pytest.mark.requirement("MB-SEARCH-6")
+@pytest.mark.capability("vectors")
+def test_own_vector_finds_the_document(loaded):
+    for i in range(0, N, 7):
+        [hit] = loaded.search(query_for(loaded, i), k=1)
+        assert hit.doc_id == f"doc-{i}" or np.allclose(DATA.vectors[int(hit.doc_id.split("-")[1])], DATA.vectors[i])
+
+
+@pytest.mark.requirement("MB-SEARCH-7")
+@pytest.mark.capability("vectors")
+def test_recall_against_exact_search(loaded):
+    truth = exact_top_k(DATA.vectors, DATA.queries, 10)
+    found = [
+        len({h.doc_id for h in loaded.search(Query(f"r{j}", f"probe {j}", q), k=10)} & {f"doc-{i}" for i in truth[j]})
+        / 10
+        for j, q in enumerate(DATA.queries)
+    ]
+    assert np.mean(found) >= 0.9, f"recall@10 {np.mean(found):.3f}"
+
+
+@pytest.mark.requirement("MB-SEARCH-8")
+@pytest.mark.capability("text")
+def test_exact_text_finds_the_document(loaded):
+    for i in range(0, N, 11):
+        query = Query(f"t{i}", text_of(i), DATA.vectors[i] if "vectors" in loaded.capabilities else None)
+        assert f"doc-{i}" in [h.doc_id for h in loaded.search(query, k=10)]
+
+
+@pytest.mark.requirement("MB-ERR-1")
+@pytest.mark.parametrize("k", [0, -3])
+def test_k_below_one_is_refused(loaded, k):
+    with pytest.raises(ValueError):
+        loaded.search(probe_queries(loaded)[0], k=k)
+    assert len(loaded.search(probe_queries(loaded)[0], k=N)) == N
+
+
+@pytest.mark.requirement("MB-PERSIST-1")
+@pytest.mark.capability("persist")
+def test_documents_survive_close_and_reopen(system_under_test):
+    system = system_under_test.open()
+    system.add(documents(system))
+    system_under_test.close(system)
+    reopened = system_under_test.open(system.workdir)
+    missing = [i for i in range(N) if not finds(reopened, i)]
+    assert not missing, f"lost on reopen: {missing[:10]}"
+
+
+@pytest.mark.requirement("MB-PERSIST-2")
+@pytest.mark.capability("persist")
+def test_adding_after_reopen_keeps_earlier_documents(system_under_test):
+    system = system_under_test.open()
+    system.add(documents(system, range(0, 30)))
+    system_under_test.close(system)
+    reopened = system_under_test.open(system.workdir)
+    reopened.add(documents(reopened, range(30, N)))
+    assert all(finds(reopened, i) for i in (0, 29, 30, 59))
+
+
+@pytest.mark.requirement("MB-CONS-1")
+@pytest.mark.capability("consolidate")
+def test_consolidation_loses_and_duplicates_nothing(loaded):
+    loaded.consolidate()
+    assert all(finds(loaded, i) for i in range(N))
+    ids = [h.doc_id for h in loaded.search(probe_queries(loaded)[0], k=N + 5)]
+    assert len(ids) == len(set(ids)) == N
+
+
+@pytest.mark.requirement("MB-MEM-1")
+@pytest.mark.capability("memory_scoring")
+def test_memory_mode_answers_follow_the_search_rules(loaded):
+    for query in probe_queries(loaded):
+        hits = loaded.search(query, k=5, mode="memory")
+        scores = [h.score for h in hits]
+        assert len(hits) <= 5 and len({h.doc_id for h in hits}) == len(hits)
+        assert sorted_best_first(scores), scores
+
+
+@pytest.mark.requirement("MB-MEM-2")
+@pytest.mark.capability("memory_scoring")
+def test_memory_mode_prefers_the_more_recent_of_two_equal_documents(system_under_test):
+    system = system_under_test.open()
+    vector = DATA.vectors[0] if "vectors" in system.capabilities else None
+    now = time.time()
+    system.add(
+        [
+            Document("old", "the meeting is on Monday", vector, {"timestamp": now - 30 * 86_400}),
+            Document("new", "the meeting is on Monday", vector, {"timestamp": now - 3_600}),
+        ]
+    )
+    query = Query("m", "the meeting is on Monday", vector)
+    assert [h.doc_id for h in system.search(query, k=2, mode="memory")] == ["new", "old"]
+    similarity = system.search(query, k=2)
+    assert similarity[0].score == pytest.approx(similarity[1].score)

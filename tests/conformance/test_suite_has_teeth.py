@@ -1,0 +1,70 @@
+"""The conformance suite, run through `pytester` against broken adapters, names the right requirement;
+against every registered system it passes what the system declares."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from harness.registry import SYSTEMS
+
+ROOT = Path(__file__).resolve().parents[2]
+pytest_plugins = ["pytester"]
+
+
+def run_suite(pytester: pytest.Pytester, system: str) -> dict[str, dict]:
+    report_dir = pytester.path / "report"
+    pytester.runpytest_inprocess(
+        "--pyargs",
+        "harness.conformance",
+        f"--memory-system={system}",
+        f"--conformance-report={report_dir}",
+        "-p",
+        "no:cacheprovider",
+    )
+    return json.loads((report_dir / "conformance.json").read_text())["requirements"]
+
+
+@pytest.mark.parametrize(
+    ("adapter", "requirement"),
+    [
+        ("duplicate_ids", "MB-SEARCH-2"),
+        ("unsorted_scores", "MB-SEARCH-3"),
+        ("ignores_k", "MB-SEARCH-1"),
+        ("more_than_k", "MB-SEARCH-1"),
+        ("forgets_on_reopen", "MB-PERSIST-1"),
+        ("fails_on_non_ascii", "MB-ADD-2"),
+        ("drops_documents", "MB-ADD-1"),
+    ],
+)
+def test_each_broken_adapter_fails_its_requirement(pytester, adapter, requirement):
+    table = run_suite(pytester, f"tests.conformance.broken:{adapter}")
+    assert table[requirement]["outcome"] == "failed", table[requirement]
+    assert table["MB-DECL-1"]["outcome"] == "passed"  # the rest of the suite still ran
+
+
+@pytest.mark.parametrize("system", sorted(SYSTEMS))
+def test_every_registered_system_passes_what_it_declares(pytester, system):
+    table = run_suite(pytester, system)
+    failed = {rid: entry["note"] for rid, entry in table.items() if entry["outcome"] == "failed"}
+    assert not failed
+    skipped = [entry["note"] for entry in table.values() if entry["outcome"] == "skipped"]
+    assert all("does not declare" in note for note in skipped)
+
+
+def test_spec_and_tests_name_the_same_requirements():
+    spec_ids = set(re.findall(r"\*\*(MB-[A-Z]+-\d+)\*\*", (ROOT / "SPEC.md").read_text()))
+    source = (ROOT / "harness" / "conformance" / "test_conformance.py").read_text()
+    tested = {
+        rid for marker in re.findall(r"requirement\(([^)]*)\)", source) for rid in re.findall(r"MB-[A-Z]+-\d+", marker)
+    }
+    assert spec_ids and spec_ids == tested, (spec_ids - tested, tested - spec_ids)
+
+
+def test_without_a_system_the_suite_skips_with_the_reason(pytester):
+    result = pytester.runpytest_inprocess("--pyargs", "harness.conformance", "-p", "no:cacheprovider", "-rs")
+    result.assert_outcomes(skipped=result.parseoutcomes().get("skipped", 0))
+    assert "no --memory-system given" in result.stdout.str()
