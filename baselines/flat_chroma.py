@@ -51,3 +51,4 @@ class FlatChroma:
 
     def close(self) -> None:
         self._collection = None
+        self._client.close()

@@ -10,6 +10,7 @@ from collections.abc import Callable, Iterator
 
 from reference import CellularMemory, MagneticError
 from reference.agent import MemoryAgent, OllamaLLM
+from reference.chroma import server_client
 from reference.encoders import make_encoder
 
 HELP = """commands:
@@ -133,15 +134,19 @@ class ChatSession:
         self.write(reply.text if reply.error is None else f"error: {reply.error}")
 
 
-def run_chat(*, db: str | None, model: str, encoder_name: str, ollama_host: str | None, timeout: float) -> int:
+def run_chat(
+    *, db: str | None, server: str | None, model: str, encoder_name: str, ollama_host: str | None, timeout: float
+) -> int:
+    client = server_client(server) if server else None
     encoder = make_encoder(encoder_name, ollama_host=ollama_host)
     llm: OllamaLLM | None = OllamaLLM(model, host=ollama_host, timeout=timeout)
     if not llm.reachable():
         print(f"No language model reachable at {llm.host} (model {model}): chat is off, memory commands work.")
         llm = None
-    with CellularMemory(path=db, encoder=encoder) as memory:
+    where = f"Chroma server {server}" if server else f"memory at {db}" if db else "in memory"
+    with CellularMemory(path=db, encoder=encoder, client=client) as memory:
         agent = MemoryAgent(memory, llm)
-        print(f"magbench chat · encoder {encoder.name} · {'memory at ' + db if db else 'in memory'} · /help")
+        print(f"magbench chat · encoder {encoder.name} · {where} · /help")
         ChatSession(agent, _reader(), print).loop()
     return 0
 

@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 from reference.encoders import ENCODER_NAMES
+from reference.errors import MagneticError
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -39,6 +40,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     chat = commands.add_parser("chat", help="an interactive memory agent with slash commands")
     chat.add_argument("--db", help="persist memories in this directory (embedded Chroma)")
+    chat.add_argument("--chroma-server", metavar="HOST:PORT", help="keep memories in a Chroma server instead")
     chat.add_argument("--model", default="llama3.2", help="the Ollama chat model")
     chat.add_argument("--encoder", choices=ENCODER_NAMES, default="auto")
     chat.add_argument("--ollama-host", help="Ollama's URL (default OLLAMA_HOST or http://127.0.0.1:11434)")
@@ -48,12 +50,22 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--encoder", choices=ENCODER_NAMES, default="auto")
     demo.add_argument("--size", type=int, default=2000, help="documents in the haystack")
     demo.add_argument("--path", help="persist the memory in this directory (embedded Chroma)")
+    demo.add_argument("--chroma-server", metavar="HOST:PORT", help="keep the memory in a Chroma server instead")
     demo.add_argument("--seed", type=int, default=0)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    """Run a command; the engine's typed errors end it with their message and exit status 2."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return _run(args, argv)
+    except MagneticError as error:
+        parser.exit(2, f"magbench {args.command}: error: {error}\n")
+
+
+def _run(args: argparse.Namespace, argv: list[str] | None) -> int:
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, format="%(message)s")
     if args.command == "run":
         from .plan import RunPlan
@@ -104,11 +116,18 @@ def main(argv: list[str] | None = None) -> int:
         from .chat import run_chat
 
         return run_chat(
-            db=args.db, model=args.model, encoder_name=args.encoder, ollama_host=args.ollama_host, timeout=args.timeout
+            db=args.db,
+            server=args.chroma_server,
+            model=args.model,
+            encoder_name=args.encoder,
+            ollama_host=args.ollama_host,
+            timeout=args.timeout,
         )
     from .demo import run_demo
 
-    return run_demo(encoder_name=args.encoder, size=args.size, path=args.path, seed=args.seed)
+    return run_demo(
+        encoder_name=args.encoder, size=args.size, path=args.path, server=args.chroma_server, seed=args.seed
+    )
 
 
 if __name__ == "__main__":

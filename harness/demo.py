@@ -7,16 +7,17 @@ import time
 from tabulate import tabulate
 
 from reference import CellularMemory
+from reference.chroma import server_client
 from reference.encoders import make_encoder
 
 from .generators.needles import needle_set
 
 
-def run_demo(*, encoder_name: str, size: int, path: str | None, seed: int) -> int:
+def run_demo(*, encoder_name: str, size: int, path: str | None, server: str | None, seed: int) -> int:
     encoder = make_encoder(encoder_name)
     data = needle_set(size, 5, seed=seed)
     print(f"encoder: {encoder.name} ({encoder.dim}-d); haystack: {size} documents with 5 needles")
-    with CellularMemory(path=path, encoder=encoder) as memory:
+    with CellularMemory(path=path, encoder=encoder, client=server_client(server) if server else None) as memory:
         started = time.perf_counter()
         ids = memory.add(data.texts)
         print(f"ingested {len(ids)} cells in {time.perf_counter() - started:.2f} s")

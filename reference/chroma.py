@@ -44,6 +44,16 @@ def http_client(host: str, port: int):
     )
 
 
+def server_client(address: str):
+    """A client of the Chroma server at "host:port" (the CLI's `--chroma-server`)."""
+    host, _, port = address.rpartition(":")
+    if not host or not port.isdigit():
+        from .errors import InvalidInputError
+
+        raise InvalidInputError(f"a Chroma server is given as HOST:PORT, got {address!r}")
+    return http_client(host, int(port))
+
+
 def backend_errors() -> tuple[type[BaseException], ...]:
     """Exceptions that mean "the store failed", as opposed to a bug in the caller."""
     import httpx

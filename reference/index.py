@@ -2,17 +2,23 @@
 
 `NumpyGroupIndex` keeps each group's vectors in one contiguous float32 block (IVF-style);
 `ChromaGroupIndex` keeps one ephemeral Chroma collection per group (`{ns}_grp_{id}`), rebuilt
-from the master store each session. Both answer `search(group, query, k)` with (rows, cosines).
+from the master store each session and bounded in number (see its docstring). Both answer
+`search(group, query, k)` with (rows, cosines).
 """
 
 from __future__ import annotations
 
+import resource
+import threading
 import uuid
+from collections import OrderedDict
+from collections.abc import Callable
 from typing import Protocol
 
 import numpy as np
 
 from .chroma import ephemeral_client, guarded
+from .errors import BackendUnavailableError
 
 
 class GroupIndex(Protocol):
@@ -101,54 +107,108 @@ class NumpyGroupIndex:
         self._blocks.clear()
 
 
+def chroma_capacity() -> int:
+    """Group collections to keep resident: well inside Chroma's index cache (RLIMIT_NOFILE // 5)."""
+    soft_limit = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+    return max(4, min(soft_limit, 65_536) // 10)
+
+
 class ChromaGroupIndex:
-    """One ephemeral Chroma collection per group, named `{namespace}_grp_{id}` (plus a session tag)."""
+    """One ephemeral Chroma collection per group, named `{namespace}_grp_{id}` (plus a session tag).
+
+    Chroma keeps at most RLIMIT_NOFILE // 5 collection indexes and silently drops the rest (their
+    queries come back empty), so at most `capacity` group collections are resident at a time
+    (least recently used are dropped) and a group that is not resident is rebuilt on demand from
+    the memory's vectors (`vectors_of(rows)`). Membership is kept here, never only in Chroma.
+    """
 
     io_bound = True
 
-    def __init__(self, namespace: str) -> None:
+    def __init__(self, namespace: str, vectors_of: Callable[[np.ndarray], np.ndarray], capacity: int | None = None):
         self._client = ephemeral_client()
         self._prefix = f"{namespace}_{uuid.uuid4().hex[:8]}_grp_"
-        self._collections: dict[int, object] = {}
+        self._vectors_of = vectors_of
+        self.capacity = capacity or chroma_capacity()
+        self._members: dict[int, set[int]] = {}
+        self._resident: OrderedDict[int, object] = OrderedDict()
+        self._lock = threading.Lock()
+        self.rebuilds = 0
 
-    def _collection(self, group: int):
-        if group not in self._collections:
-            self._collections[group] = guarded(
+    def add(self, groups: np.ndarray, rows: np.ndarray, vectors: np.ndarray) -> None:
+        for group in np.unique(groups).tolist():
+            mask = groups == group
+            self._members.setdefault(group, set()).update(rows[mask].tolist())
+            if group in self._resident:
+                ids = [str(row) for row in rows[mask].tolist()]
+                guarded("adding to a group collection", self._resident[group].add, ids=ids, embeddings=vectors[mask])
+
+    def remove(self, groups: np.ndarray, rows: np.ndarray) -> None:
+        for group in np.unique(groups).tolist():
+            gone = rows[groups == group].tolist()
+            self._members[group].difference_update(gone)
+            if group in self._resident:
+                ids = [str(row) for row in gone]
+                guarded("deleting from a group collection", self._resident[group].delete, ids=ids)
+
+    def search(self, group: int, query: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+        """Query the group's collection and check the answer against the membership kept here.
+
+        A short answer, or one naming rows outside the group, means Chroma dropped the index: the
+        collection is rebuilt once and queried again; a second bad answer is an error, never a result.
+        """
+        members = self._members.get(group, set())
+        if not members:
+            return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
+        wanted = min(k, len(members))
+        for attempt in range(2):
+            result = guarded(
+                "querying a group collection",
+                self._resident_collection(group, rebuild=attempt > 0).query,
+                query_embeddings=query[None, :],
+                n_results=wanted,
+                include=["distances"],
+            )
+            rows = np.asarray([int(i) for i in result["ids"][0]], dtype=np.int64)
+            if len(rows) == wanted and members.issuperset(rows.tolist()):
+                return rows, 1.0 - np.asarray(result["distances"][0], dtype=np.float32)
+        raise BackendUnavailableError(
+            f"Chroma answered {len(rows)} of {wanted} results for group {group} twice; its index cache is "
+            "exhausted (raise RLIMIT_NOFILE, or use group_backend='numpy')"
+        )
+
+    def _resident_collection(self, group: int, *, rebuild: bool = False):
+        """The group's collection, built from the memory's vectors if it is not resident (LRU)."""
+        with self._lock:  # parallel per-group searches may build at the same time
+            if rebuild and group in self._resident:
+                del self._resident[group]
+                guarded("dropping a group collection", self._client.delete_collection, f"{self._prefix}{group}")
+            if group in self._resident:
+                self._resident.move_to_end(group)
+                return self._resident[group]
+            while len(self._resident) >= self.capacity:
+                evicted, _ = self._resident.popitem(last=False)
+                guarded("dropping a group collection", self._client.delete_collection, f"{self._prefix}{evicted}")
+            collection = guarded(
                 "creating a group collection",
                 self._client.create_collection,
                 f"{self._prefix}{group}",
                 embedding_function=None,
                 configuration={"hnsw": {"space": "cosine"}},
             )
-        return self._collections[group]
-
-    def add(self, groups: np.ndarray, rows: np.ndarray, vectors: np.ndarray) -> None:
-        for group in np.unique(groups).tolist():
-            mask = groups == group
-            ids = [str(row) for row in rows[mask].tolist()]
-            guarded("adding to a group collection", self._collection(group).add, ids=ids, embeddings=vectors[mask])
-
-    def remove(self, groups: np.ndarray, rows: np.ndarray) -> None:
-        for group in np.unique(groups).tolist():
-            ids = [str(row) for row in rows[groups == group].tolist()]
-            guarded("deleting from a group collection", self._collection(group).delete, ids=ids)
-
-    def search(self, group: int, query: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
-        collection = self._collections.get(group)
-        count = guarded("counting a group", collection.count) if collection is not None else 0
-        if count == 0:
-            return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
-        result = guarded(
-            "querying a group collection",
-            collection.query,
-            query_embeddings=query[None, :],
-            n_results=min(k, count),
-            include=["distances"],
-        )
-        rows = np.asarray([int(i) for i in result["ids"][0]], dtype=np.int64)
-        return rows, 1.0 - np.asarray(result["distances"][0], dtype=np.float32)
+            rows = np.asarray(sorted(self._members[group]), dtype=np.int64)  # insertion order: stable ties
+            guarded(
+                "filling a group collection",
+                collection.add,
+                ids=[str(r) for r in rows.tolist()],
+                embeddings=self._vectors_of(rows),
+            )
+            self._resident[group] = collection
+            self.rebuilds += 1
+            return collection
 
     def close(self) -> None:
-        for group in list(self._collections):
+        for group in list(self._resident):
             guarded("dropping a group collection", self._client.delete_collection, f"{self._prefix}{group}")
-        self._collections.clear()
+        self._resident.clear()
+        self._members.clear()
+        self._client.close()

@@ -99,8 +99,8 @@ class CellularMemory:
         self._touched: set[int] = set()
         self._version = 0
         self._closed = False
-        if client is None and path is not None:
-            client = persistent_client(path)
+        self._own_client = persistent_client(path) if client is None and path is not None else None
+        client = self._own_client or client
         self._store: CellStore = NullStore() if client is None else ChromaCellStore(client, config.namespace, self.dim)
         self._restore(self._store.load())
 
@@ -195,6 +195,8 @@ class CellularMemory:
 
     def get(self, cell_id: str) -> CellRecord:
         """The full record of one cell."""
+        if not isinstance(cell_id, str):
+            raise InvalidInputError(f"get takes one id (a str), got {type(cell_id).__name__}")
         with self._reading():
             return self._table.record(int(self._rows_of(check_ids(cell_id))[0]))
 
@@ -369,6 +371,8 @@ class CellularMemory:
                 self._closed = True
                 self._pool.shutdown(wait=True)
                 self._index.close()
+                if self._own_client is not None:  # a client passed in stays open: it is the caller's
+                    self._own_client.close()
 
     def __enter__(self) -> CellularMemory:
         return self
@@ -396,7 +400,7 @@ class CellularMemory:
 
     def _make_index(self) -> GroupIndex:
         if self.config.group_backend == "chroma":
-            return ChromaGroupIndex(self.config.namespace)
+            return ChromaGroupIndex(self.config.namespace, lambda rows: self._table.vectors[rows])
         return NumpyGroupIndex(self.dim)
 
     def _restore(self, batch: CellBatch | None) -> None:

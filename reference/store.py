@@ -1,20 +1,27 @@
 """The master store of cells: the persistent source of truth (`{namespace}_cells` in Chroma).
 
+Each cell is one record: its text, its vector (as the Chroma embedding, and an exact float32 copy
+in the metadata, from which cells are loaded: see `ChromaCellStore._read`), and the engine's fields.
+
 Groups, per-group indexes and the entity index are derived from it on open. `NullStore`
 stands in when nothing is persisted (`path=None`, no client).
 """
 
 from __future__ import annotations
 
+import base64
 import json
+import logging
 from collections.abc import Sequence
 from typing import Any, Protocol
 
 import numpy as np
 
 from .cells import CellBatch, CellRecord
-from .chroma import guarded
+from .chroma import backend_errors, guarded
 from .errors import DimensionMismatchError
+
+log = logging.getLogger(__name__)
 
 
 class CellStore(Protocol):
@@ -70,7 +77,8 @@ class ChromaCellStore:
         self._next_seq = 0
 
     def load(self) -> CellBatch | None:
-        result = guarded(f"reading {self.name}", self._collection.get, include=["embeddings", "documents", "metadatas"])
+        """Every cell, from documents and metadata only (see `_read`), in insertion order."""
+        result = self._read()
         if not result["ids"]:
             return None
         metas = result["metadatas"]
@@ -80,7 +88,7 @@ class ChromaCellStore:
         return CellBatch(
             ids=[result["ids"][i] for i in order],
             texts=[result["documents"][i] for i in order],
-            vectors=np.asarray(result["embeddings"], dtype=np.float32)[order],
+            vectors=np.stack([np.frombuffer(base64.b64decode(m["vec"]), dtype="<f4") for m in metas]),
             groups=np.asarray([m["group"] for m in metas], dtype=np.int64),
             kinds=[str(m["kind"]) for m in metas],
             importance=np.asarray([m["importance"] for m in metas], dtype=np.float64),
@@ -89,6 +97,22 @@ class ChromaCellStore:
             metadata=[json.loads(m["meta"]) for m in metas],
             conflicts=[json.loads(m.get("conflicts", "[]")) for m in metas],
         )
+
+    def _read(self) -> dict[str, Any]:
+        """Documents and metadata, which Chroma keeps in SQLite (transactional).
+
+        Vectors are read from the metadata copy, never from Chroma's vector segment: after a
+        process is killed mid-write, that segment can fail to replay its log and lose embeddings
+        ("Failed to apply logs to the hnsw segment writer", seen with Chroma 1.5.9), while SQLite
+        holds every acknowledged write. The first read after such a crash fails in that replay and
+        later reads succeed, so a failed first read is retried once.
+        """
+        include = ["documents", "metadatas"]
+        try:
+            return self._collection.get(include=include)
+        except backend_errors() as error:
+            log.warning("reading %s failed once (%s); reading again", self.name, error)
+            return guarded(f"reading {self.name}", self._collection.get, include=include)
 
     def put(self, batch: CellBatch) -> None:
         """Add a batch, all or nothing: a failed write removes what it wrote before raising."""
@@ -131,6 +155,7 @@ class ChromaCellStore:
                 "access": int(batch.access[i]),
                 "meta": json.dumps(batch.metadata[i], ensure_ascii=False),
                 "conflicts": json.dumps(batch.conflicts[i]),
+                "vec": base64.b64encode(batch.vectors[i].astype("<f4").tobytes()).decode("ascii"),
             }
             for i in range(start, stop)
         ]

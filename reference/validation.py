@@ -79,12 +79,16 @@ def check_ids(ids: Any) -> list[str]:
     """A list of string ids (a single id is accepted)."""
     if isinstance(ids, str):
         ids = [ids]
-    if not isinstance(ids, Sequence) or not all(isinstance(i, str) and i for i in ids):
+    if not isinstance(ids, Sequence) or not ids or not all(isinstance(i, str) and i for i in ids):
         raise InvalidInputError("ids must be a non-empty string or a list of non-empty strings")
     return list(ids)
 
 
 def check_same_length(name: str, values: Sequence[Any] | None, expected: int) -> None:
     """Per-item arguments must have one value per text."""
-    if values is not None and len(values) != expected:
+    if values is None:
+        return
+    if isinstance(values, (str, bytes)) or not hasattr(values, "__len__"):
+        raise InvalidInputError(f"{name} must be a list with one item per text, got {type(values).__name__}")
+    if len(values) != expected:
         raise InvalidInputError(f"{name} has {len(values)} items but there are {expected} texts")

@@ -38,3 +38,12 @@ def dead_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         return probe.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def chroma_server(tmp_path_factory):
+    """A Chroma server for the module (each xdist worker starts its own, on its own port and folder)."""
+    from tests.chroma_server import ChromaServer
+
+    with ChromaServer(tmp_path_factory.mktemp("chroma-server")) as server:
+        yield server

@@ -15,7 +15,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from reference import CellularMemory, MemoryConfig
-from reference.chroma import http_client
+from reference.chroma import server_client
 from reference.encoders import MockEncoder
 
 from ..protocol import Document, Query, SearchHit, SystemContext
@@ -48,10 +48,9 @@ class ReferenceSystem:
         self.capabilities = BASE_CAPABILITIES | ({"persist"} if persist or server else set())
         encoder = _GivenVectorsOnly(context.dim)
         if server:
-            host, _, port = server.rpartition(":")
             namespace = f"mb{zlib.crc32(str(context.workdir).encode()):08x}"
             self.memory = CellularMemory(
-                encoder=encoder, client=http_client(host, int(port)), config=MemoryConfig(namespace=namespace, **config)
+                encoder=encoder, client=server_client(server), config=MemoryConfig(namespace=namespace, **config)
             )
         else:
             path = str(context.workdir / "memory") if persist else None

@@ -130,3 +130,25 @@ def test_infinite_generation_honours_the_chunk_limit(memory):
     assert result.data == {"chunks": ["part 0", "part 1", "part 2"], "stopped": "chunk limit", "limit": 3}
     assert not InfiniteTool().run("--chunks 0 x", MemoryAgent(memory, llm)).ok
     assert not InfiniteTool().run("--chunks 10 x", MemoryAgent(memory, None)).ok
+
+
+def test_story_world_is_generated_by_the_model_and_checked(ollama_standin, memory):
+    def world(messages, tools):
+        return {
+            "content": "Ilsa is 40 years old.\nIlsa is brave.\nFire is forbidden in Vell.\nIlsa won the battle of Vell."
+        }
+
+    ollama_standin.brain = world
+    agent = MemoryAgent(memory, OllamaLLM(host=ollama_standin.url, timeout=5))
+    created = agent.run_command("/story new a city of glass")
+    assert created.ok and "Ilsa is brave." in created.text
+    assert "a city of glass" in ollama_standin.chats[0]["messages"][0]["content"]
+    clash = agent.run_command("/story add Ilsa lit a fire. Ilsa is cowardly.")
+    assert "CONFLICT [high] rule" in clash.text and "CONFLICT [medium] trait" in clash.text
+
+
+def test_persona_reaches_the_model_through_the_client(ollama_standin, memory):
+    agent = MemoryAgent(memory, OllamaLLM(host=ollama_standin.url, timeout=5))
+    agent.run_command("/behavior set concise")
+    agent.reply("hello")
+    assert ollama_standin.chats[-1]["messages"][0]["content"].startswith(PERSONAS["concise"])

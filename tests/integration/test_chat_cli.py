@@ -6,7 +6,7 @@ import sys
 import pytest
 
 
-def chat(lines: list[str], *args: str, env_host: str) -> str:
+def chat(lines: list[str], *args: str, env_host: str, expect_failure: bool = False) -> str:
     done = subprocess.run(
         [sys.executable, "-m", "harness.cli", "chat", "--encoder", "mock", "--timeout", "5", *args],
         input="\n".join(lines) + "\n",
@@ -15,6 +15,9 @@ def chat(lines: list[str], *args: str, env_host: str) -> str:
         timeout=180,
         env={**__import__("os").environ, "OLLAMA_HOST": env_host},
     )
+    if expect_failure:
+        assert done.returncode != 0
+        return done.stderr
     assert done.returncode == 0, done.stderr[-2000:]
     return done.stdout
 

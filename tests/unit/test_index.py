@@ -18,7 +18,7 @@ def test_group_search_matches_brute_force_after_adds_and_removes(backend):
     vectors = clustered_unit_vectors(300, dim=16, clusters=3, seed=1).vectors
     groups = np.arange(300) % 3
     rows = np.arange(300)
-    index = NumpyGroupIndex(16) if backend == "numpy" else ChromaGroupIndex("test")
+    index = NumpyGroupIndex(16) if backend == "numpy" else ChromaGroupIndex("test", lambda r: vectors[r], capacity=2)
     try:
         index.add(groups, rows, vectors)
         removed = rows[::7]
