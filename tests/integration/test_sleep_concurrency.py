@@ -1,12 +1,13 @@
 """Background sleep while 4 threads search and 1 adds: no error, no lost or orphaned cell."""
 
-import threading
+from collections.abc import Callable
 
 import numpy as np
 
 from reference import CellularMemory, MemoryConfig
 from reference.consolidation import plan_merges
 from reference.encoders import MockEncoder
+from tests.threads import run_concurrently
 
 SEARCHES_PER_THREAD = 150
 ADD_BATCHES = 60
@@ -30,35 +31,26 @@ def consistent(memory: CellularMemory) -> None:
 
 def test_sleep_searches_and_adds_run_together_and_end_where_a_sequential_replay_ends():
     config = MemoryConfig(join_threshold=0.97, merge_threshold=0.8)  # ingest fragments, sleep merges
-    errors: list[BaseException] = []
     with CellularMemory(encoder=MockEncoder(32), config=config) as memory:
         memory.add(texts(-1), vectors=batch_vectors(-1))
 
-        def searcher(seed: int) -> None:
-            rng = np.random.default_rng(seed)
-            try:
+        def searcher(seed: int) -> Callable[[], None]:
+            def search() -> None:
+                rng = np.random.default_rng(seed)
                 for _ in range(SEARCHES_PER_THREAD):
                     hits = memory.search(rng.standard_normal(32), k=5)
                     assert len({h.id for h in hits}) == len(hits) and hits
-            except BaseException as error:  # collected and re-raised by the test
-                errors.append(error)
+
+            return search
 
         def adder() -> None:
-            try:
-                for batch in range(ADD_BATCHES):
-                    memory.add(texts(batch), vectors=batch_vectors(batch))
-            except BaseException as error:
-                errors.append(error)
+            for batch in range(ADD_BATCHES):
+                memory.add(texts(batch), vectors=batch_vectors(batch))
 
         memory.start_sleep(0.002)
-        threads = [threading.Thread(target=searcher, args=(s,)) for s in range(4)] + [threading.Thread(target=adder)]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join(timeout=120)
+        errors = run_concurrently(*(searcher(s) for s in range(4)), adder, timeout=120)
         memory.stop_sleep()
         assert not errors, errors
-        assert not any(t.is_alive() for t in threads)
         assert len(memory.sleep_reports) > 0 and not memory.sleep_errors
         memory.consolidate()
         consistent(memory)

@@ -3,7 +3,7 @@ number of operations — zero exceptions, consistent counts, recall unchanged.""
 
 from __future__ import annotations
 
-import threading
+from collections.abc import Callable
 
 import numpy as np
 
@@ -11,6 +11,7 @@ from harness.generators.vectors import clustered_unit_vectors, exact_top_k
 from reference import CellularMemory, MemoryConfig
 from reference.encoders import MockEncoder
 from tests.reliability.counts import record
+from tests.threads import run_concurrently
 
 SEARCHES_PER_THREAD = 250
 INGEST_BATCHES = 40
@@ -26,38 +27,30 @@ def recall(memory: CellularMemory, vectors: np.ndarray, ids: list[str], queries:
 def test_soak(tmp_path):
     data = clustered_unit_vectors(2_000 + INGEST_BATCHES * BATCH, 64, clusters=20, queries=100, seed=3)
     base, extra = data.vectors[:2_000], data.vectors[2_000:]
-    errors: list[BaseException] = []
     with CellularMemory(
         path=str(tmp_path), encoder=MockEncoder(64), config=MemoryConfig(merge_threshold=0.8)
     ) as memory:
         ids = memory.add([f"base {i}" for i in range(len(base))], vectors=base)
         before = recall(memory, base, ids, data.queries)
 
-        def searcher(seed: int) -> None:
-            rng = np.random.default_rng(seed)
-            try:
+        def searcher(seed: int) -> Callable[[], None]:
+            def search() -> None:
+                rng = np.random.default_rng(seed)
                 for _ in range(SEARCHES_PER_THREAD):
                     hits = memory.search(data.queries[rng.integers(len(data.queries))], k=10)
                     assert len(hits) == 10 and len({h.id for h in hits}) == 10
-            except BaseException as error:  # collected, asserted below
-                errors.append(error)
+
+            return search
 
         added: list[str] = []
 
         def ingester() -> None:
-            try:
-                for batch in range(INGEST_BATCHES):
-                    rows = extra[batch * BATCH : (batch + 1) * BATCH]
-                    added.extend(memory.add([f"extra {batch}-{i}" for i in range(BATCH)], vectors=rows))
-            except BaseException as error:
-                errors.append(error)
+            for batch in range(INGEST_BATCHES):
+                rows = extra[batch * BATCH : (batch + 1) * BATCH]
+                added.extend(memory.add([f"extra {batch}-{i}" for i in range(BATCH)], vectors=rows))
 
         memory.start_sleep(0.01)
-        threads = [threading.Thread(target=searcher, args=(s,)) for s in range(4)] + [threading.Thread(target=ingester)]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join(timeout=300)
+        errors = run_concurrently(*(searcher(s) for s in range(4)), ingester)
         memory.stop_sleep()
         assert not errors, errors[:3]
         assert not memory.sleep_errors
