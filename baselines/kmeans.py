@@ -45,13 +45,15 @@ class KMeansGroups:
         self.labels = labels
         self._ids = np.asarray([d.id for d in self._docs])
         self._blocks = [(np.flatnonzero(labels == c), matrix[labels == c]) for c in range(len(centroids))]
+        self._sizes = np.asarray([len(rows) for rows, _ in self._blocks])
 
     def search(self, query: Query, *, k: int) -> list[SearchHit]:
         k = check_k(k)
-        ranked = top_k(self.centroids @ query.vector, len(self.centroids))
-        sizes = np.cumsum([len(self._blocks[g][0]) for g in ranked])
-        probes = max(self.nprobe, int(np.searchsorted(sizes, min(k, sizes[-1]))) + 1)  # enough cells for k hits
-        groups = ranked[:probes]
+        similarity = self.centroids @ query.vector
+        groups = top_k(similarity, self.nprobe)
+        if self._sizes[groups].sum() < min(k, len(self._ids)):  # too few cells for k hits: probe further
+            ranked = top_k(similarity, len(similarity))
+            groups = ranked[: int(np.searchsorted(np.cumsum(self._sizes[ranked]), min(k, len(self._ids)))) + 1]
         rows = np.concatenate([self._blocks[g][0] for g in groups])
         scores = np.concatenate([self._blocks[g][1] @ query.vector for g in groups])
         best = top_k(scores, k)
