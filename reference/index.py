@@ -33,10 +33,10 @@ class GroupIndex(Protocol):
 
 def top_k(scores: np.ndarray, k: int) -> np.ndarray:
     """Positions of the k largest scores, best first."""
-    if k < len(scores):
+    if len(scores) > 64 and k < len(scores):  # a partition pays off only beyond a few dozen scores
         positions = np.argpartition(-scores, k - 1)[:k]
         return positions[np.argsort(-scores[positions], kind="stable")]
-    return np.argsort(-scores, kind="stable")
+    return np.argsort(-scores, kind="stable")[:k]
 
 
 class _Block:

@@ -33,7 +33,7 @@ from .scoring import Clock, memory_scores, system_clock
 from .search import ThreeStageSearch
 from .stats import MemoryStats, memory_stats
 from .store import CellStore, ChromaCellStore, NullStore
-from .validation import check_ids, check_k, check_same_length, check_text, check_texts, unit_rows
+from .validation import check_ids, check_k, check_same_length, check_text, check_texts, unit_rows, unit_vector
 
 Mode = Literal["similarity", "memory"]
 DEFAULT_CONFIG = MemoryConfig()
@@ -439,15 +439,10 @@ class CellularMemory:
         for position, text in enumerate(texts):
             check_text(text, what=f"query {position}")
         if vectors is not None:
-            matrix = unit_rows(vectors, dim=self.dim, what="query vectors")
+            matrix = np.stack([unit_vector(v, dim=self.dim, what="query vectors") for v in vectors])
         else:
             encoded = iter(unit_rows(self.encoder.encode(texts), dim=self.dim)) if texts else iter(())
-            matrix = np.stack(
-                [
-                    next(encoded) if isinstance(q, str) else unit_rows(q, dim=self.dim, what="query vector")[0]
-                    for q in queries
-                ]
-            )
+            matrix = np.stack([next(encoded) if isinstance(q, str) else unit_vector(q, dim=self.dim) for q in queries])
         entities = [extract_entities(q) if isinstance(q, str) else frozenset() for q in queries]
         return matrix, entities
 

@@ -39,6 +39,17 @@ def check_text(text: Any, *, what: str = "text") -> str:
     return text
 
 
+def unit_vector(vector: Any, *, dim: int, what: str = "query vector") -> np.ndarray:
+    """One vector, L2-normalised: the fast path for a query (a float64 dot product is NaN, infinite
+    or zero exactly when the vector is unusable); anything unusual goes through `unit_rows`."""
+    if isinstance(vector, np.ndarray) and vector.ndim == 1 and vector.shape[0] == dim and vector.dtype.kind == "f":
+        wide = vector.astype(np.float64)
+        square = float(wide @ wide)
+        if 0.0 < square < np.inf:
+            return (wide / np.sqrt(square)).astype(np.float32)
+    return unit_rows(vector, dim=dim, what=what)[0]
+
+
 def unit_rows(vectors: Any, *, dim: int | None, what: str = "vectors") -> np.ndarray:
     """A 2-D float32 array of L2-normalised rows; rejects NaN, inf, zero rows and a wrong dimension."""
     try:
