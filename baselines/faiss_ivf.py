@@ -39,7 +39,7 @@ class FaissIVF:
             quantizer = self._faiss.IndexFlatIP(self.dim)
             self._index = self._faiss.IndexIVFFlat(quantizer, self.dim, nlist, self._faiss.METRIC_INNER_PRODUCT)
             self._index.train(matrix)
-            self._quantizer = quantizer
+            self._quantizer = quantizer  # the IVF index does not own its quantizer: keep it alive
         self._index.add(matrix)
         self._ids += [d.id for d in docs]
         self._index.nprobe = self.nprobe

@@ -33,7 +33,6 @@ SCALING_COLUMNS = [
     "groups",
 ]
 SWEEP_COLUMNS = ["system", "n_docs", "param", "latency_p50_ms", "recall_at_10"]
-NEEDLE_COLUMNS = ["system", "encoder", "haystacks", "needles", "found_at_1", "found_at_3", "found_at_10", "mrr"]
 BEIR_COLUMNS = [
     "system",
     "dataset",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import platform
 import subprocess
 import sys
@@ -90,8 +91,6 @@ def _git(*args: str) -> str:
 
 
 def _machine() -> dict[str, Any]:
-    import os
-
     versions = {}
     for package in ("numpy", "chromadb", "faiss-cpu", "scikit-learn", "sentence-transformers", "torch"):
         try:

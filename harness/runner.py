@@ -16,7 +16,7 @@ from typing import Any
 from .checking import check_documents, check_hits
 from .evalset import EvalSet
 from .metrics import LatencyStats, hits_at_k, latency_stats, mrr, ndcg_at_k, recall_at_k
-from .protocol import MemorySystem, SystemContext
+from .protocol import MemorySystem, SystemContext, TunableSystem
 from .registry import check_declaration, resolve
 
 WARMUP_QUERIES = 10
@@ -116,7 +116,7 @@ def group_labels(spec: str, evalset: EvalSet, *, encoder: str, options: Mapping[
             system.close()
 
 
-def _settings(system: MemorySystem) -> list[dict[str, Any]]:
+def _settings(system: TunableSystem) -> list[dict[str, Any]]:
     """One dict per value of the system's query parameter (none for a system that is not tunable)."""
     if "tunable" not in system.capabilities:
         return []

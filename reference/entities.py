@@ -99,9 +99,6 @@ class EntityIndex:
             if not rows:
                 del self._rows[entity]
 
-    def entities_of(self, row: int) -> frozenset[str]:
-        return self._entities_of.get(row, frozenset())
-
     def matches(self, entities: frozenset[str]) -> dict[int, int]:
         """Rows mentioning any of `entities`, with how many of them each mentions."""
         counts: dict[int, int] = defaultdict(int)

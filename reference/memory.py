@@ -21,7 +21,7 @@ from .cells import CellBatch, CellRecord, CellTable, superseded
 from .chroma import persistent_client
 from .clustering import GroupState, LeaderClustering
 from .config import MemoryConfig
-from .consolidation import ConsolidationReport, final_groups, plan_merges
+from .consolidation import ConsolidationReport, Merge, final_groups, plan_merges
 from .encoders import Encoder, make_encoder
 from .entities import EntityIndex, extract_entities
 from .errors import BackendUnavailableError, InvalidInputError, MagneticError, NotFoundError
@@ -290,7 +290,7 @@ class CellularMemory:
                 if c["newer"]
             ]
 
-    def _apply_merges(self, merges: list) -> int:
+    def _apply_merges(self, merges: list[Merge]) -> int:
         """Move the absorbed groups' cells (store first, then memory); returns how many moved."""
         target = final_groups(merges)
         if not target:

@@ -30,7 +30,6 @@ class Candidates:
 
     rows: np.ndarray
     scores: np.ndarray
-    used_fallback: bool
 
 
 class ThreeStageSearch:
@@ -56,12 +55,11 @@ class ThreeStageSearch:
             rows, scores = _merge_best(rows, scores, *self._entity_stage(query, query_entities, table, entities))
         best = top_k(scores, k)
         rows, scores = rows[best], scores[best]
-        used_fallback = int(np.count_nonzero(scores > self.config.min_score)) < k
-        if used_fallback:
+        if int(np.count_nonzero(scores > self.config.min_score)) < k:
             rows, scores = _merge_best(rows, scores, *flat_search(query, k, table))
             best = top_k(scores, k)
             rows, scores = rows[best], scores[best]
-        return Candidates(rows, scores, used_fallback)
+        return Candidates(rows, scores)
 
     def _group_stage(
         self, query: np.ndarray, k: int, groups: GroupState, index: GroupIndex

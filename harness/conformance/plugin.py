@@ -45,12 +45,13 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 class SystemUnderTest:
-    """Opens the system under test; opening again with the same `workdir` reopens its stored state."""
+    """Opens the system under test in a fresh work directory; `reopen` closes it and opens it again there."""
 
     def __init__(self, spec: str, options: dict[str, Any]) -> None:
         self.spec = spec
         self.options = options
         self.factory = resolve(spec)
+        self._workdir_of: dict[int, Path] = {}
         self._open: list[Any] = []
         self._folders: list[str] = []
 
@@ -60,20 +61,24 @@ class SystemUnderTest:
             workdir = Path(self._folders[-1])
         system = self.factory(SystemContext(dim=DIM, workdir=workdir, encoder="vectors"), **self.options)
         check_declaration(system)
-        system.workdir = workdir
+        self._workdir_of[id(system)] = workdir
         self._open.append(system)
         return system
 
-    def close(self, system: Any) -> None:
-        """Close one system (a test that reopens closes the first one through here)."""
-        self._open.remove(system)
-        system.close()
+    def reopen(self, system: Any) -> Any:
+        """Close `system` and open the system again on the same work directory (its stored state)."""
+        self._close(system)
+        return self.open(self._workdir_of[id(system)])
 
     def close_all(self) -> None:
         while self._open:
-            self.close(self._open[-1])
+            self._close(self._open[-1])
         for folder in self._folders:
             shutil.rmtree(folder, ignore_errors=True)
+
+    def _close(self, system: Any) -> None:
+        self._open.remove(system)
+        system.close()
 
 
 def _options(config: pytest.Config) -> dict[str, Any]:

@@ -13,6 +13,7 @@ import tempfile
 import numpy as np
 import pytest
 
+from harness.metrics import recall_at_k
 from reference import CellularMemory, MemoryConfig
 from reference.encoders import MockEncoder
 from tests.bench.conftest import N, record
@@ -27,8 +28,8 @@ def build(vectors: np.ndarray, **kwargs) -> CellularMemory:
 
 
 def recall_at_10(mem: CellularMemory, queries: np.ndarray, truth: np.ndarray) -> float:
-    found = [{int(h.id) for h in mem.search(q, k=10)} for q in queries]
-    return float(np.mean([len(f & set(t.tolist())) / 10 for f, t in zip(found, truth)]))
+    found = [[h.id for h in mem.search(q, k=10)] for q in queries]
+    return recall_at_k(found, [[str(i) for i in row] for row in truth.tolist()], 10)
 
 
 def cycle(queries: np.ndarray):

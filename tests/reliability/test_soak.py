@@ -8,6 +8,7 @@ from collections.abc import Callable
 import numpy as np
 
 from harness.generators.vectors import clustered_unit_vectors, exact_top_k
+from harness.metrics import recall_at_k
 from reference import CellularMemory, MemoryConfig
 from reference.encoders import MockEncoder
 from tests.reliability.counts import record
@@ -19,9 +20,8 @@ BATCH = 25
 
 
 def recall(memory: CellularMemory, vectors: np.ndarray, ids: list[str], queries: np.ndarray) -> float:
-    truth = exact_top_k(vectors, queries, 10)
-    found = [{h.id for h in memory.search(q, k=10)} for q in queries]
-    return float(np.mean([len(f & {ids[i] for i in t}) / 10 for f, t in zip(found, truth)]))
+    truth = [[ids[i] for i in row] for row in exact_top_k(vectors, queries, 10).tolist()]
+    return recall_at_k([[h.id for h in memory.search(q, k=10)] for q in queries], truth, 10)
 
 
 def test_soak(tmp_path):

@@ -56,7 +56,7 @@ def test_missing_model_is_reported(ollama_standin):
         OllamaEncoder("no-such-model", host=ollama_standin.url, timeout=5).encode(["x"])
 
 
-def test_failed_encoding_adds_nothing(dead_port, mock_encoder):
+def test_failed_encoding_adds_nothing():
     class Broken:
         name, dim = "broken", 384
 
