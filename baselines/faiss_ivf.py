@@ -36,10 +36,9 @@ class FaissIVF:
         matrix = stack_unit(docs)
         if self._index is None:
             nlist = self.nlist or max(1, min(round(4 * np.sqrt(len(matrix))), len(matrix) // 39))
-            quantizer = self._faiss.IndexFlatIP(self.dim)
-            self._index = self._faiss.IndexIVFFlat(quantizer, self.dim, nlist, self._faiss.METRIC_INNER_PRODUCT)
+            # the factory's index owns its quantizer (no Python-side reference to keep alive)
+            self._index = self._faiss.index_factory(self.dim, f"IVF{nlist},Flat", self._faiss.METRIC_INNER_PRODUCT)
             self._index.train(matrix)
-            self._quantizer = quantizer  # the IVF index does not own its quantizer: keep it alive
         self._index.add(matrix)
         self._ids += [d.id for d in docs]
         self._index.nprobe = self.nprobe

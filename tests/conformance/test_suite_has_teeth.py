@@ -3,6 +3,8 @@ against every registered system it passes what the system declares."""
 
 from __future__ import annotations
 
+import contextlib
+import importlib
 import json
 import re
 from pathlib import Path
@@ -13,6 +15,13 @@ from harness.registry import SYSTEMS
 
 ROOT = Path(__file__).resolve().parents[2]
 pytest_plugins = ["pytester"]
+
+# An in-process pytester run drops the modules first imported during the run. Importing faiss's
+# native (SWIG) module a second time later in the same worker crashed that worker with a segfault
+# (1 run in 3), so the backends the registered systems import lazily are loaded here, before any run.
+for _backend in ("faiss", "sklearn.cluster"):
+    with contextlib.suppress(ImportError):
+        importlib.import_module(_backend)
 
 
 def run_suite(pytester: pytest.Pytester, system: str) -> dict[str, dict]:
