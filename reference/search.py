@@ -21,7 +21,7 @@ from .cells import CellTable
 from .clustering import GroupState
 from .config import MemoryConfig
 from .entities import EntityIndex
-from .index import GroupIndex, top_k
+from .index import GroupIndex, similarities, top_k
 
 
 @dataclass(frozen=True)
@@ -67,7 +67,7 @@ class ThreeStageSearch:
         active = groups.active_ids()
         if len(active) == 0:
             return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float64)
-        chosen = active[top_k(groups.active_centroids() @ query, self.config.group_top_k)]
+        chosen = active[top_k(similarities(groups.active_centroids(), query), self.config.group_top_k)]
         probed_cells = int(groups.counts[chosen].sum())
         if len(chosen) > 1 and (index.io_bound or probed_cells >= self.config.parallel_min_cells):
             results = list(self.pool.map(lambda group: index.search(group, query, k), chosen.tolist()))
@@ -82,12 +82,12 @@ class ThreeStageSearch:
         matched = entities.matches(query_entities)
         rows = np.fromiter(matched, dtype=np.int64, count=len(matched))
         shares = np.fromiter(matched.values(), dtype=np.float64, count=len(matched)) / len(query_entities)
-        return rows, (table.vectors[rows] @ query).astype(np.float64) + self.config.entity_boost * shares
+        return rows, similarities(table.vectors[rows], query).astype(np.float64) + self.config.entity_boost * shares
 
 
 def flat_search(query: np.ndarray, k: int, table: CellTable) -> tuple[np.ndarray, np.ndarray]:
     """Exact top-k over every live cell."""
-    scores = table.vectors[: table.size] @ query
+    scores = similarities(table.vectors[: table.size], query)
     scores[~table.alive[: table.size]] = -np.inf
     best = top_k(scores, min(k, len(table)))
     return best, scores[best].astype(np.float64)
