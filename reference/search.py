@@ -1,9 +1,9 @@
 """Three-stage search: centroids → per-group searches → entity boost → flat fill.
 
 Stage 1 ranks the live groups' centroids and keeps the best `group_top_k`. Stage 2 searches
-those groups' cells, in parallel on the thread pool when the index is I/O-bound (Chroma) or the
-groups hold at least `parallel_min_cells` cells (below that, the hand-off to a thread costs more
-than a NumPy block product: about 100 µs against 30 µs for 1,000 cells of 384 dimensions).
+those groups' cells, in parallel on the thread pool when the groups hold at least
+`parallel_min_cells` cells (below that, the hand-off to a thread costs more than a NumPy block
+product: about 100 µs against 30 µs for 1,000 cells of 384 dimensions).
 Stage 3 looks the query's entities up in the exact-match index: cells that mention them are
 scored directly and boosted by `entity_boost` times the share of the query's entities they
 mention (their groups are thereby searched too). If fewer than `k` candidates score above
@@ -69,7 +69,7 @@ class ThreeStageSearch:
             return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float64)
         chosen = active[top_k(similarities(groups.active_centroids(), query), self.config.group_top_k)]
         probed_cells = int(groups.counts[chosen].sum())
-        if len(chosen) > 1 and (index.io_bound or probed_cells >= self.config.parallel_min_cells):
+        if len(chosen) > 1 and probed_cells >= self.config.parallel_min_cells:
             results = list(self.pool.map(lambda group: index.search(group, query, k), chosen.tolist()))
         else:
             results = [index.search(group, query, k) for group in chosen.tolist()]
