@@ -61,6 +61,6 @@ def test_advantage_and_targets():
     low_recall = Results([*SCALING[:2], measured("reference", 100_000, 0.3, recall=0.9), *SCALING[3:]], [], [])
     assert verdicts(low_recall, "speedup-vs-exact") == {"reference": REFUTED}
     assert verdicts(RESULTS, "near-faiss") == {"reference": SUPPORTED}  # 0.3 vs 0.2 ms at equal recall: 1.5×
-    assert verdicts(RESULTS, "flat-latency") == {"reference": SUPPORTED, "faiss-ivf": UNMEASURED}
+    assert verdicts(RESULTS, "flat-latency-fixed") == {"reference": SUPPORTED, "faiss-ivf": UNMEASURED}
     growing = Results(SCALING, [], [], [measured("reference", 10_000, 0.2), measured("reference", 100_000, 0.5)])
     assert verdicts(growing, "flat-latency-growing") == {"reference": REFUTED, "faiss-ivf": UNMEASURED}
