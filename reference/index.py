@@ -137,7 +137,8 @@ class ChromaGroupIndex:
         self._members: dict[int, set[int]] = {}
         self._resident: OrderedDict[int, object] = OrderedDict()
         self._lock = threading.Lock()
-        self.rebuilds = 0
+        self.builds = 0
+        """Group collections built so far (at ingest, and again after an eviction)."""
 
     def add(self, groups: np.ndarray, rows: np.ndarray, vectors: np.ndarray) -> None:
         """Record membership; resident groups (and new ones while there is room) get the vectors now.
@@ -220,7 +221,7 @@ class ChromaGroupIndex:
             embeddings=self._vectors_of(rows),
         )
         self._resident[group] = collection
-        self.rebuilds += 1
+        self.builds += 1
         return collection
 
     def close(self) -> None:

@@ -26,7 +26,7 @@ def test_more_groups_than_chroma_can_hold_open():
             for _ in range(2):
                 found += sum(memory.search(v, k=1)[0].id == i for v, i in zip(vectors, ids))
             print(json.dumps({{"groups": memory.stats().groups, "found": int(found),
-                              "rebuilds": memory._index.rebuilds, "capacity": memory._index.capacity}}))
+                              "collections_built": memory._index.builds, "capacity": memory._index.capacity}}))
     """)
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
