@@ -125,8 +125,8 @@ class ChromaGroupIndex:
     queries come back empty), so at most `capacity` group collections are resident at a time
     (least recently used are dropped). Groups are built as they are added while there is room; a
     group that is not resident is rebuilt on demand from the memory's vectors (`vectors_of(rows)`).
-    Membership is kept here, never only in Chroma. Queries run one at a time: embedded Chroma 1.5.9
-    answered short in about 1% of group queries run from several threads at once (none when serial).
+    Membership is kept here, never only in Chroma. Every Chroma call runs under one lock: embedded
+    Chroma 1.5.9 answered short in about 1% of group queries run from several threads at once.
     """
 
     def __init__(self, namespace: str, vectors_of: Callable[[np.ndarray], np.ndarray], capacity: int | None = None):
@@ -150,23 +150,26 @@ class ChromaGroupIndex:
         for group in np.unique(groups).tolist():
             mask = groups == group
             self._members.setdefault(group, set()).update(rows[mask].tolist())
-            if group in self._resident:
-                ids = [str(row) for row in rows[mask].tolist()]
-                guarded("adding to a group collection", self._resident[group].add, ids=ids, embeddings=vectors[mask])
-            elif len(self._resident) < self.capacity:
-                with self._lock:
-                    self._resident_collection(group)
-            if group in self._resident:
+            with self._lock:
+                if group in self._resident:
+                    ids = [str(row) for row in rows[mask].tolist()]
+                    collection = self._resident[group]
+                    guarded("adding to a group collection", collection.add, ids=ids, embeddings=vectors[mask])
+                elif len(self._resident) < self.capacity:
+                    collection = self._resident_collection(group)
+                else:
+                    continue
                 probe = vectors[mask][:1]
-                guarded("indexing a group collection", self._resident[group].query, query_embeddings=probe, n_results=1)
+                guarded("indexing a group collection", collection.query, query_embeddings=probe, n_results=1)
 
     def remove(self, groups: np.ndarray, rows: np.ndarray) -> None:
         for group in np.unique(groups).tolist():
             gone = rows[groups == group].tolist()
             self._members[group].difference_update(gone)
-            if group in self._resident:
-                ids = [str(row) for row in gone]
-                guarded("deleting from a group collection", self._resident[group].delete, ids=ids)
+            with self._lock:
+                if group in self._resident:
+                    ids = [str(row) for row in gone]
+                    guarded("deleting from a group collection", self._resident[group].delete, ids=ids)
 
     def search(self, group: int, query: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
         """Query the group's collection and check the answer against the membership kept here.
