@@ -22,3 +22,7 @@ class NotFoundError(MagneticError, KeyError):
 
 class BackendUnavailableError(MagneticError, ConnectionError):
     """A Chroma server, an Ollama server or an optional package that cannot be reached."""
+
+
+class VectorSegmentUnreadableError(BackendUnavailableError):
+    """Chroma cannot read a collection's vector segment (derived data: its records are intact)."""

@@ -18,7 +18,6 @@ from typing import Any, Literal
 import numpy as np
 
 from .cells import CellBatch, CellRecord, CellTable, superseded
-from .chroma import persistent_client
 from .clustering import GroupState, LeaderClustering
 from .config import MemoryConfig
 from .consolidation import ConsolidationReport, Merge, final_groups, plan_merges
@@ -29,6 +28,7 @@ from .hit import Hit
 from .index import ChromaGroupIndex, GroupIndex, NumpyGroupIndex
 from .judges import Conflict, ConflictJudge, JudgeError, OfflineJudge, Statement
 from .locks import ReadWriteLock
+from .recovery import open_embedded
 from .scoring import Clock, memory_scores, system_clock
 from .search import ThreeStageSearch
 from .stats import MemoryStats, memory_stats
@@ -99,10 +99,16 @@ class CellularMemory:
         self._touched: set[int] = set()
         self._version = 0
         self._closed = False
-        self._own_client = persistent_client(path) if client is None and path is not None else None
-        client = self._own_client or client
-        self._store: CellStore = NullStore() if client is None else ChromaCellStore(client, config.namespace, self.dim)
-        self._restore(self._store.load())
+        self._own_client = None
+        self._store: CellStore = NullStore()
+        if path is not None:
+            self._own_client, self._store, cells = open_embedded(path, config.namespace, self.dim)
+        elif client is not None:
+            self._store = ChromaCellStore(client, config.namespace, self.dim)
+            cells = self._store.load()
+        else:
+            cells = None
+        self._restore(cells)
 
     # ---- writing -------------------------------------------------------------------------
 

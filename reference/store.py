@@ -19,7 +19,7 @@ import numpy as np
 
 from .cells import CellBatch, CellRecord
 from .chroma import backend_errors, guarded
-from .errors import DimensionMismatchError
+from .errors import BackendUnavailableError, DimensionMismatchError, VectorSegmentUnreadableError
 
 log = logging.getLogger(__name__)
 
@@ -88,7 +88,7 @@ class ChromaCellStore:
         return CellBatch(
             ids=[result["ids"][i] for i in order],
             texts=[result["documents"][i] for i in order],
-            vectors=np.stack([np.frombuffer(base64.b64decode(m["vec"]), dtype="<f4") for m in metas]),
+            vectors=np.stack([_vector(m) for m in metas]),
             groups=np.asarray([m["group"] for m in metas], dtype=np.int64),
             kinds=[str(m["kind"]) for m in metas],
             importance=np.asarray([m["importance"] for m in metas], dtype=np.float64),
@@ -98,33 +98,65 @@ class ChromaCellStore:
             conflicts=[json.loads(m.get("conflicts", "[]")) for m in metas],
         )
 
+    @property
+    def collection_id(self) -> str:
+        return str(self._collection.id)
+
     def _read(self) -> dict[str, Any]:
         """Documents and metadata, which Chroma keeps in SQLite (transactional).
 
-        Vectors are read from the metadata copy, never from Chroma's vector segment: after a
-        process is killed mid-write, that segment can fail to replay its log and lose embeddings
-        ("Failed to apply logs to the hnsw segment writer", seen with Chroma 1.5.9), while SQLite
-        holds every acknowledged write. The first read after such a crash fails in that replay and
-        later reads succeed, so a failed first read is retried once.
+        Vectors are read from the metadata copy, never from Chroma's vector segment, which a
+        process killed mid-write can leave damaged while SQLite holds every acknowledged write.
+        Chroma 1.5.9 still opens that segment (and applies its pending log) on every read, so such
+        damage fails the read: that raises `VectorSegmentUnreadableError`, which
+        `recovery.open_embedded` repairs.
         """
-        include = ["documents", "metadatas"]
         try:
-            return self._collection.get(include=include)
+            return self._collection.get(include=["documents", "metadatas"])
         except backend_errors() as error:
-            log.warning("reading %s failed once (%s); reading again", self.name, error)
-            return guarded(f"reading {self.name}", self._collection.get, include=include)
+            if "hnsw" not in str(error).lower():
+                raise BackendUnavailableError(f"Chroma failed while reading {self.name}: {error}") from error
+            raise VectorSegmentUnreadableError(
+                f"Chroma cannot read the vector segment of {self.name} ({error}); its records are intact: "
+                "opening the store by path (CellularMemory(path=...)) rebuilds the segment"
+            ) from error
+
+    def rewrite_vectors(self) -> int:
+        """Write every cell again, vector from its metadata copy, unchanged otherwise; returns the count.
+
+        Rebuilds a vector segment that was moved aside: upserting a record that SQLite already
+        holds rewrites the same values there and puts its vector back into the segment.
+        """
+        result = self._read()
+        for start in range(0, len(result["ids"]), self._batch):
+            stop = start + self._batch
+            metadatas = result["metadatas"][start:stop]
+            guarded(
+                f"rewriting {self.name}",
+                self._collection.upsert,
+                ids=result["ids"][start:stop],
+                embeddings=np.stack([_vector(m) for m in metadatas]),
+                documents=result["documents"][start:stop],
+                metadatas=metadatas,
+            )
+        return len(result["ids"])
 
     def put(self, batch: CellBatch) -> None:
-        """Add a batch, all or nothing: a failed write removes what it wrote before raising."""
-        written = 0
+        """Add a batch, all or nothing: a failed write removes what it may have written before raising.
+
+        That includes the chunk whose write failed: Chroma commits records to SQLite before it
+        updates the vector segment, so a write can fail after it was stored.
+        """
+        attempted = 0
         try:
             for start in range(0, len(batch), self._batch):
-                stop = min(start + self._batch, len(batch))
-                self._write(batch, start, stop)
-                written = stop
-        except Exception:
-            if written:
-                self._collection.delete(ids=batch.ids[:written])
+                attempted = min(start + self._batch, len(batch))
+                self._write(batch, start, attempted)
+        except Exception as error:
+            try:
+                self._collection.delete(ids=batch.ids[:attempted])
+            except Exception as rollback_error:
+                error.add_note(f"removing the batch's partial write failed as well: {rollback_error}")
             raise
         self._next_seq += len(batch)
 
@@ -155,7 +187,7 @@ class ChromaCellStore:
                 "access": int(batch.access[i]),
                 "meta": json.dumps(batch.metadata[i], ensure_ascii=False),
                 "conflicts": json.dumps(batch.conflicts[i]),
-                "vec": base64.b64encode(batch.vectors[i].astype("<f4").tobytes()).decode("ascii"),
+                "vec": _vector_text(batch.vectors[i]),
             }
             for i in range(start, stop)
         ]
@@ -167,3 +199,12 @@ class ChromaCellStore:
             documents=batch.texts[start:stop],
             metadatas=metadatas,
         )
+
+
+def _vector_text(vector: np.ndarray) -> str:
+    """A vector's exact metadata copy: little-endian float32, base64."""
+    return base64.b64encode(vector.astype("<f4").tobytes()).decode("ascii")
+
+
+def _vector(metadata: dict[str, Any]) -> np.ndarray:
+    return np.frombuffer(base64.b64decode(metadata["vec"]), dtype="<f4")

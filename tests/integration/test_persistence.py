@@ -75,7 +75,10 @@ def test_unreachable_chroma_server_is_a_clear_error(dead_port):
         http_client("127.0.0.1", dead_port)
 
 
-def test_a_failed_store_write_adds_nothing(tmp_path, monkeypatch):
+@pytest.mark.parametrize("stored_before_failing", [False, True], ids=["fails-unwritten", "fails-after-commit"])
+def test_a_failed_store_write_adds_nothing(tmp_path, monkeypatch, stored_before_failing):
+    """A chunk can fail before it is written (disk full) or after (Chroma 1.5.9 commits to SQLite, then
+    fails applying its log to a damaged vector segment): either way the batch leaves no trace."""
     with CellularMemory(path=str(tmp_path), encoder=MockEncoder()) as mem:
         mem.add(TEXTS[:3])
         collection = mem._store._collection
@@ -84,9 +87,11 @@ def test_a_failed_store_write_adds_nothing(tmp_path, monkeypatch):
 
         def fail_second_chunk(**kwargs):
             calls.append(1)
-            if len(calls) == 2:
-                raise RuntimeError("disk full")
-            return real_add(**kwargs)
+            if len(calls) < 2:
+                return real_add(**kwargs)
+            if stored_before_failing:
+                real_add(**kwargs)
+            raise RuntimeError("disk full")
 
         monkeypatch.setattr(mem._store, "_batch", 2)
         monkeypatch.setattr(collection, "add", fail_second_chunk)
