@@ -78,7 +78,7 @@ class ChromaCellStore:
 
     def load(self) -> CellBatch | None:
         """Every cell, from documents and metadata only (see `_read`), in insertion order."""
-        result = self._read()
+        result = self._drop_unfinished_batches(self._read())
         if not result["ids"]:
             return None
         metas = result["metadatas"]
@@ -145,13 +145,18 @@ class ChromaCellStore:
         """Add a batch, all or nothing: a failed write removes what it may have written before raising.
 
         That includes the chunk whose write failed: Chroma commits records to SQLite before it
-        updates the vector segment, so a write can fail after it was stored.
+        updates the vector segment, so a write can fail after it was stored. A batch larger than
+        one Chroma write is marked unfinished until every chunk is in, and a process that dies
+        before then leaves cells that the next `load` drops.
         """
+        split = len(batch) > self._batch
         attempted = 0
         try:
             for start in range(0, len(batch), self._batch):
                 attempted = min(start + self._batch, len(batch))
-                self._write(batch, start, attempted)
+                self._write(batch, start, attempted, split)
+            if split:
+                self._update(batch.ids, [{"committed": True}] * len(batch))
         except Exception as error:
             try:
                 self._collection.delete(ids=batch.ids[:attempted])
@@ -161,24 +166,48 @@ class ChromaCellStore:
         self._next_seq += len(batch)
 
     def update(self, records: Sequence[CellRecord]) -> None:
-        """Rewrite the mutable engine fields (group, access count, conflicts); Chroma merges metadata keys."""
-        for start in range(0, len(records), self._batch):
-            chunk = records[start : start + self._batch]
-            ids = [r.id for r in chunk]
-            metadatas = [
-                {"group": r.group_id, "access": r.access_count, "conflicts": json.dumps(r.conflicts)} for r in chunk
-            ]
-            guarded(f"updating {self.name}", self._collection.update, ids=ids, metadatas=metadatas)
+        """Rewrite the mutable engine fields (group, access count, conflicts)."""
+        metadatas = [
+            {"group": r.group_id, "access": r.access_count, "conflicts": json.dumps(r.conflicts)} for r in records
+        ]
+        self._update([r.id for r in records], metadatas)
+
+    def _update(self, ids: Sequence[str], metadatas: Sequence[dict[str, Any]]) -> None:
+        """Set some metadata keys of these cells (Chroma merges them into what is stored)."""
+        for start in range(0, len(ids), self._batch):
+            stop = start + self._batch
+            guarded(
+                f"updating {self.name}", self._collection.update, ids=ids[start:stop], metadatas=metadatas[start:stop]
+            )
+
+    def _drop_unfinished_batches(self, result: dict[str, Any]) -> dict[str, Any]:
+        """Delete the cells of split batches whose writer died before marking them all committed.
+
+        Such a batch was never acknowledged (`put` returns after the marking), and may be partial.
+        """
+        metas = result["metadatas"]
+        unfinished = {m["batch"] for m in metas if m.get("committed") is False}
+        if not unfinished:
+            return result
+        keep = [i for i, m in enumerate(metas) if m.get("batch") not in unfinished]
+        doomed = sorted(set(result["ids"]) - {result["ids"][i] for i in keep})
+        log.warning(
+            "%s: removing %d cells of %d batches whose write never finished", self.name, len(doomed), len(unfinished)
+        )
+        self.delete(doomed)
+        return {key: [result[key][i] for i in keep] for key in ("ids", "documents", "metadatas")}
 
     def delete(self, ids: Sequence[str]) -> None:
         for start in range(0, len(ids), self._batch):
             chunk = list(ids[start : start + self._batch])
             guarded(f"deleting from {self.name}", self._collection.delete, ids=chunk)
 
-    def _write(self, batch: CellBatch, start: int, stop: int) -> None:
+    def _write(self, batch: CellBatch, start: int, stop: int, split: bool) -> None:
         seq = self._next_seq
+        split_keys = {"batch": seq, "committed": False} if split else {}
         metadatas = [
-            {
+            split_keys
+            | {
                 "seq": seq + i,
                 "group": int(batch.groups[i]),
                 "kind": batch.kinds[i],

@@ -100,3 +100,33 @@ def test_a_failed_store_write_adds_nothing(tmp_path, monkeypatch, stored_before_
         assert len(mem) == 3 and collection.count() == 3
     with CellularMemory(path=str(tmp_path), encoder=MockEncoder()) as mem:
         assert len(mem) == 3
+
+
+class Killed(BaseException):
+    """Stands for SIGKILL: escapes `except Exception`, so no rollback runs, as in a dead process."""
+
+
+@pytest.mark.parametrize("dies_in", ["add", "update"], ids=["killed-between-chunks", "killed-while-committing"])
+def test_a_split_batch_whose_writer_died_is_absent_on_reopen(tmp_path, monkeypatch, dies_in):
+    with CellularMemory(path=str(tmp_path), encoder=MockEncoder()) as mem:
+        mem.add(TEXTS[:3])
+        monkeypatch.setattr(mem._store, "_batch", 2)  # so a 6-cell batch takes three writes
+        mem.add(TEXTS[3:9])  # a split batch that finishes stays whole
+        collection = mem._store._collection
+        real = getattr(collection, dies_in)
+        calls = []
+
+        def die_on_second_call(**kwargs):
+            calls.append(1)
+            if len(calls) == 2:
+                raise Killed
+            return real(**kwargs)
+
+        monkeypatch.setattr(collection, dies_in, die_on_second_call)
+        with pytest.raises(Killed):
+            mem.add(TEXTS[9:15])
+        assert collection.count() == {"add": 11, "update": 15}[dies_in]  # the dead batch's chunks are stored
+        monkeypatch.undo()
+    with CellularMemory(path=str(tmp_path), encoder=MockEncoder()) as mem:
+        assert mem.ids()[:9] == mem.ids() and len(mem) == 9
+        assert {mem.get(i).text for i in mem.ids()} == set(TEXTS[:9])

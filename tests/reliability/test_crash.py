@@ -21,14 +21,18 @@ from tests.reliability.counts import record
 
 TRIALS = 20
 BATCH = 40
+SPLIT_CHUNK = 16
+"""Odd trials write each batch in chunks of this many cells (three Chroma writes), even ones in one write."""
 
 INGEST = textwrap.dedent(
     """
     import sys
     from reference import CellularMemory
     from reference.encoders import MockEncoder
-    path, trial, BATCH = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+    path, trial, BATCH, CHUNK = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
     with CellularMemory(path=path, encoder=MockEncoder(64)) as memory:
+        if CHUNK:
+            memory._store._batch = CHUNK  # as if the batch exceeded Chroma's write limit
         print("READY", flush=True)
         for batch in range(10_000):
             tag = f"t{trial}b{batch}"
@@ -52,7 +56,7 @@ def run_and_kill(path: str, trial: int, rng: random.Random) -> list[str]:
     """Start an ingest, SIGKILL it after a random time, and return the batches it acknowledged."""
     with tempfile.TemporaryFile("w+") as errors:
         process = subprocess.Popen(
-            [sys.executable, "-c", INGEST, path, str(trial), str(BATCH)],
+            [sys.executable, "-c", INGEST, path, str(trial), str(BATCH), str(SPLIT_CHUNK if trial % 2 else 0)],
             stdout=subprocess.PIPE,
             stderr=errors,
             text=True,
@@ -106,9 +110,11 @@ def test_killed_ingests_keep_every_acknowledged_batch_and_no_partial_batch(tmp_p
     record(
         "crash",
         trials=TRIALS,
+        trials_with_batches_split_into_writes_of=f"{TRIALS // 2} x {SPLIT_CHUNK} cells",
         batch_size=BATCH,
         acknowledged_batches=len(acknowledged),
         cells_after=sum(per_batch.values()),
         batches_written_but_not_acknowledged=unacknowledged_but_present,
         reopens_that_rebuilt_the_vector_segment=logs.count("moving its vector segment aside"),
+        reopens_that_removed_an_unfinished_batch=logs.count("whose write never finished"),
     )
