@@ -21,6 +21,7 @@ from .cells import CellBatch, CellRecord, CellTable, superseded
 from .clustering import GroupState, LeaderClustering
 from .config import MemoryConfig
 from .consolidation import ConsolidationReport, Merge, final_groups, plan_merges
+from .embedded import EmbeddedStore, open_embedded
 from .encoders import Encoder, make_encoder
 from .entities import EntityIndex, extract_entities
 from .errors import BackendUnavailableError, InvalidInputError, MagneticError, NotFoundError
@@ -28,7 +29,6 @@ from .hit import Hit
 from .index import ChromaGroupIndex, GroupIndex, NumpyGroupIndex
 from .judges import Conflict, ConflictJudge, JudgeError, OfflineJudge, Statement
 from .locks import ReadWriteLock
-from .recovery import open_embedded
 from .scoring import Clock, memory_scores, system_clock
 from .search import ThreeStageSearch
 from .stats import MemoryStats, memory_stats
@@ -99,10 +99,11 @@ class CellularMemory:
         self._touched: set[int] = set()
         self._version = 0
         self._closed = False
-        self._own_client = None
+        self._embedded: EmbeddedStore | None = None
         self._store: CellStore = NullStore()
         if path is not None:
-            self._own_client, self._store, cells = open_embedded(path, config.namespace, self.dim)
+            self._embedded, cells = open_embedded(path, config.namespace, self.dim)
+            self._store = self._embedded.store
         elif client is not None:
             self._store = ChromaCellStore(client, config.namespace, self.dim)
             cells = self._store.load()
@@ -377,8 +378,8 @@ class CellularMemory:
                 self._closed = True
                 self._pool.shutdown(wait=True)
                 self._index.close()
-                if self._own_client is not None:  # a client passed in stays open: it is the caller's
-                    self._own_client.close()
+                if self._embedded is not None:  # a client passed in stays open: it is the caller's
+                    self._embedded.close()
 
     def __enter__(self) -> CellularMemory:
         return self

@@ -109,7 +109,7 @@ class ChromaCellStore:
         process killed mid-write can leave damaged while SQLite holds every acknowledged write.
         Chroma 1.5.9 still opens that segment (and applies its pending log) on every read, so such
         damage fails the read: that raises `VectorSegmentUnreadableError`, which
-        `recovery.open_embedded` repairs.
+        `embedded.open_embedded` repairs.
         """
         try:
             return self._collection.get(include=["documents", "metadatas"])
@@ -121,25 +121,18 @@ class ChromaCellStore:
                 "opening the store by path (CellularMemory(path=...)) rebuilds the segment"
             ) from error
 
-    def rewrite_vectors(self) -> int:
-        """Write every cell again, vector from its metadata copy, unchanged otherwise; returns the count.
-
-        Rebuilds a vector segment that was moved aside: upserting a record that SQLite already
-        holds rewrites the same values there and puts its vector back into the segment.
-        """
-        result = self._read()
-        for start in range(0, len(result["ids"]), self._batch):
+    def rewrite_vectors(self, cells: CellBatch | None) -> None:
+        """Put the cells' vectors into a vector segment rebuilt from empty (records stay as they are)."""
+        if cells is None:
+            return
+        for start in range(0, len(cells), self._batch):
             stop = start + self._batch
-            metadatas = result["metadatas"][start:stop]
             guarded(
-                f"rewriting {self.name}",
+                f"rewriting the vectors of {self.name}",
                 self._collection.upsert,
-                ids=result["ids"][start:stop],
-                embeddings=np.stack([_vector(m) for m in metadatas]),
-                documents=result["documents"][start:stop],
-                metadatas=metadatas,
+                ids=cells.ids[start:stop],
+                embeddings=cells.vectors[start:stop],
             )
-        return len(result["ids"])
 
     def put(self, batch: CellBatch) -> None:
         """Add a batch, all or nothing: a failed write removes what it may have written before raising.

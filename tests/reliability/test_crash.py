@@ -2,7 +2,7 @@
 batch is ever partly present.
 
 Each reopen runs in a fresh process, as a restart after a crash does: that is the open that must
-cope with what the killed writer left on disk (see `reference.recovery`)."""
+cope with what the killed writer left on disk (see `reference.embedded`)."""
 
 from __future__ import annotations
 
@@ -56,7 +56,17 @@ def run_and_kill(path: str, trial: int, rng: random.Random) -> list[str]:
     """Start an ingest, SIGKILL it after a random time, and return the batches it acknowledged."""
     with tempfile.TemporaryFile("w+") as errors:
         process = subprocess.Popen(
-            [sys.executable, "-c", INGEST, path, str(trial), str(BATCH), str(SPLIT_CHUNK if trial % 2 else 0)],
+            [
+                sys.executable,
+                "-X",
+                "faulthandler",
+                "-c",
+                INGEST,
+                path,
+                str(trial),
+                str(BATCH),
+                str(SPLIT_CHUNK if trial % 2 else 0),
+            ],
             stdout=subprocess.PIPE,
             stderr=errors,
             text=True,
@@ -88,7 +98,9 @@ def run_and_kill(path: str, trial: int, rng: random.Random) -> list[str]:
 
 def reopen_and_count(path: str) -> tuple[Counter[str], str]:
     """Cells per batch tag as a new process sees them, and what that process logged."""
-    opened = subprocess.run([sys.executable, "-c", COUNT, path], capture_output=True, text=True, timeout=300)
+    opened = subprocess.run(
+        [sys.executable, "-X", "faulthandler", "-c", COUNT, path], capture_output=True, text=True, timeout=300
+    )
     assert opened.returncode == 0, f"reopening after a crash failed:\n{opened.stderr[-3000:]}"
     return Counter(json.loads(opened.stdout)), opened.stderr
 
@@ -115,6 +127,7 @@ def test_killed_ingests_keep_every_acknowledged_batch_and_no_partial_batch(tmp_p
         acknowledged_batches=len(acknowledged),
         cells_after=sum(per_batch.values()),
         batches_written_but_not_acknowledged=unacknowledged_but_present,
-        reopens_that_rebuilt_the_vector_segment=logs.count("moving its vector segment aside"),
+        reopens_that_rebuilt_the_vector_segment=logs.count("rebuilt the vector segment"),
+        of_which_after_a_failed_read=logs.count("Chroma cannot read the vector segment"),
         reopens_that_removed_an_unfinished_batch=logs.count("whose write never finished"),
     )
