@@ -11,10 +11,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import date, timedelta
 
 import numpy as np
 from faker import Faker
+
+from .seeded import fixed_date, seeded_faker
 
 ROLES = ["nurse", "pilot", "teacher", "carpenter", "lawyer", "chef", "architect", "librarian", "plumber", "dentist"]
 FOODS = ["tea", "coffee", "sushi", "olives", "dark chocolate", "lentil soup", "mangoes", "rye bread"]
@@ -28,6 +30,10 @@ class LabelledPair:
     second: str
     label: str  # "contradicting" | "consistent" | "unrelated"
     kind: str
+
+
+BIRTHS = (date(1940, 1, 1), date(2005, 12, 31))
+DECADE = (date(2020, 1, 1), date(2029, 12, 31))
 
 
 def _two(rng: np.random.Generator, options: list[str]) -> tuple[str, str]:
@@ -55,7 +61,7 @@ def _contradicting(fake: Faker, rng: np.random.Generator) -> dict[str, Callable[
                 f"{p} was born on {d:%B %d, %Y}.",
                 f"{p} was born on {d + timedelta(days=int(rng.integers(2, 900))):%Y-%m-%d}.",
             )
-        )(person(), fake.date_of_birth()),
+        )(person(), fixed_date(fake, *BIRTHS)),
         "budget": lambda: (
             lambda p, x: (
                 f"The budget of Project {p} is {x:,} dollars.",
@@ -79,7 +85,7 @@ def _consistent(fake: Faker, rng: np.random.Generator) -> dict[str, Callable[[],
             person(), fake.city()
         ),
         "date-formats": lambda: (lambda p, d: (f"{p} was born on {d:%B %d, %Y}.", f"{p} was born on {d:%Y-%m-%d}."))(
-            person(), fake.date_of_birth()
+            person(), fixed_date(fake, *BIRTHS)
         ),
         "number-formats": lambda: (
             lambda p, x: (f"The budget of Project {p} is {x:,} dollars.", f"The budget of Project {p} is {x} dollars.")
@@ -108,7 +114,7 @@ def _unrelated(fake: Faker, rng: np.random.Generator) -> dict[str, Callable[[], 
         "two-people": lambda: (f"{fake.name()} lives in {fake.city()}.", f"{fake.name()} lives in {fake.city()}."),
         "two-projects": lambda: (
             f"The budget of Project {fake.last_name()} is {fake.random_int(5, 500)},000 dollars.",
-            f"The deadline of Project {fake.last_name()} is {fake.date_this_decade():%B %d}.",
+            f"The deadline of Project {fake.last_name()} is {fixed_date(fake, *DECADE):%B %d}.",
         ),
         "small-talk": lambda: (fake.sentence(nb_words=8), fake.sentence(nb_words=8)),
     }
@@ -116,8 +122,7 @@ def _unrelated(fake: Faker, rng: np.random.Generator) -> dict[str, Callable[[], 
 
 def contradiction_pairs(per_kind: int = 20, *, seed: int = 0) -> list[LabelledPair]:
     """`per_kind` pairs of every kind of every label, shuffled."""
-    fake = Faker("en_US")
-    fake.seed_instance(seed)
+    fake = seeded_faker(seed)
     rng = np.random.default_rng(seed)
     pairs = []
     for label, kinds in (

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 from faker import Faker
 
+from .seeded import seeded_faker
 from .topics import topic_haystack
 
 
@@ -86,8 +87,7 @@ def needle_set(
 
     `depths` (fractions in [0, 1]) place the needles; by default they are spread evenly.
     """
-    fake = Faker("en_US")
-    fake.seed_instance(seed + 10_007)
+    fake = seeded_faker(seed + 10_007)
     kinds = list(kinds or KINDS)
     depths = list(depths) if depths is not None else list(np.linspace(0.05, 0.95, needles))
     if len(depths) != needles:

@@ -9,7 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from faker import Faker
+
+from .seeded import fixed_date, seeded_faker
 
 TOPICS: dict[str, dict[str, list[str]]] = {
     "cooking": {
@@ -177,8 +178,7 @@ class TopicHaystack:
 def topic_haystack(n: int, *, topics: int = len(TOPICS), seed: int = 0) -> TopicHaystack:
     """`n` notes spread evenly over the first `topics` topics, shuffled, with their topic index."""
     rng = np.random.default_rng(seed)
-    fake = Faker("en_US")
-    fake.seed_instance(seed)
+    fake = seeded_faker(seed)
     names = list(TOPICS)[:topics]
     labels = rng.permutation(np.arange(n) % len(names))
     texts = []
@@ -186,6 +186,6 @@ def topic_haystack(n: int, *, topics: int = len(TOPICS), seed: int = 0) -> Topic
         topic = TOPICS[names[label]]
         pattern = topic["patterns"][rng.integers(len(topic["patterns"]))]
         thing = topic["things"][rng.integers(len(topic["things"]))]
-        text = pattern.format(person=fake.name(), city=fake.city(), date=fake.date(), thing=thing)
+        text = pattern.format(person=fake.name(), city=fake.city(), date=fixed_date(fake).isoformat(), thing=thing)
         texts.append(text[0].upper() + text[1:] + ".")
     return TopicHaystack(texts, labels, names)
