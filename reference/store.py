@@ -98,10 +98,6 @@ class ChromaCellStore:
             conflicts=[json.loads(m.get("conflicts", "[]")) for m in metas],
         )
 
-    @property
-    def collection_id(self) -> str:
-        return str(self._collection.id)
-
     def _read(self) -> dict[str, Any]:
         """Documents and metadata, which Chroma keeps in SQLite (transactional).
 
