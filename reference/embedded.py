@@ -61,7 +61,7 @@ def open_embedded(path: str, namespace: str, dim: int) -> tuple[EmbeddedStore, C
 def _claim(root: Path) -> None:
     """Mark the store open by this process; a mark left by a dead process means it crashed."""
     marker = root / OPEN_MARKER
-    holder = int(marker.read_text() or 0) if marker.exists() else None
+    holder = _holder(marker)
     if holder is not None and holder != os.getpid():
         if _alive(holder):
             raise BackendUnavailableError(
@@ -73,7 +73,17 @@ def _claim(root: Path) -> None:
     marker.write_text(str(os.getpid()))
 
 
+def _holder(marker: Path) -> int | None:
+    """The PID in the open marker; 0 when it holds none (its writer died while writing it)."""
+    if not marker.exists():
+        return None
+    text = marker.read_text().strip()
+    return int(text) if text.isdigit() else 0
+
+
 def _alive(pid: int) -> bool:
+    if pid <= 0:  # os.kill(0, ...) would signal our own process group
+        return False
     try:
         os.kill(pid, 0)
     except ProcessLookupError:

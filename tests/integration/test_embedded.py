@@ -79,10 +79,12 @@ def test_a_truncated_vector_segment_is_set_aside_and_rebuilt_on_open(tmp_path):
     assert_whole(tmp_path, before)
 
 
-def test_a_store_left_open_by_a_dead_process_is_rebuilt(tmp_path):
+@pytest.mark.parametrize("marker", ["dead-pid", "empty"])
+def test_a_store_left_open_by_a_dead_process_is_rebuilt(tmp_path, marker):
     before = write_memory(tmp_path)
     dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
-    (tmp_path / OPEN_MARKER).write_text(dead.stdout.strip())  # as a SIGKILLed writer leaves it
+    # as a SIGKILLed writer leaves it, or one killed while writing the marker itself
+    (tmp_path / OPEN_MARKER).write_text(dead.stdout.strip() if marker == "dead-pid" else "")
 
     after, log = reopen_in_new_process(tmp_path)
 
