@@ -6,6 +6,7 @@ can do in `capabilities` instead of being probed with `hasattr`:
 - ``"text"``: it can work from document and query texts (it embeds them itself, or uses them);
 - ``"vectors"``: it accepts the harness's vectors (every system that does gets the same ones);
 - ``"persist"``, ``"consolidate"``, ``"memory_scoring"``: engine features the conformance suite tests;
+- ``"delete"``: it removes documents (`delete(doc_ids)`), so churn can be tested;
 - ``"tunable"``: it has query-time parameters (`query_params`, `set_query_params`) for sweeps;
 - ``"groups"``: it groups documents (`group_labels(doc_ids)`, `describe()` with a "groups" count).
 """
@@ -19,7 +20,7 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
-CAPABILITIES = frozenset({"text", "vectors", "persist", "consolidate", "memory_scoring", "tunable", "groups"})
+CAPABILITIES = frozenset({"text", "vectors", "persist", "consolidate", "memory_scoring", "tunable", "groups", "delete"})
 
 
 @dataclass(frozen=True)
@@ -61,6 +62,12 @@ class TunableSystem(MemorySystem, Protocol):
     query_params: Mapping[str, Sequence[Any]]
 
     def set_query_params(self, **params: Any) -> None: ...
+
+
+class DeletingSystem(MemorySystem, Protocol):
+    """A system that removes documents by id."""
+
+    def delete(self, doc_ids: Sequence[str]) -> None: ...
 
 
 class GroupingSystem(MemorySystem, Protocol):

@@ -36,10 +36,19 @@ SYSTEMS: dict[str, Factory] = {
     "reference-no-entities": _lazy(
         "harness.systems.reference", "ReferenceSystem", name="reference-no-entities", use_entities=False
     ),
+    "reference-dense": _lazy(
+        "harness.systems.reference", "ReferenceSystem", name="reference-dense", text_queries=False
+    ),
+    "reference-prototype": _lazy(
+        "harness.systems.reference", "ReferenceSystem", name="reference-prototype", preset="prototype"
+    ),
     "flat-numpy": _lazy("baselines.flat_numpy", "FlatNumpy"),
     "flat-chroma": _lazy("baselines.flat_chroma", "FlatChroma"),
     "kmeans": _lazy("baselines.kmeans", "KMeansGroups"),
     "faiss-ivf": _lazy("baselines.faiss_ivf", "FaissIVF"),
+    "faiss-hnsw": _lazy("baselines.faiss_hnsw", "FaissHNSW"),
+    "bm25": _lazy("baselines.bm25", "BM25"),
+    "hybrid-rrf": _lazy("baselines.hybrid", "HybridRRF"),
 }
 
 

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 from .errors import InvalidInputError
 
 GroupBackend = Literal["numpy", "chroma"]
+Grouping = Literal["adaptive", "threshold"]
+Probing = Literal["budget", "top_k"]
 
 
 @dataclass(frozen=True)
@@ -27,14 +30,39 @@ class ScoringWeights:
 
 @dataclass(frozen=True)
 class MemoryConfig:
-    """Tunable behaviour of a `CellularMemory` (defaults are the specification's).
+    """Tunable behaviour of a `CellularMemory`. The defaults are the adaptive policy measured on real
+    text; `MemoryConfig.prototype()` is the seed design (fixed threshold, fixed `group_top_k`).
 
-    Group bound policy: at most `max_groups` groups exist; once that many exist, a cell that
-    would found a new group joins its most similar group instead (G never exceeds the bound).
+    Grouping (`grouping="adaptive"`): a group's target size grows with the memory,
+    t(N) = max(`group_size`, `group_size_per_sqrt_n` · √N). A cell joins its most similar group when
+    the cosine exceeds `join_threshold`, and also when N / t(N) groups already exist (G stays bound
+    to N); otherwise it founds a group. A group above `split_factor` · t(N) cells is split in two
+    (one 2-means step) at ingest; sleep merges fragments (below t(N) / `fragment_divisor`) and
+    groups above `merge_threshold` into their nearest neighbour, splits what is still too large and
+    moves every cell to its nearest centroid. `max_groups` is a hard cap in both policies.
+    With `grouping="threshold"` only the threshold and `max_groups` apply (the seed design).
+
+    Probing (`probing="budget"`): groups are searched in centroid order until they hold
+    max(`probe_per_k` · k, `probe_per_sqrt_n` · √N) candidates (the budget). Past the first
+    `probe_per_k` · k candidates, a group is read only if its centroid's cosine to the query is at
+    least the current k-th best score minus `probe_margin`: a query deep inside a tight cluster stops
+    early, a query in diffuse data (real text) reads up to the budget. A memory no larger than the
+    budget is searched flat (exact, and cheaper than probing). With `probing="top_k"` the best
+    `group_top_k` groups are searched and a flat search fills in when fewer than k hits score above
+    `min_score` (the seed design).
     """
 
+    grouping: Grouping = "adaptive"
     join_threshold: float = 0.6
-    max_groups: int = 4096
+    max_groups: int = 65_536
+    group_size: int = 32
+    group_size_per_sqrt_n: float = 0.5
+    split_factor: float = 2.0
+    fragment_divisor: float = 4.0
+    probing: Probing = "budget"
+    probe_per_k: int = 100
+    probe_per_sqrt_n: float = 16.0
+    probe_margin: float = 0.2
     group_top_k: int = 3
     min_score: float = 0.0
     entity_boost: float = 1.0
@@ -57,6 +85,15 @@ class MemoryConfig:
             "join_threshold must be in (-1, 1)": -1 < self.join_threshold < 1,
             "merge_threshold must be in (-1, 1)": -1 < self.merge_threshold < 1,
             "max_groups must be >= 1": self.max_groups >= 1,
+            "grouping must be 'adaptive' or 'threshold'": self.grouping in ("adaptive", "threshold"),
+            "probing must be 'budget' or 'top_k'": self.probing in ("budget", "top_k"),
+            "group_size must be >= 2": self.group_size >= 2,
+            "group_size_per_sqrt_n must be >= 0": self.group_size_per_sqrt_n >= 0,
+            "split_factor must be > 1": self.split_factor > 1,
+            "fragment_divisor must be > 1": self.fragment_divisor > 1,
+            "probe_per_k must be >= 1": self.probe_per_k >= 1,
+            "probe_per_sqrt_n must be >= 0": self.probe_per_sqrt_n >= 0,
+            "probe_margin must be >= 0": self.probe_margin >= 0,
             "group_top_k must be >= 1": self.group_top_k >= 1,
             "entity_boost must be >= 0": self.entity_boost >= 0,
             "superseded_penalty must be >= 0": self.superseded_penalty >= 0,
@@ -72,6 +109,33 @@ class MemoryConfig:
         failed = [message for message, ok in checks.items() if not ok]
         if failed:
             raise InvalidInputError("invalid MemoryConfig: " + "; ".join(failed))
+
+    @classmethod
+    def prototype(cls, **changes: Any) -> MemoryConfig:
+        """The seed design: join above cosine 0.6, at most 4,096 groups, search the best 3 groups."""
+        return cls(**{"grouping": "threshold", "max_groups": 4096, "probing": "top_k", **changes})
+
+    @property
+    def adaptive(self) -> bool:
+        return self.grouping == "adaptive"
+
+    def target_group_size(self, cells: int) -> int:
+        """t(N): the size a group aims at when the memory holds `cells` cells."""
+        return max(self.group_size, round(self.group_size_per_sqrt_n * math.sqrt(cells)))
+
+    def group_bound(self, cells: int) -> int:
+        """How many groups may exist (founding stops there; splits may pass it up to `max_groups`)."""
+        if not self.adaptive:
+            return self.max_groups
+        return min(self.max_groups, max(1, math.ceil(cells / self.target_group_size(cells))))
+
+    def group_capacity(self, cells: int) -> int:
+        """A group larger than this is split (adaptive grouping only)."""
+        return math.ceil(self.split_factor * self.target_group_size(cells)) if self.adaptive else 2**62
+
+    def probe_candidates(self, k: int, cells: int) -> int:
+        """The candidate budget that budget probing reads before it stops."""
+        return max(self.probe_per_k * k, math.ceil(self.probe_per_sqrt_n * math.sqrt(cells)))
 
     def importance_of(self, kind: str) -> float:
         """Default importance of a memory kind; unknown kinds are an error."""

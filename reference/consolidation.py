@@ -1,9 +1,14 @@
-"""Sleep consolidation: greedy merging of groups whose centroids are too similar.
+"""Sleep consolidation: merge groups that are too similar or too small, split what is too large,
+and move every cell to its nearest centroid (the repair that online ingest cannot do).
 
-The plan is computed on centroids only (O(G²) similarities, never on cells): repeatedly take
-the most similar pair of live groups above `merge_threshold`, let the larger group absorb the
-smaller (the lower id on a tie), recompute the merged centroid as the true mean of both, and
-refresh its similarities, so chains A~B~C resolve against up-to-date centroids.
+Merges are planned on centroids only (O(G²) similarities, never on cells): repeatedly take the
+most similar pair of live groups above `merge_threshold` whose union fits the capacity, let the
+larger group absorb the smaller (the lower id on a tie), recompute the merged centroid as the true
+mean of both, and refresh its similarities, so chains A~B~C resolve against up-to-date centroids.
+Then each fragment (fewer than `fragment` cells), smallest first, joins its most similar group
+that it fits in. With adaptive grouping the pass goes on over the cells (`plan_regrouping`):
+one k-means step moves every cell to its nearest centroid, and groups above the capacity are
+split in two (`clustering.split_in_two`) until none is.
 """
 
 from __future__ import annotations
@@ -12,7 +17,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .clustering import GroupState
+from .clustering import GroupState, split_in_two
 from .judges.base import Conflict
 
 
@@ -21,6 +26,32 @@ class Merge:
     kept: int
     absorbed: int
     similarity: float
+
+
+@dataclass(frozen=True)
+class GroupSizes:
+    """G and the distribution of group sizes at one moment."""
+
+    groups: int
+    cells: int
+    size_min: int
+    size_median: float
+    size_max: int
+    singletons: int
+
+    @classmethod
+    def of(cls, counts: np.ndarray) -> GroupSizes:
+        sizes = counts[counts > 0]
+        if not len(sizes):
+            return cls(0, 0, 0, 0.0, 0, 0)
+        return cls(
+            len(sizes),
+            int(sizes.sum()),
+            int(sizes.min()),
+            float(np.median(sizes)),
+            int(sizes.max()),
+            int(np.count_nonzero(sizes == 1)),
+        )
 
 
 @dataclass(frozen=True)
@@ -33,9 +64,26 @@ class ConsolidationReport:
     conflicts: list[Conflict] = field(default_factory=list)
     judge_errors: list[str] = field(default_factory=list)
     seconds: float = 0.0
+    splits: int = 0
+    sizes_before: GroupSizes | None = None
+    sizes_after: GroupSizes | None = None
+    ari_before: float | None = None
+    """Adjusted Rand index of the groups against labels given to `consolidate(labels=...)`."""
+    ari_after: float | None = None
 
 
-def plan_merges(state: GroupState, threshold: float) -> list[Merge]:
+@dataclass(frozen=True)
+class Regrouping:
+    """A sleep plan over cells: the merges, then the group of every moved row, and how many splits."""
+
+    merges: list[Merge]
+    rows: np.ndarray
+    groups: np.ndarray
+    splits: int
+    new_slots: int
+
+
+def plan_merges(state: GroupState, threshold: float, *, capacity: int = 2**62, fragment: int = 0) -> list[Merge]:
     """The greedy merge sequence for the live groups of `state` (the state is not changed)."""
     ids = state.active_ids()
     if len(ids) < 2:
@@ -46,15 +94,11 @@ def plan_merges(state: GroupState, threshold: float) -> list[Merge]:
     similarity = units @ units.T
     np.fill_diagonal(similarity, -np.inf)
     alive = np.ones(len(ids), dtype=bool)
-    merges = []
-    while True:
-        flat = int(np.argmax(similarity))
-        i, j = divmod(flat, len(ids))
-        best = float(similarity[i, j])
-        if best <= threshold:
-            return merges
+    merges: list[Merge] = []
+
+    def merge(i: int, j: int) -> None:
         keep, drop = (i, j) if (counts[i], -ids[i]) >= (counts[j], -ids[j]) else (j, i)
-        merges.append(Merge(int(ids[keep]), int(ids[drop]), best))
+        merges.append(Merge(int(ids[keep]), int(ids[drop]), float(similarity[i, j])))
         sums[keep] += sums[drop]
         counts[keep] += counts[drop]
         units[keep] = sums[keep] / np.linalg.norm(sums[keep])
@@ -64,6 +108,65 @@ def plan_merges(state: GroupState, threshold: float) -> list[Merge]:
         refreshed[~alive] = -np.inf
         refreshed[keep] = -np.inf
         similarity[keep, :] = similarity[:, keep] = refreshed
+
+    while True:
+        i, j = divmod(int(np.argmax(similarity)), len(ids))
+        if similarity[i, j] <= threshold:
+            break
+        if counts[i] + counts[j] > capacity:  # too large together: never this pair
+            similarity[i, j] = similarity[j, i] = -np.inf
+            continue
+        merge(i, j)
+    for i in np.argsort(counts, kind="stable").tolist():
+        if not alive[i] or counts[i] >= fragment:
+            continue
+        fits = alive & (counts + counts[i] <= capacity)
+        fits[i] = False
+        if fits.any():
+            j = int(np.argmax(np.where(fits, similarity[i], -np.inf)))
+            merge(i, j)
+    return merges
+
+
+def plan_regrouping(
+    state: GroupState,
+    rows: np.ndarray,
+    vectors: np.ndarray,
+    groups: np.ndarray,
+    *,
+    threshold: float,
+    capacity: int,
+    fragment: int,
+    max_groups: int,
+    block: int = 8192,
+) -> Regrouping:
+    """Merges, then one k-means step over the live cells, then splits: the group of each moved row.
+
+    `rows`, `vectors`, `groups` are the live cells; new groups take ids from `state.n_slots` on.
+    """
+    merges = plan_merges(state, threshold, capacity=capacity, fragment=fragment)
+    target = final_groups(merges)
+    merged = np.asarray([target.get(g, g) for g in groups.tolist()], dtype=np.int64)
+    after = state.copy()
+    after.remove_members(groups, vectors)
+    after.add_members(merged, vectors)
+    live = after.active_ids()
+    centroids = after.active_centroids()
+    nearest = np.empty(len(rows), dtype=np.int64)
+    for start in range(0, len(rows), block):
+        nearest[start : start + block] = live[np.argmax(vectors[start : start + block] @ centroids.T, axis=1)]
+    slot, splits = state.n_slots, 0
+    sizes = np.bincount(nearest, minlength=slot)
+    queue, active = [int(g) for g in np.flatnonzero(sizes > capacity)], int(np.count_nonzero(sizes))
+    while queue and active + splits < max_groups:
+        group = queue.pop()
+        members = np.flatnonzero(nearest == group)
+        second = split_in_two(vectors[members])
+        nearest[members[second]] = slot
+        queue += [g for g, part in ((group, ~second), (slot, second)) if part.sum() > capacity]
+        slot, splits = slot + 1, splits + 1
+    moved = nearest != groups
+    return Regrouping(merges, rows[moved], nearest[moved], splits, slot - state.n_slots)
 
 
 def final_groups(merges: list[Merge]) -> dict[int, int]:

@@ -99,6 +99,10 @@ class EntityIndex:
             if not rows:
                 del self._rows[entity]
 
+    def rows(self) -> set[int]:
+        """Every row that has entities indexed."""
+        return set(self._entities_of)
+
     def matches(self, entities: frozenset[str]) -> dict[int, int]:
         """Rows mentioning any of `entities`, with how many of them each mentions."""
         counts: dict[int, int] = defaultdict(int)

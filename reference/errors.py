@@ -26,3 +26,7 @@ class BackendUnavailableError(MagneticError, ConnectionError):
 
 class VectorSegmentUnreadableError(BackendUnavailableError):
     """Chroma cannot read a collection's vector segment (derived data: its records are intact)."""
+
+
+class InvariantError(MagneticError, AssertionError):
+    """The memory's derived state disagrees with its cells (a bug: please report it with the message)."""

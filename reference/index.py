@@ -24,6 +24,7 @@ from .errors import BackendUnavailableError
 class GroupIndex(Protocol):
     def add(self, groups: np.ndarray, rows: np.ndarray, vectors: np.ndarray) -> None: ...
     def remove(self, groups: np.ndarray, rows: np.ndarray) -> None: ...
+    def members(self, group: int) -> np.ndarray: ...
     def search(self, group: int, query: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]: ...
     def close(self) -> None: ...
 
@@ -100,6 +101,10 @@ class NumpyGroupIndex:
             if block.size == 0:
                 del self._blocks[group]
 
+    def members(self, group: int) -> np.ndarray:
+        block = self._blocks.get(group)
+        return np.zeros(0, dtype=np.int64) if block is None else block.rows[: block.size].copy()
+
     def search(self, group: int, query: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
         block = self._blocks.get(group)
         if block is None:
@@ -107,6 +112,14 @@ class NumpyGroupIndex:
         scores = similarities(block.vectors[: block.size], query)
         best = top_k(scores, k)
         return block.rows[best], scores[best]
+
+    def scan(self, groups: list[int], query: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Every cell of these groups with its cosine (one product per block, no per-group top-k)."""
+        blocks = [self._blocks[g] for g in groups if g in self._blocks]
+        if not blocks:
+            return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
+        scores = np.concatenate([similarities(b.vectors[: b.size], query) for b in blocks])
+        return np.concatenate([b.rows[: b.size] for b in blocks]), scores
 
     def close(self) -> None:
         self._blocks.clear()
@@ -161,6 +174,9 @@ class ChromaGroupIndex:
                     continue
                 probe = vectors[mask][:1]
                 guarded("indexing a group collection", collection.query, query_embeddings=probe, n_results=1)
+
+    def members(self, group: int) -> np.ndarray:
+        return np.asarray(sorted(self._members.get(group, ())), dtype=np.int64)
 
     def remove(self, groups: np.ndarray, rows: np.ndarray) -> None:
         for group in np.unique(groups).tolist():

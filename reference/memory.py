@@ -8,7 +8,7 @@ import os
 import threading
 import time
 from collections import deque
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Hashable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import replace
@@ -20,17 +20,17 @@ import numpy as np
 from .cells import CellBatch, CellRecord, CellTable, superseded
 from .clustering import GroupState, LeaderClustering
 from .config import MemoryConfig
-from .consolidation import ConsolidationReport, Merge, final_groups, plan_merges
+from .consolidation import ConsolidationReport, GroupSizes, Regrouping, final_groups, plan_merges, plan_regrouping
 from .embedded import EmbeddedStore, open_embedded
 from .encoders import Encoder, make_encoder
 from .entities import EntityIndex, extract_entities
-from .errors import BackendUnavailableError, InvalidInputError, MagneticError, NotFoundError
+from .errors import BackendUnavailableError, InvalidInputError, InvariantError, MagneticError, NotFoundError
 from .hit import Hit
 from .index import ChromaGroupIndex, GroupIndex, NumpyGroupIndex
 from .judges import Conflict, ConflictJudge, JudgeError, OfflineJudge, Statement
 from .locks import ReadWriteLock
 from .scoring import Clock, memory_scores, system_clock
-from .search import ThreeStageSearch
+from .search import SearchCounters, ThreeStageSearch
 from .stats import MemoryStats, memory_stats
 from .store import CellStore, ChromaCellStore, NullStore
 from .validation import check_ids, check_k, check_same_length, check_text, check_texts, unit_rows, unit_vector
@@ -39,6 +39,10 @@ Mode = Literal["similarity", "memory"]
 DEFAULT_CONFIG = MemoryConfig()
 SEARCH_OPTIONS = frozenset(
     {
+        "probing",
+        "probe_per_k",
+        "probe_margin",
+        "probe_per_sqrt_n",
         "group_top_k",
         "min_score",
         "entity_boost",
@@ -88,9 +92,14 @@ class CellularMemory:
         self.sleep_errors: deque[MagneticError] = deque(maxlen=100)
         self._pool = ThreadPoolExecutor(max_workers=config.search_threads, thread_name_prefix="cellular-search")
         self._clustering = LeaderClustering(
-            join_threshold=config.join_threshold, max_groups=config.max_groups, chunk=config.ingest_chunk
+            join_threshold=config.join_threshold,
+            chunk=config.ingest_chunk,
+            bound=config.group_bound,
+            capacity=config.group_capacity,
+            max_groups=config.max_groups,
         )
-        self._search = ThreeStageSearch(config, self._pool)
+        self._counters = SearchCounters()
+        self._search = ThreeStageSearch(config, self._pool, self._counters)
         self._table = CellTable(self.dim)
         self._groups = GroupState.empty(self.dim)
         self._entities = EntityIndex()
@@ -139,12 +148,12 @@ class CellularMemory:
         found = [extract_entities(text) for text in texts]
         with self._writing():
             self._check_new_ids(cell_ids)
-            groups, state = self._clustering.assign(self._groups, matrix)
+            plan = self._clustering.assign(self._groups, matrix, members=self._members)
             batch = CellBatch(
                 ids=cell_ids,
                 texts=texts,
                 vectors=matrix,
-                groups=groups,
+                groups=plan.groups,
                 kinds=[kind] * count,
                 importance=np.asarray(importances),
                 timestamps=np.asarray(times),
@@ -153,9 +162,12 @@ class CellularMemory:
                 conflicts=[[] for _ in range(count)],
             )
             self._store.put(batch)
-            self._groups = state
+            self._move(plan.moved_rows, plan.moved_to)
+            self._dirty.update(plan.moved_rows.tolist())  # split moves are persisted with the next flush
+            self._groups = plan.state
             self._insert(batch, found)
-            self._touched.update(np.unique(groups).tolist())
+            self._touched.update(np.unique(plan.groups).tolist())
+            self._touched.update(np.unique(plan.moved_to).tolist())
             self._version += 1
         return cell_ids
 
@@ -223,6 +235,34 @@ class CellularMemory:
         with self._reading():
             return memory_stats(self)
 
+    def check_invariants(self) -> None:
+        """Check that groups, centroids, the group index and the entity index agree with the cells.
+
+        Raises `InvariantError` naming the first disagreement. Costs one pass over every cell.
+        """
+        with self._reading():
+            table, groups = self._table, self._groups
+            live = table.live_rows()
+            problems = []
+            if len(live) != len(table) or set(table.row_of.values()) != set(live.tolist()):
+                problems.append("the id map and the live rows differ")
+            counts = np.bincount(table.group[live], minlength=groups.n_slots)
+            if len(counts) != groups.n_slots or (counts != groups.counts).any():
+                problems.append("group member counts differ from the cells' groups")
+            sums = np.zeros_like(groups.sums)
+            np.add.at(sums, table.group[live], table.vectors[live].astype(np.float64))
+            if not np.allclose(sums, groups.sums, atol=1e-3):
+                problems.append("a centroid is not the mean of its group's cells")
+            for group in groups.active_ids().tolist():
+                members = np.sort(self._index.members(group))
+                if not np.array_equal(members, live[table.group[live] == group]):
+                    problems.append(f"the group index holds other cells than group {group}")
+                    break
+            if not self._entities.rows() <= set(live.tolist()):
+                problems.append("the entity index names deleted cells")
+        if problems:
+            raise InvariantError("; ".join(problems))
+
     def set_search_options(self, **changes: Any) -> None:
         """Change query-time settings (e.g. `group_top_k`, `entity_boost`, `use_entities`, `min_score`)."""
         unknown = set(changes) - SEARCH_OPTIONS
@@ -230,31 +270,49 @@ class CellularMemory:
             raise InvalidInputError(f"not a query-time option: {sorted(unknown)}; use {sorted(SEARCH_OPTIONS)}")
         with self._writing():
             self.config = replace(self.config, **changes)
-            self._search = ThreeStageSearch(self.config, self._pool)
+            self._search = ThreeStageSearch(self.config, self._pool, self._counters)
 
     # ---- sleep ---------------------------------------------------------------------------
 
-    def consolidate(self, judge: ConflictJudge | None = None) -> ConsolidationReport:
-        """One sleep pass: merge groups above `merge_threshold`, then judge changed groups for conflicts.
+    def consolidate(
+        self, judge: ConflictJudge | None = None, *, labels: Mapping[str, Hashable] | None = None
+    ) -> ConsolidationReport:
+        """One sleep pass: regroup (merge, move cells to their nearest centroid, split), then judge
+        changed groups for conflicts. `labels` (cell id → true class) adds ARI before and after.
 
-        The merge plan is made on centroids under the read lock (searches go on); only applying it
-        takes the write lock. Groups that gained cells or merged since the last pass are judged;
-        conflicts are recorded on both cells (nothing is deleted) and judge failures are reported.
+        The plan is made under the read lock (searches go on); only applying it takes the write
+        lock. Groups that gained cells or changed since the last pass are judged; conflicts are
+        recorded on both cells (nothing is deleted) and judge failures are reported.
         """
         started = time.perf_counter()
         with self._sleep_mutex:
             with self._reading():
-                version, groups_before = self._version, self._groups.n_active
-                merges = plan_merges(self._groups, self.config.merge_threshold)
+                version, sizes_before = self._version, GroupSizes.of(self._groups.counts)
+                ari_before = self._agreement(labels)
+                plan = self._plan_sleep()
             with self._writing():
                 if self._version != version:  # written to meanwhile: plan again, now that nothing can change
-                    merges = plan_merges(self._groups, self.config.merge_threshold)
-                moved = self._apply_merges(merges)
+                    plan = self._plan_sleep()
+                moved = self._regroup(plan)
                 touched, self._touched = self._touched, set()
-                groups_after = self._groups.n_active
+                sizes_after = GroupSizes.of(self._groups.counts)
+            with self._reading():
+                ari_after = self._agreement(labels)
             conflicts, errors = self._find_conflicts(touched, judge or self.judge)
         return ConsolidationReport(
-            merges, groups_before, groups_after, moved, len(touched), conflicts, errors, time.perf_counter() - started
+            plan.merges,
+            sizes_before.groups,
+            sizes_after.groups,
+            moved,
+            len(touched),
+            conflicts,
+            errors,
+            time.perf_counter() - started,
+            plan.splits,
+            sizes_before,
+            sizes_after,
+            ari_before,
+            ari_after,
         )
 
     def start_sleep(self, interval: float, *, judge: ConflictJudge | None = None) -> None:
@@ -297,28 +355,71 @@ class CellularMemory:
                 if c["newer"]
             ]
 
-    def _apply_merges(self, merges: list[Merge]) -> int:
-        """Move the absorbed groups' cells (store first, then memory); returns how many moved."""
-        target = final_groups(merges)
-        if not target:
+    def _plan_sleep(self) -> Regrouping:
+        """The regrouping plan for the current state (adaptive: merges, k-means step, splits)."""
+        config, table = self.config, self._table
+        live = table.live_rows()
+        groups = table.group[live]
+        if not config.adaptive:
+            merges = plan_merges(self._groups, config.merge_threshold)
+            target = final_groups(merges)
+            after = np.asarray([target.get(g, g) for g in groups.tolist()], dtype=np.int64)
+            moved = after != groups
+            return Regrouping(merges, live[moved], after[moved], 0, 0)
+        cells = len(table)
+        return plan_regrouping(
+            self._groups,
+            live,
+            table.vectors[live],
+            groups,
+            threshold=config.merge_threshold,
+            capacity=config.group_capacity(cells),
+            fragment=int(config.target_group_size(cells) / config.fragment_divisor),
+            max_groups=config.max_groups,
+        )
+
+    def _regroup(self, plan: Regrouping) -> int:
+        """Move cells to their planned groups (store first, then memory); returns how many moved."""
+        rows, after = plan.rows, plan.groups
+        if not len(rows):
             return 0
         table = self._table
-        old = table.group[: table.size]
-        rows = np.flatnonzero(table.alive[: table.size] & np.isin(old, list(target)))
-        before = old[rows].copy()
-        after = np.asarray([target[g] for g in before.tolist()], dtype=np.int64)
         self._store.update([replace(table.record(r), group_id=g) for r, g in zip(rows.tolist(), after.tolist())])
-        vectors = table.vectors[rows]
+        before, vectors = table.group[rows].copy(), table.vectors[rows]
         state = self._groups.copy()
+        state.new_slots(max(0, int(after.max()) + 1 - state.n_slots))
         state.remove_members(before, vectors)
         state.add_members(after, vectors)
-        self._index.remove(before, rows)
-        table.group[rows] = after
-        self._index.add(after, rows, vectors)
         self._groups = state
-        self._touched.update(target.values())
+        self._move(rows, after)
+        self._touched.update(np.unique(after).tolist())
         self._version += 1
         return len(rows)
+
+    def _move(self, rows: np.ndarray, groups: np.ndarray) -> None:
+        """Point cells at other groups in the table and the group index (the group state is the caller's)."""
+        if not len(rows):
+            return
+        self._index.remove(self._table.group[rows], rows)
+        self._table.group[rows] = groups
+        self._index.add(groups, rows, self._table.vectors[rows])
+
+    def _members(self, group: int) -> tuple[np.ndarray, np.ndarray]:
+        rows = self._index.members(group)
+        return rows, self._table.vectors[rows]
+
+    def _agreement(self, labels: Mapping[str, Hashable] | None) -> float | None:
+        """ARI of the groups of the labelled live cells against their labels."""
+        if labels is None:
+            return None
+        from sklearn.metrics import adjusted_rand_score
+
+        table = self._table
+        known = [(table.group[table.row_of[i]], label) for i, label in labels.items() if i in table.row_of]
+        if not known:
+            raise InvalidInputError("labels name no stored cell")
+        found, true = zip(*known)
+        return float(adjusted_rand_score([str(t) for t in true], list(found)))
 
     def _find_conflicts(self, groups: set[int], judge: ConflictJudge) -> tuple[list[Conflict], list[str]]:
         with self._reading():

@@ -20,6 +20,11 @@ class MemoryStats:
     group_size_median: float
     group_size_max: int
     singleton_groups: int
+    target_group_size: int
+    group_capacity: int
+    searches: int
+    flat_searches: int
+    """Searches that read every cell (a memory within the probe budget, or the `top_k` fallback)."""
     entities: int
     dim: int
     encoder: str
@@ -41,6 +46,10 @@ def memory_stats(memory: CellularMemory) -> MemoryStats:
         group_size_median=float(np.median(sizes)) if len(sizes) else 0.0,
         group_size_max=int(sizes.max()) if len(sizes) else 0,
         singleton_groups=int(np.count_nonzero(sizes == 1)),
+        target_group_size=memory.config.target_group_size(cells) if memory.config.adaptive else 0,
+        group_capacity=memory.config.group_capacity(cells) if memory.config.adaptive else 0,
+        searches=memory._counters.searches,
+        flat_searches=memory._counters.flat,
         entities=len(memory._entities),
         dim=memory.dim,
         encoder=memory.encoder.name,

@@ -198,6 +198,30 @@ def test_consolidation_loses_and_duplicates_nothing(loaded):
     assert len(ids) == len(set(ids)) == N
 
 
+@pytest.mark.requirement("MB-CHURN-1")
+@pytest.mark.capability("delete")
+def test_churn_never_loses_a_live_document_nor_returns_a_deleted_one(system_under_test):
+    system = system_under_test.open()
+    system.add(documents(system, range(0, 40)))
+    live, deleted = set(range(40)), set()
+    rng = np.random.default_rng(3)
+    for round_ in range(4):
+        gone = {int(i) for i in rng.choice(sorted(live), size=8, replace=False)}
+        system.delete([f"doc-{i}" for i in sorted(gone)])
+        back = set(sorted(deleted)[:4]) | ({40 + round_ * 5 + j for j in range(5)} & set(range(N)))
+        system.add(documents(system, sorted(back)))
+        live, deleted = (live - gone) | back, (deleted | gone) - back
+        if "consolidate" in system.capabilities:
+            system.consolidate()
+        if "persist" in system.capabilities:
+            system = system_under_test.reopen(system)
+        lost = [i for i in sorted(live) if not finds(system, i)]
+        assert not lost, f"round {round_}: live documents not found: {lost[:10]}"
+        returned = {h.doc_id for q in probe_queries(system) for h in system.search(q, k=N)}
+        ghosts = sorted(returned & {f"doc-{i}" for i in deleted})
+        assert not ghosts, f"round {round_}: deleted documents returned: {ghosts[:10]}"
+
+
 @pytest.mark.requirement("MB-MEM-1")
 @pytest.mark.capability("memory_scoring")
 def test_memory_mode_answers_follow_the_search_rules(loaded):

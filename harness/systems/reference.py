@@ -4,13 +4,15 @@ Options: `persist=True` keeps the memory in the context's work directory (embedd
 `server="host:port"` keeps it in a Chroma server (namespace derived from the work directory, so
 reopening with the same context finds the same cells). Either declares the "persist" capability.
 Document metadata may carry "timestamp" (epoch seconds) and "importance" for memory-mode scoring.
+`preset="prototype"` measures the seed design (`MemoryConfig.prototype()`); other options are
+`MemoryConfig` fields. `text_queries=False` searches with the query vector alone (the dense-only path: no query text).
 """
 
 from __future__ import annotations
 
 import zlib
 from collections.abc import Sequence
-from typing import Any, ClassVar
+from typing import Any
 
 import numpy as np
 
@@ -20,7 +22,7 @@ from reference.encoders import MockEncoder
 
 from ..protocol import Document, Query, SearchHit, SystemContext
 
-BASE_CAPABILITIES = frozenset({"text", "vectors", "memory_scoring", "tunable", "groups", "consolidate"})
+BASE_CAPABILITIES = frozenset({"text", "vectors", "memory_scoring", "tunable", "groups", "consolidate", "delete"})
 
 
 class _GivenVectorsOnly(MockEncoder):
@@ -30,9 +32,14 @@ class _GivenVectorsOnly(MockEncoder):
         raise AssertionError("the reference adapter must receive vectors from the harness")
 
 
-class ReferenceSystem:
-    query_params: ClassVar[dict[str, list[int]]] = {"group_top_k": [1, 2, 3, 5, 8, 13]}
+QUERY_PARAMS: dict[str, dict[str, list[Any]]] = {
+    "default": {"probe_per_sqrt_n": [2, 4, 8, 16, 32, 64]},
+    "prototype": {"group_top_k": [1, 2, 3, 5, 8, 13]},
+}
+"""The swept query parameter of each preset: the candidate budget, or the seed's fixed group count."""
 
+
+class ReferenceSystem:
     def __init__(
         self,
         context: SystemContext,
@@ -40,21 +47,26 @@ class ReferenceSystem:
         name: str = "reference",
         persist: bool = False,
         server: str | None = None,
+        text_queries: bool = True,
+        preset: str = "default",
         **config: Any,
     ) -> None:
         if context.dim is None:
             raise ValueError("the reference adapter needs vectors")
         self.name = name
+        self.text_queries = text_queries
         self.capabilities = BASE_CAPABILITIES | ({"persist"} if persist or server else set())
         encoder = _GivenVectorsOnly(context.dim)
+        make_config = {"default": MemoryConfig, "prototype": MemoryConfig.prototype}[preset]
+        self.query_params = QUERY_PARAMS[preset]
         if server:
             namespace = f"mb{zlib.crc32(str(context.workdir).encode()):08x}"
             self.memory = CellularMemory(
-                encoder=encoder, client=server_client(server), config=MemoryConfig(namespace=namespace, **config)
+                encoder=encoder, client=server_client(server), config=make_config(namespace=namespace, **config)
             )
         else:
             path = str(context.workdir / "memory") if persist else None
-            self.memory = CellularMemory(path=path, encoder=encoder, config=MemoryConfig(**config))
+            self.memory = CellularMemory(path=path, encoder=encoder, config=make_config(**config))
 
     def add(self, docs: Sequence[Document]) -> None:
         now = self.memory.clock()
@@ -70,8 +82,14 @@ class ReferenceSystem:
         )
 
     def search(self, query: Query, *, k: int, mode: str = "similarity") -> list[SearchHit]:
-        hits = self.memory.search(query.text, k=k, vector=query.vector, mode=mode)
+        if self.text_queries:
+            hits = self.memory.search(query.text, k=k, vector=query.vector, mode=mode)
+        else:
+            hits = self.memory.search(query.vector, k=k, mode=mode)
         return [SearchHit(h.id, h.score) for h in hits]
+
+    def delete(self, doc_ids: Sequence[str]) -> None:
+        self.memory.delete(list(doc_ids))
 
     def consolidate(self) -> None:
         self.memory.consolidate()

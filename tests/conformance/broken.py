@@ -44,6 +44,15 @@ class DropsDocuments(FlatNumpy):
         super().add([d for d in docs if not d.id.endswith("7")])
 
 
+class KeepsDeleted(FlatNumpy):
+    """Declares `delete` but only forgets the ids, so deleted documents come back in searches."""
+
+    capabilities = frozenset({"vectors", "delete"})
+
+    def delete(self, doc_ids):
+        pass
+
+
 def factory(cls):
     return lambda context, **options: cls(context)
 
@@ -55,3 +64,4 @@ more_than_k = factory(MoreThanK)
 forgets_on_reopen = factory(ForgetsOnReopen)
 fails_on_non_ascii = factory(FailsOnNonAscii)
 drops_documents = factory(DropsDocuments)
+keeps_deleted = factory(KeepsDeleted)

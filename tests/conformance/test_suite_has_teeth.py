@@ -47,6 +47,7 @@ def run_suite(pytester: pytest.Pytester, system: str) -> dict[str, dict]:
         ("forgets_on_reopen", "MB-PERSIST-1"),
         ("fails_on_non_ascii", "MB-ADD-2"),
         ("drops_documents", "MB-ADD-1"),
+        ("keeps_deleted", "MB-CHURN-1"),
     ],
 )
 def test_each_broken_adapter_fails_its_requirement(pytester, adapter, requirement):

@@ -17,9 +17,9 @@ def test_minilm_vectors_are_unit_length_and_semantic(minilm_encoder):
     assert a @ b > 0.5 > a @ c
 
 
-def test_related_texts_share_groups(minilm_encoder):
+def test_the_seed_threshold_makes_pure_groups(minilm_encoder):
     haystack = topic_haystack(400, seed=1)
-    with CellularMemory(encoder=minilm_encoder) as mem:
+    with CellularMemory(encoder=minilm_encoder, config=MemoryConfig.prototype()) as mem:
         ids = mem.add(haystack.texts)
         groups = np.asarray([mem.get(i).group_id for i in ids])
         stats = mem.stats()

@@ -19,7 +19,7 @@ def test_more_groups_than_chroma_can_hold_open():
         from reference import CellularMemory, MemoryConfig
         from reference.encoders import MockEncoder
         vectors = np.random.default_rng(0).standard_normal(({GROUPS}, 16))
-        config = MemoryConfig(group_backend="chroma", join_threshold=0.999, max_groups=10_000)
+        config = MemoryConfig.prototype(group_backend="chroma", join_threshold=0.999, max_groups=10_000)
         with CellularMemory(encoder=MockEncoder(16), config=config) as memory:
             ids = memory.add([f"cell {{i}}" for i in range({GROUPS})], vectors=vectors)
             found = 0

@@ -11,8 +11,19 @@ def unit(*angles_degrees: float) -> np.ndarray:
     return np.stack([np.cos(radians), np.sin(radians)], axis=1).astype(np.float32)
 
 
-def clustering(threshold: float = 0.6, max_groups: int = 100, chunk: int = 64) -> LeaderClustering:
-    return LeaderClustering(join_threshold=threshold, max_groups=max_groups, chunk=chunk)
+class Threshold(LeaderClustering):
+    """The seed rule alone (a constant bound, no splits); `assign` as (groups, state)."""
+
+    def __init__(self, threshold: float, max_groups: int, chunk: int) -> None:
+        super().__init__(join_threshold=threshold, chunk=chunk, bound=lambda cells: max_groups)
+
+    def assign(self, state, vectors):
+        planned = super().assign(state, vectors)
+        return planned.groups, planned.state
+
+
+def clustering(threshold: float = 0.6, max_groups: int = 100, chunk: int = 64) -> Threshold:
+    return Threshold(threshold, max_groups, chunk)
 
 
 def test_close_vectors_share_a_group_and_far_ones_found_new_groups():

@@ -48,14 +48,16 @@ def test_final_groups_follow_chains():
     assert final_groups([Merge(1, 2, 0.9), Merge(0, 1, 0.9)]) == {2: 0, 1: 0}
 
 
+FRAGMENTING = MemoryConfig.prototype(join_threshold=0.99, merge_threshold=0.85)
+"""The seed's fixed threshold, set so high that ingest fragments and sleep's merges have work."""
+
+
 def make_fragmented_memory(path=None) -> tuple[CellularMemory, list[str]]:
     """Near-duplicate cells kept in separate groups at ingest (join threshold 0.99), merged by sleep."""
     rng = np.random.default_rng(0)
     centres = rng.standard_normal((4, 32))
     vectors = np.repeat(centres, 5, axis=0) + 0.15 * rng.standard_normal((20, 32))
-    memory = CellularMemory(
-        path=path, encoder=MockEncoder(32), config=MemoryConfig(join_threshold=0.99, merge_threshold=0.85)
-    )
+    memory = CellularMemory(path=path, encoder=MockEncoder(32), config=FRAGMENTING)
     ids = memory.add([f"note {i}" for i in range(20)], vectors=vectors)
     return memory, ids
 
@@ -85,7 +87,7 @@ def test_merges_survive_reopen(tmp_path):
     memory.consolidate()
     groups = {i: memory.get(i).group_id for i in memory.ids()}
     memory.close()
-    with CellularMemory(path=str(tmp_path), encoder=MockEncoder(32)) as reopened:
+    with CellularMemory(path=str(tmp_path), encoder=MockEncoder(32), config=FRAGMENTING) as reopened:
         assert {i: reopened.get(i).group_id for i in reopened.ids()} == groups
         assert_consistent(reopened)
 
@@ -108,7 +110,7 @@ def test_a_crash_in_the_middle_of_a_merge_leaves_a_consistent_store(tmp_path, mo
         memory.consolidate()
     assert_consistent(memory)  # memory is unchanged: the store is written first
     memory._closed = True  # the process "dies": nothing more is written
-    with CellularMemory(path=str(tmp_path), encoder=MockEncoder(32)) as reopened:
+    with CellularMemory(path=str(tmp_path), encoder=MockEncoder(32), config=FRAGMENTING) as reopened:
         assert sorted(reopened.ids()) == sorted(ids)
         assert_consistent(reopened)
         reopened.consolidate()
