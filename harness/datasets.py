@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .corpus import Corpus
 from .evalset import EvalSet
 from .generators.needles import needle_set
 from .generators.topics import topic_haystack
@@ -45,3 +46,21 @@ def vectors_evalset(
         labels=np.asarray(data.labels),
         info={"dim": dim, "clusters": clusters},
     )
+
+
+def corpus_evalset(
+    corpus: Corpus, vectors: np.ndarray, size: int, *, queries: int = 300, seed: int = 0, k: int = 10
+) -> EvalSet:
+    """`size` passages of a real-text corpus as documents and `queries` other passages as held-out
+    vector queries (a seeded draw); each query's exact top-k is its relevant set (recall vs exact)."""
+    if size + queries > len(corpus.passages):
+        raise ValueError(
+            f"{corpus.name} has {len(corpus.passages):,} passages: too few for {size:,} + {queries} queries"
+        )
+    order = np.random.default_rng(seed).permutation(len(corpus.passages))
+    held_out, kept = order[:queries], np.sort(order[queries : queries + size])
+    truth = exact_top_k(vectors[kept], vectors[held_out], k)
+    docs = [Document(f"p{i}", corpus.passages[i], vectors[i]) for i in kept.tolist()]
+    query_list = [Query(f"q{i}", corpus.passages[i], vectors[i]) for i in held_out.tolist()]
+    qrels = {q.id: {docs[r].id: 1.0 for r in row} for q, row in zip(query_list, truth.tolist())}
+    return EvalSet(f"{corpus.name}-{size}-s{seed}", docs, query_list, qrels, info={"source": corpus.source})

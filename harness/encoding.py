@@ -8,12 +8,15 @@ from __future__ import annotations
 
 import hashlib
 import os
+import sys
 from pathlib import Path
 
 import numpy as np
+from tqdm import tqdm
 
 from reference.encoders import Encoder
 
+from .corpus import Corpus
 from .evalset import EvalSet
 
 CACHE = Path(__file__).resolve().parents[1] / "datasets" / "cache"
@@ -40,3 +43,26 @@ def encode_evalset(evalset: EvalSet, encoder: Encoder, *, cache: Path | None = C
         np.savez(partial, docs=docs, queries=queries)
         partial.replace(path)
     return evalset.with_vectors(docs, queries)
+
+
+def encode_corpus(corpus: Corpus, encoder: Encoder, *, cache: Path | None = CACHE, chunk: int = 2048) -> np.ndarray:
+    """Unit vectors of every passage, encoded once per (corpus, encoder) and cached; progress per chunk."""
+    path = None if cache is None else cache / f"corpus-{corpus.name}-{encoder.name}-{corpus.fingerprint}.npy"
+    if path is not None and path.is_file():
+        return np.load(path)
+    parts = []
+    for start in tqdm(
+        range(0, len(corpus.passages), chunk),
+        desc=f"encoding {corpus.name} ({encoder.name})",
+        unit="chunk",
+        file=sys.stderr,
+        disable=None,
+    ):
+        parts.append(encoder.encode(corpus.passages[start : start + chunk]))
+    vectors = np.concatenate(parts).astype(np.float32)
+    if path is not None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        partial = path.with_name(f"{path.stem}.{os.getpid()}.tmp.npy")
+        np.save(partial, vectors)
+        partial.replace(path)
+    return vectors

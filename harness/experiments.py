@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from reference.encoders import Encoder
 
 from .beir import load_beir
-from .datasets import needles_evalset, topics_evalset, vectors_evalset
-from .encoding import encode_evalset
-from .metrics import agreement, group_stats
+from .corpus import Corpus, load_corpus
+from .datasets import corpus_evalset, needles_evalset, topics_evalset, vectors_evalset
+from .dialogue import ADVERSARIAL, SPEAKER_CAPTIONS, DialogueSet, TurnFormat, load_dialogue
+from .encoding import encode_corpus, encode_evalset
+from .metrics import EvidenceScores, agreement, check_cutoff, evidence_scores, group_stats, latency_stats
 from .plan import GROUPING_SYSTEMS, REGIMES, RunPlan
 from .runner import Measurement, group_labels, measure
 
@@ -105,3 +107,87 @@ def beir(
         for system in progress(systems, f"BEIR {evalset.name}")
         for m in measure(system, evalset, encoder=encoder_name)
     ]
+
+
+def realtext(
+    plan: RunPlan, spec: str, systems: tuple[str, ...], encoder_name: str, encoder: Encoder, progress: Progress
+) -> tuple[Corpus, list[Measurement]]:
+    """Recall against exact search and latency on real text: passages of a corpus (held-out passages as
+    vector queries), at each plan size the corpus can hold and at its full size; a sweep at the largest."""
+    corpus = load_corpus(spec)
+    vectors = encode_corpus(corpus, encoder)
+    room = len(corpus.passages) - plan.realtext_queries
+    sizes = sorted({*(n for n in plan.realtext_sizes if n < room), room})
+    results: list[Measurement] = []
+    for size in sizes:
+        evalset = corpus_evalset(corpus, vectors, size, queries=plan.realtext_queries)
+        for system in progress(plan.systems_at(size, systems), f"real text ({corpus.name}) N={size:,}"):
+            results += measure(system, evalset, encoder=encoder_name, sweep=plan.sweep and size == sizes[-1])
+    return corpus, results
+
+
+@dataclass(frozen=True)
+class DialogueRow:
+    """One system's evidence retrieval on one subset of questions, at turn or session granularity."""
+
+    system: str
+    granularity: str
+    subset: str
+    scores: EvidenceScores
+    latency_p50_ms: float
+
+
+def dialogue(
+    spec: str,
+    systems: tuple[str, ...],
+    encoder_name: str,
+    encoder: Encoder,
+    progress: Progress,
+    *,
+    turn_format: TurnFormat = SPEAKER_CAPTIONS,
+    k: int = 10,
+) -> tuple[DialogueSet, list[DialogueRow]]:
+    """One memory per conversation; each question's retrieved turns scored against its evidence turns
+    (and, through their sessions, at session level). Adversarial and abstention questions apart."""
+    data = load_dialogue(spec, turn_format)
+    answers: dict[str, list[tuple[str, list[str], list[str], dict[str, str]]]] = {s: [] for s in systems}
+    latencies: dict[str, list[int]] = {s: [] for s in systems}
+    for conversation in progress(data.conversations, f"{data.name} conversations"):
+        check_cutoff(k, len(conversation.docs), f"turns of {conversation.name}")
+        evalset = encode_evalset(conversation, encoder)
+        categories, session_of = evalset.info["category"], evalset.info["session_of"]
+        for system in systems:
+            [measured] = measure(system, evalset, encoder=encoder_name, k=k)
+            latencies[system] += measured.latencies_ns
+            for query, found, wanted in zip(evalset.queries, measured.retrieved, evalset.relevant()):
+                answers[system].append((categories[query.id], found, wanted, session_of))
+    rows = []
+    for system, answered in answers.items():
+        p50 = latency_stats(latencies[system]).p50_ms
+        subsets = {"all (scored)": [a for a in answered if not _set_apart(a[0])]}
+        for category in sorted({a[0] for a in answered}):
+            subsets[("apart: " if _set_apart(category) else "") + category] = [a for a in answered if a[0] == category]
+        for subset, chosen in subsets.items():
+            turn = evidence_scores([a[1] for a in chosen], [a[2] for a in chosen], k)
+            rows.append(DialogueRow(system, "turn", subset, turn, p50))
+            sessions = [(_sessions(a[1], a[3]), sorted({a[3][t] for t in a[2]})) for a in chosen]
+            rows.append(
+                DialogueRow(
+                    system,
+                    "session",
+                    subset,
+                    evidence_scores(*zip(*sessions), k) if sessions else evidence_scores([], [], k),
+                    p50,
+                )
+            )
+    return data, rows
+
+
+def _set_apart(category: str) -> bool:
+    """Questions with no answer in the memory (LoCoMo's adversarial, LongMemEval's abstention)."""
+    return category == ADVERSARIAL or category.endswith("-abstention")
+
+
+def _sessions(turns: list[str], session_of: dict[str, str]) -> list[str]:
+    """The sessions of retrieved turns in rank order, each once (a session ranks by its best turn)."""
+    return list(dict.fromkeys(session_of[t] for t in turns))

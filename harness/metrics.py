@@ -10,11 +10,56 @@ from sklearn.metrics import adjusted_rand_score, homogeneity_completeness_v_meas
 
 
 def recall_at_k(retrieved: Sequence[Sequence[str]], relevant: Sequence[Sequence[str]], k: int) -> float:
-    """Mean over queries of |top-k ∩ relevant| / min(k, |relevant|) (covers "vs exact" and needles)."""
+    """Mean over queries of |top-k ∩ relevant| / |relevant| (BEIR's and MTEB's Recall@k; the share of a
+    question's evidence found). Queries without relevant documents are left out."""
+    values = [len(set(found[:k]) & set(wanted)) / len(wanted) for found, wanted in zip(retrieved, relevant) if wanted]
+    return float(np.mean(values)) if values else float("nan")
+
+
+def capped_recall_at_k(retrieved: Sequence[Sequence[str]], relevant: Sequence[Sequence[str]], k: int) -> float:
+    """Mean of |top-k ∩ relevant| / min(k, |relevant|): 1.0 is reachable with more than k relevant
+    (BEIR's "R_cap@k"; "recall vs exact" and needles, where |relevant| ≤ k, equal `recall_at_k`)."""
     values = [
         len(set(found[:k]) & set(wanted)) / min(k, len(wanted)) for found, wanted in zip(retrieved, relevant) if wanted
     ]
     return float(np.mean(values)) if values else float("nan")
+
+
+@dataclass(frozen=True)
+class EvidenceScores:
+    """Retrieval of evidence at a cutoff k, as dialogue-memory papers report it (LongMemEval's
+    `recall_any@k` = hit@k: some evidence in the top k; `recall_all@k`: all of it)."""
+
+    queries: int
+    recall: float
+    recall_any: float
+    recall_all: float
+    mrr: float
+    ndcg: float
+
+
+def evidence_scores(retrieved: Sequence[Sequence[str]], relevant: Sequence[Sequence[str]], k: int) -> EvidenceScores:
+    """Scores over the queries that have evidence (the others cannot be scored and are left out)."""
+    pairs = [(found[:k], set(wanted)) for found, wanted in zip(retrieved, relevant) if wanted]
+    if not pairs:
+        nan = float("nan")
+        return EvidenceScores(0, nan, nan, nan, nan, nan)
+    found_counts = np.asarray([len(set(found) & wanted) for found, wanted in pairs], dtype=np.float64)
+    sizes = np.asarray([len(wanted) for _, wanted in pairs], dtype=np.float64)
+    return EvidenceScores(
+        queries=len(pairs),
+        recall=float(np.mean(found_counts / sizes)),
+        recall_any=float(np.mean(found_counts > 0)),
+        recall_all=float(np.mean(found_counts == sizes)),
+        mrr=mrr([f for f, _ in pairs], [w for _, w in pairs]),
+        ndcg=ndcg_at_k([f for f, _ in pairs], [dict.fromkeys(w, 1.0) for _, w in pairs], k),
+    )
+
+
+def check_cutoff(k: int, candidates: int, what: str) -> None:
+    """Refuse a cutoff that reaches the number of candidates: every system would score perfectly."""
+    if k >= candidates:
+        raise ValueError(f"k = {k} is not below the {candidates} {what} to rank: every system would find everything")
 
 
 def hits_at_k(retrieved: Sequence[Sequence[str]], relevant: Sequence[Sequence[str]], k: int) -> int:

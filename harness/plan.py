@@ -33,6 +33,8 @@ class RunPlan:
     sweep: bool = True
     growing_systems: tuple[str, ...] = GROWING_SYSTEMS
     size_limits: dict[str, int] = field(default_factory=lambda: dict(SLOW_SYSTEMS))
+    realtext_sizes: tuple[int, ...] = (1_000, 10_000, 25_000, 50_000, 100_000)
+    realtext_queries: int = 300
 
     @classmethod
     def quick(cls) -> RunPlan:

@@ -39,6 +39,7 @@ BEIR_COLUMNS = [
     "encoder",
     "n_docs",
     "recall_at_10",
+    "capped_recall_at_10",
     "mrr",
     "ndcg_at_10",
     "latency_p50_ms",

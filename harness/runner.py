@@ -15,7 +15,7 @@ from typing import Any
 
 from .checking import check_documents, check_hits
 from .evalset import EvalSet
-from .metrics import LatencyStats, hits_at_k, latency_stats, mrr, ndcg_at_k, recall_at_k
+from .metrics import LatencyStats, capped_recall_at_k, hits_at_k, latency_stats, mrr, ndcg_at_k, recall_at_k
 from .protocol import MemorySystem, SystemContext, TunableSystem
 from .registry import check_declaration, resolve
 
@@ -36,6 +36,7 @@ class Measurement:
     rss_bytes_per_doc: float
     latency: LatencyStats
     recall_at_10: float
+    capped_recall_at_10: float
     mrr: float
     ndcg_at_10: float
     found_at: dict[int, int]
@@ -163,6 +164,7 @@ def _score(
         rss_bytes_per_doc=rss_per_doc,
         latency=latency_stats(latencies),
         recall_at_10=recall_at_k(retrieved, relevant, 10),
+        capped_recall_at_10=capped_recall_at_k(retrieved, relevant, 10),
         mrr=mrr(retrieved, relevant),
         ndcg_at_10=ndcg_at_k(retrieved, [evalset.qrels.get(q.id, {}) for q in evalset.queries], 10),
         found_at={k: hits_at_k(retrieved, relevant, k) for k in found_ks},

@@ -17,6 +17,7 @@ def measured(system: str, n: int, p50_ms: float, recall: float = 1.0, params=Non
         rss_bytes_per_doc=0.0,
         latency=latency_stats([p50_ms * 1e6] * 3),
         recall_at_10=recall,
+        capped_recall_at_10=recall,
         mrr=1.0,
         ndcg_at_10=1.0,
         found_at={1: found3, 3: found3, 10: 5},

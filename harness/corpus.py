@@ -1,0 +1,165 @@
+"""Real text as passages: a user's corpus (a text file, a folder, a BEIR `corpus.jsonl`, a BEAM chat
+directory) or the running interpreter's standard library documentation, split into passages.
+
+A passage is a paragraph (text between blank lines) of at most `max_chars` characters; a longer
+paragraph is packed sentence by sentence, and a sentence longer than the limit is cut at a space.
+Exact duplicate passages are dropped (ties with identical vectors would make "recall vs exact"
+ambiguous). The order is deterministic, so a corpus's fingerprint names its passages exactly.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import pydoc
+import re
+import sys
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from .beir import DatasetFormatError
+
+MAX_CHARS = 400
+SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
+PARAGRAPH_BREAK = re.compile(r"\n\s*\n")
+TEXT_SUFFIXES = {".txt", ".md", ".rst"}
+
+
+@dataclass(frozen=True)
+class Corpus:
+    """Passages of real text and where they came from (`source` names the file or the Python version)."""
+
+    name: str
+    source: str
+    passages: list[str]
+
+    @property
+    def fingerprint(self) -> str:
+        digest = hashlib.sha256()
+        for passage in self.passages:
+            digest.update(passage.encode("utf-8") + b"\x00")
+        return digest.hexdigest()[:16]
+
+
+def load_corpus(spec: str, *, max_chars: int = MAX_CHARS) -> Corpus:
+    """`stdlib`, `beam:DIR`, or a path (a text file, a folder of text files, a BEIR `corpus.jsonl`)."""
+    if spec == "stdlib":
+        version = ".".join(map(str, sys.version_info[:3]))
+        return Corpus(
+            "stdlib", f"Python {version} standard library docstrings", split_passages(_stdlib_docs(), max_chars)
+        )
+    if spec.startswith("beam:"):
+        root = Path(spec.removeprefix("beam:"))
+        return Corpus(f"beam-{root.name}", str(root), split_passages(_beam_messages(root), max_chars))
+    path = Path(spec)
+    if path.is_dir():
+        files = sorted(p for p in path.rglob("*") if p.is_file() and p.suffix in TEXT_SUFFIXES)
+        if not files:
+            raise DatasetFormatError(f"{path}: no {', '.join(sorted(TEXT_SUFFIXES))} files in this folder")
+        texts: Iterable[str] = (f.read_text(errors="replace") for f in files)
+    elif path.is_file() and path.name.endswith(".jsonl"):
+        texts = _jsonl_texts(path)
+    elif path.is_file():
+        texts = [path.read_text(errors="replace")]
+    else:
+        raise DatasetFormatError(
+            f"{spec}: no such file or folder (give a text file, a folder, a corpus.jsonl, beam:DIR or stdlib)"
+        )
+    passages = split_passages(texts, max_chars)
+    if not passages:
+        raise DatasetFormatError(f"{spec}: no text found")
+    return Corpus(path.stem, str(path), passages)
+
+
+def split_passages(texts: Iterable[str], max_chars: int = MAX_CHARS) -> list[str]:
+    """Paragraphs of at most `max_chars` characters, deduplicated, in order of appearance."""
+    seen: dict[str, None] = {}
+    for text in texts:
+        for paragraph in PARAGRAPH_BREAK.split(text):
+            for passage in _pack(" ".join(paragraph.split()), max_chars):
+                seen.setdefault(passage)
+    return list(seen)
+
+
+def _pack(paragraph: str, max_chars: int) -> Iterator[str]:
+    """Sentences packed into passages of at most `max_chars`; overlong sentences cut at a space."""
+    current = ""
+    for sentence in SENTENCE_END.split(paragraph):
+        for piece in _cut(sentence, max_chars):
+            if current and len(current) + 1 + len(piece) > max_chars:
+                yield current
+                current = piece
+            else:
+                current = f"{current} {piece}" if current else piece
+    if current:
+        yield current
+
+
+def _cut(sentence: str, max_chars: int) -> Iterator[str]:
+    while len(sentence) > max_chars:
+        cut = sentence.rfind(" ", 0, max_chars + 1)
+        cut = cut if cut > 0 else max_chars
+        yield sentence[:cut].strip()
+        sentence = sentence[cut:].strip()
+    if sentence:
+        yield sentence
+
+
+def _beam_messages(root: Path) -> Iterator[str]:
+    """Every message of every `chat.json` under a BEAM chat directory, in path order."""
+    files = sorted(root.rglob("chat.json"), key=lambda p: [int(s) if s.isdigit() else s for s in p.parts])
+    if not files:
+        raise DatasetFormatError(f"{root}: no chat.json below this folder (a BEAM chat directory holds <n>/chat.json)")
+    for file in files:
+        try:
+            batches = json.loads(file.read_text())
+            for batch in batches:
+                for turn in batch["turns"]:
+                    for message in turn:
+                        yield message["content"]
+        except (json.JSONDecodeError, KeyError, TypeError) as error:
+            raise DatasetFormatError(
+                f"{file}: not a BEAM chat (a list of batches with turns of messages with content): {error!r}"
+            ) from None
+
+
+def _jsonl_texts(path: Path) -> Iterator[str]:
+    with path.open() as handle:
+        for number, line in enumerate(handle, 1):
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+                yield " ".join(p for p in (row.get("title", ""), row["text"]) if p)
+            except (json.JSONDecodeError, KeyError, AttributeError) as error:
+                raise DatasetFormatError(
+                    f'{path}:{number}: expected a JSON object with a "text" field ({error!r})'
+                ) from None
+
+
+def _stdlib_docs() -> Iterator[str]:
+    """The interpreter's help topics (`pydoc_data`) and the docstrings of the standard library's
+    modules, their classes and functions."""
+    import importlib
+    import inspect
+    import warnings
+    from pydoc_data.topics import topics
+
+    yield from (topics[key] for key in sorted(topics))
+
+    names = sorted(m for m in sys.stdlib_module_names if not m.startswith("_") and m not in _STDLIB_SKIP)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for name in names:
+            try:
+                module = importlib.import_module(name)
+            except Exception:
+                continue
+            yield pydoc.getdoc(module)
+            for _, member in sorted(vars(module).items()):
+                if (inspect.isclass(member) or inspect.isfunction(member)) and member.__module__ == name:
+                    yield pydoc.getdoc(member)
+
+
+_STDLIB_SKIP = frozenset({"antigravity", "this", "idlelib", "tkinter", "turtle", "turtledemo", "lib2to3", "ensurepip"})

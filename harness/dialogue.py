@@ -1,0 +1,184 @@
+"""Dialogue-memory datasets: LoCoMo and LongMemEval files that the user supplies, one memory per
+conversation, one document per turn, questions judged against their evidence turns.
+
+How a turn becomes text is explicit (`TurnFormat`), because the published setups differ: LoCoMo's
+paper embeds `"speaker: text"` with image captions, others prefix the session date. Every loader
+checks the format and names the file and the record it cannot read.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .beir import DatasetFormatError
+from .evalset import EvalSet
+from .protocol import Document, Query
+
+LOCOMO_CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
+ADVERSARIAL = "adversarial"
+EVIDENCE_ID = re.compile(r"D\d+:\d+")
+
+
+@dataclass(frozen=True)
+class TurnFormat:
+    """What a turn's text holds: `speaker: ` first, the session date in brackets, image captions."""
+
+    speaker: bool = True
+    date: bool = False
+    captions: bool = True
+
+    def render(self, text: str, *, speaker: str = "", date: str = "", caption: str = "") -> str:
+        parts = [f"[{date}] " if self.date and date else "", f"{speaker}: " if self.speaker and speaker else "", text]
+        if self.captions and caption:
+            parts.append(f" [shares a photo: {caption}]")
+        return "".join(parts)
+
+    @classmethod
+    def parse(cls, spec: str) -> TurnFormat:
+        """`speaker,date,captions` (any subset, or `plain`) as given on the command line."""
+        words = {w.strip() for w in spec.split(",") if w.strip()} - {"plain"}
+        unknown = words - {"speaker", "date", "captions"}
+        if unknown:
+            raise ValueError(f"unknown turn format {sorted(unknown)}; use speaker, date, captions or plain")
+        return cls("speaker" in words, "date" in words, "captions" in words)
+
+
+SPEAKER_CAPTIONS = TurnFormat()
+"""`"speaker: text [shares a photo: caption]"`, LoCoMo's own retrieval setup."""
+
+
+@dataclass(frozen=True)
+class DialogueSet:
+    """The conversations of one file, each an `EvalSet` (docs = turns, queries = questions).
+
+    Each set's `info` holds `session_of` (doc id → session id) and `category` (query id → name).
+    """
+
+    name: str
+    path: Path
+    sha256: str
+    conversations: list[EvalSet]
+
+
+def load_dialogue(spec: str, turn_format: TurnFormat = SPEAKER_CAPTIONS) -> DialogueSet:
+    """`locomo:FILE` or `longmemeval:FILE` (a `.json` file, or for LoCoMo a folder of them)."""
+    kind, _, location = spec.partition(":")
+    loaders = {"locomo": _locomo_conversations, "longmemeval": _longmemeval_conversations}
+    if kind not in loaders or not location:
+        raise DatasetFormatError(f"{spec}: give locomo:FILE or longmemeval:FILE")
+    path = Path(location)
+    files = sorted(path.glob("*.json")) if path.is_dir() else [path]
+    if not files or not all(f.is_file() for f in files):
+        raise DatasetFormatError(f"{path}: no such file (or no .json files in this folder)")
+    digest = hashlib.sha256()
+    conversations = []
+    for file in files:
+        raw = file.read_bytes()
+        digest.update(raw)
+        try:
+            data = json.loads(raw)
+        except json.JSONDecodeError as error:
+            raise DatasetFormatError(f"{file}: not JSON ({error})") from None
+        conversations += list(loaders[kind](file, data, turn_format))
+    if not conversations:
+        raise DatasetFormatError(f"{path}: no conversation with questions")
+    return DialogueSet(f"{kind}-{path.stem}", path, digest.hexdigest(), conversations)
+
+
+def _locomo_conversations(file: Path, data: Any, fmt: TurnFormat) -> Iterator[EvalSet]:
+    """LoCoMo: a list of samples (`locomo10.json`) or one sample; a sample holds `conversation`
+    (or the conversation's keys at its top level) and `qa`."""
+    samples = data if isinstance(data, list) else [data]
+    for number, sample in enumerate(samples):
+        where = f"{file} sample {number}"
+        if not isinstance(sample, Mapping) or "qa" not in sample:
+            raise DatasetFormatError(f"{where}: a LoCoMo sample is an object with 'qa' and the sessions")
+        conversation = sample.get("conversation", sample)
+        name = str(sample.get("sample_id", f"{file.stem}" + (f"-{number}" if len(samples) > 1 else "")))
+        docs, session_of = _locomo_turns(conversation, fmt, where)
+        known = {d.id for d in docs}
+        queries, qrels, category = [], {}, {}
+        for index, qa in enumerate(sample["qa"]):
+            if not isinstance(qa, Mapping) or "question" not in qa:
+                raise DatasetFormatError(f"{where} qa {index}: expected an object with 'question' and 'evidence'")
+            evidence = [e for item in qa.get("evidence", []) for e in EVIDENCE_ID.findall(str(item)) if e in known]
+            if not evidence:
+                continue  # a question whose evidence names no turn cannot be scored
+            query_id = f"{name}/q{index}"
+            queries.append(Query(query_id, str(qa["question"])))
+            qrels[query_id] = dict.fromkeys(evidence, 1.0)
+            category[query_id] = LOCOMO_CATEGORIES.get(qa.get("category"), str(qa.get("category")))
+        if queries:
+            yield EvalSet(name, docs, queries, qrels, info={"session_of": session_of, "category": category})
+
+
+def _locomo_turns(
+    conversation: Mapping[str, Any], fmt: TurnFormat, where: str
+) -> tuple[list[Document], dict[str, str]]:
+    sessions = sorted(
+        (int(key.removeprefix("session_")), key)
+        for key in conversation
+        if re.fullmatch(r"session_\d+", key) and isinstance(conversation[key], list)
+    )
+    if not sessions:
+        raise DatasetFormatError(f"{where}: no session_<n> lists of turns")
+    docs, session_of = [], {}
+    for number, key in sessions:
+        date = str(conversation.get(f"{key}_date_time", ""))
+        for position, turn in enumerate(conversation[key]):
+            try:
+                turn_id, text, speaker = str(turn["dia_id"]), str(turn["text"]), str(turn["speaker"])
+            except (KeyError, TypeError):
+                raise DatasetFormatError(f"{where} {key} turn {position}: needs dia_id, speaker and text") from None
+            text = fmt.render(text, speaker=speaker, date=date, caption=str(turn.get("blip_caption") or ""))
+            docs.append(Document(turn_id, text, metadata={"session": f"S{number}"}))
+            session_of[turn_id] = f"S{number}"
+    return docs, session_of
+
+
+def _longmemeval_conversations(file: Path, data: Any, fmt: TurnFormat) -> Iterator[EvalSet]:
+    """LongMemEval (`_s`, `_m`, `_oracle`): one haystack per question; evidence is the turns with
+    `has_answer`, or the answer sessions when no turn is marked. Abstention questions (`_abs`)
+    keep their category so they are reported apart."""
+    if not isinstance(data, list):
+        raise DatasetFormatError(f"{file}: LongMemEval files are a JSON list of questions")
+    for index, item in enumerate(data):
+        where = f"{file} question {index}"
+        try:
+            question_id, question = str(item["question_id"]), str(item["question"])
+            sessions, session_ids = item["haystack_sessions"], item["haystack_session_ids"]
+            dates = item.get("haystack_dates") or [""] * len(sessions)
+            answer_sessions = set(map(str, item.get("answer_session_ids", [])))
+        except (KeyError, TypeError):
+            raise DatasetFormatError(
+                f"{where}: needs question_id, question, haystack_sessions and haystack_session_ids"
+            ) from None
+        docs, session_of, marked = [], {}, []
+        for session_id, date, turns in zip(map(str, session_ids), dates, sessions):
+            for position, turn in enumerate(turns):
+                if not isinstance(turn, Mapping) or "content" not in turn:
+                    raise DatasetFormatError(f"{where} session {session_id} turn {position}: needs role and content")
+                turn_id = f"{session_id}#{position}"
+                text = fmt.render(str(turn["content"]), speaker=str(turn.get("role", "")), date=str(date))
+                docs.append(Document(turn_id, text, metadata={"session": session_id}))
+                session_of[turn_id] = session_id
+                if turn.get("has_answer"):
+                    marked.append(turn_id)
+        evidence = marked or [d.id for d in docs if session_of[d.id] in answer_sessions]
+        category = str(item.get("question_type", "unknown")) + ("-abstention" if question_id.endswith("_abs") else "")
+        if not docs:
+            raise DatasetFormatError(f"{where}: an empty haystack")
+        qrels = {question_id: dict.fromkeys(evidence, 1.0)} if evidence else {question_id: {}}
+        yield EvalSet(
+            question_id,
+            docs,
+            [Query(question_id, question)],
+            qrels,
+            info={"session_of": session_of, "category": {question_id: category}},
+        )
