@@ -3,6 +3,7 @@ search over document texts, the baseline dialogue-memory papers report beside de
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 
 import numpy as np
@@ -21,6 +22,7 @@ class LexicalIndex:
             import bm25s
         except ImportError:
             raise BackendUnavailableError("bm25s is not installed; pip install 'magnetic-bench[lexical]'") from None
+        logging.getLogger("bm25s").setLevel(logging.WARNING)  # it logs every index build at INFO
         self._bm25s = bm25s
         self.stopwords = stopwords
         self.texts: list[str] = []
@@ -35,6 +37,8 @@ class LexicalIndex:
     def scores(self, query: str) -> np.ndarray:
         """The BM25 score of every document for `query` (0 where no query word occurs)."""
         [words] = self._bm25s.tokenize([query], stopwords=self.stopwords, return_ids=False, show_progress=False)
+        if not words:  # only stopwords or punctuation: nothing matches
+            return np.zeros(len(self.texts))
         return np.asarray(self._retriever.get_scores(words), dtype=np.float64)
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import logging
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 from reference.encoders import ENCODER_NAMES
@@ -18,7 +19,28 @@ def build_parser() -> argparse.ArgumentParser:
 
     run = commands.add_parser("run", help="run the benchmark and write a report under reports/")
     run.add_argument("--quick", action="store_true", help="small sizes and fewer seeds (about 3 minutes)")
-    run.add_argument("--dataset", help="evaluate a BEIR-format directory (corpus.jsonl, queries.jsonl, qrels/)")
+    run.add_argument(
+        "--dataset",
+        help="evaluate only this: locomo:FILE, longmemeval:FILE (a dialogue memory per conversation), beam:DIR "
+        "(real-text passages, recall vs exact), or a BEIR-format directory (corpus.jsonl, queries.jsonl, qrels/)",
+    )
+    run.add_argument(
+        "--corpus",
+        default="stdlib",
+        help="real text for the default run's real-text regime: a text file, a folder of .txt/.md/.rst, a BEIR "
+        "corpus.jsonl or beam:DIR (default: this Python's standard library documentation)",
+    )
+    run.add_argument(
+        "--turn-format",
+        default="speaker,captions",
+        help="how a dialogue turn becomes text: any of speaker,date,captions, or plain (default speaker,captions)",
+    )
+    run.add_argument(
+        "--spread",
+        type=float,
+        default=0.8,
+        help="how diffuse the synthetic clusters are (0.8 default; 1.0 and 1.2 are harder, closer to real text)",
+    )
     run.add_argument("--encoder", choices=ENCODER_NAMES, help="one encoder instead of the plan's (mock and minilm)")
     run.add_argument("--systems", help="comma-separated registry names or module:factory specs")
     run.add_argument("--out", type=Path, help="report directory (default reports/<timestamp>)")
@@ -68,17 +90,21 @@ def main(argv: list[str] | None = None) -> int:
 def _run(args: argparse.Namespace, argv: list[str] | None) -> int:
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, format="%(message)s")
     if args.command == "run":
+        from .dialogue import TurnFormat
         from .plan import RunPlan
         from .run import run_benchmark
 
         systems = tuple(s.strip() for s in args.systems.split(",") if s.strip()) if args.systems else None
+        plan = RunPlan.quick() if args.quick else RunPlan()
         run_benchmark(
-            RunPlan.quick() if args.quick else RunPlan(),
+            replace(plan, spread=args.spread),
             out=args.out,
             dataset=args.dataset,
             encoder=args.encoder,
             systems=systems,
             command=" ".join(["magbench", *(argv or sys.argv[1:])]),
+            corpus=args.corpus,
+            turn_format=TurnFormat.parse(args.turn_format),
         )
         return 0
     if args.command == "compare":

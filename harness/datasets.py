@@ -30,21 +30,28 @@ def topics_evalset(size: int, *, seed: int = 0) -> EvalSet:
 
 
 def vectors_evalset(
-    n: int, *, queries: int = 200, dim: int = 384, clusters: int = 100, seed: int = 0, k: int = 10
+    n: int,
+    *,
+    queries: int = 200,
+    dim: int = 384,
+    clusters: int = 100,
+    spread: float = 0.8,
+    seed: int = 0,
+    k: int = 10,
 ) -> EvalSet:
-    """Clustered unit vectors; each query's exact top-k is its relevant set (recall vs exact)."""
-    data = clustered_unit_vectors(n, dim, clusters, queries=queries, seed=seed)
+    """Clustered unit vectors (synthetic); each query's exact top-k is its relevant set (recall vs exact)."""
+    data = clustered_unit_vectors(n, dim, clusters, spread=spread, queries=queries, seed=seed)
     truth = exact_top_k(data.vectors, data.queries, k)
     docs = [Document(f"v{i}", f"vector {i}", vector) for i, vector in enumerate(data.vectors)]
     query_list = [Query(f"q{j}", f"query {j}", vector) for j, vector in enumerate(data.queries)]
     qrels = {f"q{j}": {f"v{i}": 1.0 for i in row} for j, row in enumerate(truth.tolist())}
     return EvalSet(
-        f"vectors-{n}-c{clusters}-s{seed}",
+        f"vectors-{n}-c{clusters}-sp{spread:g}-s{seed}",
         docs,
         query_list,
         qrels,
         labels=np.asarray(data.labels),
-        info={"dim": dim, "clusters": clusters},
+        info={"dim": dim, "clusters": clusters, "spread": spread},
     )
 
 

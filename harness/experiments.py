@@ -26,7 +26,9 @@ def scaling(plan: RunPlan, systems: tuple[str, ...], progress: Progress, *, regi
     results: list[Measurement] = []
     largest = max(plan.sizes)
     for size in plan.sizes:
-        evalset = vectors_evalset(size, queries=plan.queries, clusters=REGIMES[regime](size), seed=size)
+        evalset = vectors_evalset(
+            size, queries=plan.queries, clusters=REGIMES[regime](size), spread=plan.spread, seed=size
+        )
         for system in progress(plan.systems_at(size, systems), f"scaling ({regime}) N={size:,}"):
             sweep = plan.sweep and size == largest and regime == "fixed"
             results += measure(system, evalset, encoder="vectors", sweep=sweep)
@@ -164,7 +166,10 @@ def dialogue(
     rows = []
     for system, answered in answers.items():
         p50 = latency_stats(latencies[system]).p50_ms
-        subsets = {"all (scored)": [a for a in answered if not _set_apart(a[0])]}
+        subsets = {
+            "all questions": answered,
+            "answerable": [a for a in answered if not _set_apart(a[0])],
+        }
         for category in sorted({a[0] for a in answered}):
             subsets[("apart: " if _set_apart(category) else "") + category] = [a for a in answered if a[0] == category]
         for subset, chosen in subsets.items():

@@ -1,8 +1,10 @@
 """What a run measures: sizes, systems, encoders, seeds (the default run and `--quick`).
 
-Scaling runs in two regimes of clustered vectors. "fixed": 100 clusters at every N, so each
+Scaling runs on synthetic clustered vectors in two regimes. "fixed": 100 clusters at every N, so each
 cluster (and each group) grows with N — the published claims are judged here. "growing": one
 cluster per 1,000 vectors, so topics multiply as memory grows and cluster size stays constant.
+`spread` sets how diffuse the clusters are (0.8: cosine ≈ 0.61 between two points of a cluster,
+1.0: 0.50, 1.2: 0.41; real text embeddings are more diffuse still, hence the real-text regime).
 """
 
 from __future__ import annotations
@@ -13,10 +15,22 @@ from dataclasses import dataclass, field
 REGIMES: dict[str, Callable[[int], int]] = {"fixed": lambda n: 100, "growing": lambda n: max(1, n // 1_000)}
 """Clusters at size N, per scaling regime."""
 
-SCALING_SYSTEMS = ("reference", "reference-chroma", "flat-numpy", "flat-chroma", "kmeans", "faiss-ivf")
+SCALING_SYSTEMS = ("reference", "reference-chroma", "flat-numpy", "flat-chroma", "kmeans", "faiss-ivf", "faiss-hnsw")
 NEEDLE_SYSTEMS = ("reference", "reference-no-entities", "flat-chroma", "flat-numpy", "kmeans")
 GROUPING_SYSTEMS = ("reference", "kmeans")
-GROWING_SYSTEMS = ("reference", "flat-numpy", "faiss-ivf")
+GROWING_SYSTEMS = ("reference", "flat-numpy", "faiss-ivf", "faiss-hnsw")
+REALTEXT_SYSTEMS = (
+    "reference-dense",
+    "reference-slept",
+    "flat-numpy",
+    "kmeans",
+    "faiss-ivf",
+    "faiss-hnsw",
+    "bm25",
+)
+"""Real text, recall against exact dense search: the engine with vector queries (its dense path), also after
+one sleep pass, and BM25 to show how far lexical ranking is from dense neighbours."""
+DIALOGUE_SYSTEMS = ("reference", "reference-dense", "flat-numpy", "bm25", "hybrid-rrf")
 SLOW_SYSTEMS = {"reference-chroma": 25_000}
 """Systems too slow to build above a size in the default run (Chroma per-group collections)."""
 
@@ -25,6 +39,7 @@ SLOW_SYSTEMS = {"reference-chroma": 25_000}
 class RunPlan:
     sizes: tuple[int, ...] = (1_000, 10_000, 25_000, 100_000)
     queries: int = 200
+    spread: float = 0.8
     systems: tuple[str, ...] = SCALING_SYSTEMS
     needle_systems: tuple[str, ...] = NEEDLE_SYSTEMS
     encoders: tuple[str, ...] = ("mock", "minilm")
@@ -35,10 +50,11 @@ class RunPlan:
     size_limits: dict[str, int] = field(default_factory=lambda: dict(SLOW_SYSTEMS))
     realtext_sizes: tuple[int, ...] = (1_000, 10_000, 25_000, 50_000, 100_000)
     realtext_queries: int = 300
+    realtext_systems: tuple[str, ...] = REALTEXT_SYSTEMS
 
     @classmethod
     def quick(cls) -> RunPlan:
-        return cls(sizes=(1_000, 10_000), queries=100, needle_seeds=(0, 1), topic_docs=600)
+        return cls(sizes=(1_000, 10_000), queries=100, needle_seeds=(0, 1), topic_docs=600, realtext_sizes=(1_000,))
 
     def systems_at(self, size: int, systems: tuple[str, ...]) -> list[str]:
         return [s for s in systems if size <= self.size_limits.get(s, size)]

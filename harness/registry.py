@@ -28,7 +28,13 @@ def _lazy(module: str, attribute: str, **preset: Any) -> Factory:
 SYSTEMS: dict[str, Factory] = {
     "reference": _lazy("harness.systems.reference", "ReferenceSystem"),
     "reference-chroma": _lazy(
-        "harness.systems.reference", "ReferenceSystem", name="reference-chroma", group_backend="chroma"
+        "harness.systems.reference",
+        "ReferenceSystem",
+        name="reference-chroma",
+        group_backend="chroma",
+        group_size=256,
+        group_size_per_sqrt_n=2.0,
+        probe_per_k=30,
     ),
     "reference-persistent": _lazy(
         "harness.systems.reference", "ReferenceSystem", name="reference-persistent", persist=True
@@ -38,6 +44,13 @@ SYSTEMS: dict[str, Factory] = {
     ),
     "reference-dense": _lazy(
         "harness.systems.reference", "ReferenceSystem", name="reference-dense", text_queries=False
+    ),
+    "reference-slept": _lazy(
+        "harness.systems.reference",
+        "ReferenceSystem",
+        name="reference-slept",
+        text_queries=False,
+        sleep_after_add=True,
     ),
     "reference-prototype": _lazy(
         "harness.systems.reference", "ReferenceSystem", name="reference-prototype", preset="prototype"

@@ -17,6 +17,7 @@ import matplotlib.pyplot as plt
 from tabulate import tabulate
 
 from .claims import REFUTED, SUPPORTED, Verdict
+from .experiments import DialogueRow
 from .runner import Measurement
 
 SCALING_COLUMNS = [
@@ -58,6 +59,8 @@ def write_report(out: Path, run: dict[str, Any], sections: dict[str, Any]) -> Pa
     targets: list[Verdict] = sections.get("targets", [])
     grouping: list[dict[str, Any]] = sections.get("grouping", [])
     judges: list[dict[str, Any]] = sections.get("judges", [])
+    realtext: list[Measurement] = sections.get("realtext", [])
+    dialogue: list[DialogueRow] = sections.get("dialogue", [])
 
     scaling_rows = [_pick(m.row(), SCALING_COLUMNS) for m in scaling if not m.params]
     sweep_rows = [{**_pick(m.row(), SWEEP_COLUMNS), "param": _params(m)} for m in scaling if m.params]
@@ -70,6 +73,9 @@ def write_report(out: Path, run: dict[str, Any], sections: dict[str, Any]) -> Pa
         "needles": needle_rows,
         "grouping": grouping,
         "beir": beir_rows,
+        "realtext": [_pick(m.row(), SCALING_COLUMNS) for m in realtext if not m.params],
+        "realtext_sweep": [{**_pick(m.row(), SWEEP_COLUMNS), "param": _params(m)} for m in realtext if m.params],
+        "dialogue": [_dialogue_row(r) for r in dialogue],
         "judges": judges,
         "claims": [asdict(v) for v in claims],
         "targets": [asdict(v) for v in targets],
@@ -81,7 +87,9 @@ def write_report(out: Path, run: dict[str, Any], sections: dict[str, Any]) -> Pa
     if scaling_rows:
         plots.append(_plot_latency(out / "latency_vs_n.png", scaling))
     if sweep_rows:
-        plots.append(_plot_pareto(out / "recall_vs_latency.png", scaling))
+        plots.append(_plot_pareto(out / "recall_vs_latency.png", scaling, "clustered vectors (synthetic)"))
+    if realtext:
+        plots.append(_plot_pareto(out / "realtext_recall_vs_latency.png", realtext, "real text"))
     (out / "results.json").write_text(
         json.dumps(
             {
@@ -90,6 +98,8 @@ def write_report(out: Path, run: dict[str, Any], sections: dict[str, Any]) -> Pa
                 "growing": [_raw(m) for m in growing],
                 "needles": [_raw(m) for m in needles],
                 "beir": [_raw(m) for m in beir],
+                "realtext": [_raw(m) for m in realtext],
+                "dialogue": tables["dialogue"],
                 "grouping": grouping,
                 "judges": judges,
                 "claims": tables["claims"],
@@ -125,6 +135,8 @@ def _markdown(
         f"Python {machine['python']} · {machine['platform']} · took {run['duration_s']:.0f} s · "
         f"command `{run['command']}`",
         "",
+        *[f"- {key}: `{value}`" for key, value in run.get("dataset_info", {}).items()],
+        "",
         "## Reading",
         "",
         *_reading(claims, targets),
@@ -137,13 +149,14 @@ def _markdown(
     sections = [
         (
             "scaling",
-            "Scaling: 100 clustered topics at every N, k = 10, recall against exact search",
+            f"Scaling (synthetic): 100 clustered topics at every N, spread {run['plan']['spread']}, k = 10, "
+            "recall against exact search",
             "Latency is single-query wall time measured around `search` after 10 warm-up queries; build time "
             "and memory (RSS growth per document, approximate) are measured separately.",
         ),
         (
             "growing",
-            "Scaling when topics multiply: one cluster per 1,000 vectors",
+            "Scaling when topics multiply (synthetic): one cluster per 1,000 vectors",
             "The same measurement with cluster size held constant, so only the number of groups grows with N.",
         ),
         (
@@ -165,7 +178,26 @@ def _markdown(
             "Conflict judges on labelled faker pairs (contradicting, consistent, unrelated)",
             "A pair is flagged when the judge names it; `missed` and `false_alarms` count pairs by kind.",
         ),
-        ("beir", "BEIR-format dataset", ""),
+        (
+            "beir",
+            "BEIR-format dataset",
+            "Recall@10 divides by the number of relevant documents (BEIR, MTEB); "
+            "capped recall divides by min(10, relevant).",
+        ),
+        (
+            "realtext",
+            "Real text: passages of a corpus, held-out passages as vector queries, recall against exact search",
+            "Real embeddings have no tight clusters. `reference-dense` is the engine queried with the vector "
+            "alone; BM25 ranks by words, so its recall against exact dense neighbours shows how differently it ranks.",
+        ),
+        ("realtext_sweep", "Real text: query-parameter sweep at the largest size", ""),
+        (
+            "dialogue",
+            "Dialogue memory: one memory per conversation, evidence retrieval at k = 10",
+            "recall = share of a question's evidence found; recall_any = hit@10 (some evidence found); recall_all "
+            "= all of it. Session level ranks sessions by their best turn. Questions with no answer in the memory "
+            "(adversarial, abstention) are reported apart; `all questions` includes them as published figures do.",
+        ),
     ]
     for key, title, note in sections:
         if tables[key]:
@@ -190,6 +222,22 @@ def _reading(claims: list[Verdict], targets: list[Verdict]) -> list[str]:
         )
         lines += [f"  - **{v.claim}** for `{v.system}` does not hold: {v.measured}." for v in failed]
     return lines or ["- Nothing to judge: this run measured no claim."]
+
+
+def _dialogue_row(row: DialogueRow) -> dict[str, Any]:
+    scores = row.scores
+    return {
+        "system": row.system,
+        "level": row.granularity,
+        "questions": row.subset,
+        "n": scores.queries,
+        "recall@10": scores.recall,
+        "recall_any@10 (hit)": scores.recall_any,
+        "recall_all@10": scores.recall_all,
+        "mrr": scores.mrr,
+        "ndcg@10": scores.ndcg,
+        "p50_ms": row.latency_p50_ms,
+    }
 
 
 def _verdict_row(verdict: Verdict) -> dict[str, str]:
@@ -268,7 +316,7 @@ def _plot_latency(path: Path, scaling: list[Measurement]) -> Path:
     return _save(figure, axes, path)
 
 
-def _plot_pareto(path: Path, scaling: list[Measurement]) -> Path:
+def _plot_pareto(path: Path, scaling: list[Measurement], data: str) -> Path:
     largest = max(m.n_docs for m in scaling)
     points = [m for m in scaling if m.n_docs == largest]
     figure, axes = plt.subplots(figsize=(7, 4.5))
@@ -283,7 +331,7 @@ def _plot_pareto(path: Path, scaling: list[Measurement]) -> Path:
         xscale="log",
         xlabel="p50 query latency (ms)",
         ylabel="recall@10 vs exact",
-        title=f"Recall vs latency at N = {largest:,}",
+        title=f"Recall vs latency at N = {largest:,} ({data})",
     )
     return _save(figure, axes, path)
 

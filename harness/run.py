@@ -20,10 +20,12 @@ from reference.encoders import Encoder, make_encoder
 
 from . import experiments
 from .claims import Results, evaluate
-from .plan import RunPlan
+from .dialogue import SPEAKER_CAPTIONS, TurnFormat
+from .plan import DIALOGUE_SYSTEMS, RunPlan
 from .report import summary_table, write_report
 
 ROOT = Path(__file__).resolve().parents[1]
+DIALOGUE_KINDS = ("locomo", "longmemeval")
 
 
 def run_benchmark(
@@ -34,17 +36,31 @@ def run_benchmark(
     encoder: str | None,
     systems: tuple[str, ...] | None,
     command: str,
+    corpus: str = "stdlib",
+    turn_format: TurnFormat = SPEAKER_CAPTIONS,
 ) -> tuple[Path, dict[str, Any]]:
-    """Run the plan (or only a BEIR dataset when `dataset` is given); write and return the report."""
+    """Run the plan, or only `dataset` when given (`locomo:FILE`, `longmemeval:FILE`, `beam:DIR`, or a
+    BEIR directory); write and return the report."""
     started = time.time()
     run_id = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
     out = out or ROOT / "reports" / run_id
     if systems:
-        plan = replace(plan, systems=systems, needle_systems=systems)
+        plan = replace(plan, systems=systems, needle_systems=systems, realtext_systems=systems)
     encoders = _encoders((encoder,) if encoder else plan.encoders)
     sections: dict[str, Any] = {}
-    if dataset:
-        name, chosen = next(iter(encoders.items()))
+    name, chosen = next(iter(encoders.items()))
+    dataset_info: dict[str, Any] = {}
+    if dataset and dataset.split(":")[0] in DIALOGUE_KINDS:
+        data, sections["dialogue"] = experiments.dialogue(
+            dataset, systems or DIALOGUE_SYSTEMS, name, chosen, _progress, turn_format=turn_format
+        )
+        dataset_info = {"file": str(data.path), "sha256": data.sha256, "turn_format": asdict(turn_format)}
+    elif dataset and dataset.startswith("beam:"):
+        found, sections["realtext"] = experiments.realtext(
+            plan, dataset, systems or plan.realtext_systems, name, chosen, _progress
+        )
+        dataset_info = {"corpus": found.source, "passages": len(found.passages), "fingerprint": found.fingerprint}
+    elif dataset:
         sections["beir"] = experiments.beir(dataset, plan.systems, name, chosen, _progress)
     else:
         sections["scaling"] = experiments.scaling(plan, plan.systems, _progress)
@@ -53,6 +69,11 @@ def run_benchmark(
         sections["needles"] = experiments.needles(plan, plan.needle_systems, encoders, _progress)
         sections["grouping"] = experiments.grouping(plan, encoders, _progress)
         sections["judges"] = experiments.judges(_progress)
+        text_encoder = encoders.get("minilm", chosen)
+        found, sections["realtext"] = experiments.realtext(
+            plan, corpus, plan.realtext_systems, text_encoder.name, text_encoder, _progress
+        )
+        dataset_info = {"corpus": found.source, "passages": len(found.passages), "fingerprint": found.fingerprint}
         sections["claims"], sections["targets"] = evaluate(
             Results(sections["scaling"], sections["needles"], sections["grouping"], sections["growing"])
         )
@@ -67,6 +88,7 @@ def run_benchmark(
         "plan": asdict(plan),
         "encoders": {name: e.name for name, e in encoders.items()},
         "dataset": dataset,
+        "dataset_info": dataset_info,
     }
     report = write_report(out, run, sections)
     print(summary_table(sections) if "claims" in sections else "")

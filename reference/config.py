@@ -60,7 +60,7 @@ class MemoryConfig:
     split_factor: float = 2.0
     fragment_divisor: float = 4.0
     probing: Probing = "budget"
-    probe_per_k: int = 100
+    probe_per_k: int = 60
     probe_per_sqrt_n: float = 16.0
     probe_margin: float = 0.2
     group_top_k: int = 3

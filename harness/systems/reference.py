@@ -5,7 +5,8 @@ Options: `persist=True` keeps the memory in the context's work directory (embedd
 reopening with the same context finds the same cells). Either declares the "persist" capability.
 Document metadata may carry "timestamp" (epoch seconds) and "importance" for memory-mode scoring.
 `preset="prototype"` measures the seed design (`MemoryConfig.prototype()`); other options are
-`MemoryConfig` fields. `text_queries=False` searches with the query vector alone (the dense-only path: no query text).
+`MemoryConfig` fields. `sleep_after_add=True` runs one sleep pass after every add (its time counts as
+build time). `text_queries=False` searches with the query vector alone (the dense-only path: no query text).
 """
 
 from __future__ import annotations
@@ -48,6 +49,7 @@ class ReferenceSystem:
         persist: bool = False,
         server: str | None = None,
         text_queries: bool = True,
+        sleep_after_add: bool = False,
         preset: str = "default",
         **config: Any,
     ) -> None:
@@ -55,6 +57,7 @@ class ReferenceSystem:
             raise ValueError("the reference adapter needs vectors")
         self.name = name
         self.text_queries = text_queries
+        self.sleep_after_add = sleep_after_add
         self.capabilities = BASE_CAPABILITIES | ({"persist"} if persist or server else set())
         encoder = _GivenVectorsOnly(context.dim)
         make_config = {"default": MemoryConfig, "prototype": MemoryConfig.prototype}[preset]
@@ -80,6 +83,8 @@ class ReferenceSystem:
                 float(d.metadata.get("importance", self.memory.config.importance_of("episodic"))) for d in docs
             ],
         )
+        if self.sleep_after_add:
+            self.memory.consolidate()
 
     def search(self, query: Query, *, k: int, mode: str = "similarity") -> list[SearchHit]:
         if self.text_queries:

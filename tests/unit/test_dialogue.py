@@ -1,0 +1,124 @@
+"""Dialogue-memory loaders on small fixtures written here in each format, and their typed errors."""
+
+import json
+
+import pytest
+
+from harness.beir import DatasetFormatError
+from harness.dialogue import TurnFormat, load_dialogue
+
+LOCOMO_SAMPLE = {
+    "sample_id": "conv-x",
+    "conversation": {
+        "speaker_a": "Ana",
+        "speaker_b": "Ben",
+        "session_1_date_time": "1:56 pm on 8 May, 2023",
+        "session_1": [
+            {"speaker": "Ana", "dia_id": "D1:1", "text": "I adopted a cat named Miso."},
+            {"speaker": "Ben", "dia_id": "D1:2", "text": "Lovely!", "blip_caption": "a grey cat on a sofa"},
+        ],
+        "session_2_date_time": "10:00 am on 9 June, 2023",
+        "session_2": [{"speaker": "Ana", "dia_id": "D2:1", "text": "Miso learned to open doors."}],
+    },
+    "qa": [
+        {"question": "What is Ana's cat called?", "answer": "Miso", "evidence": ["D1:1"], "category": 4},
+        {"question": "What did the cat learn?", "answer": "doors", "evidence": ["D2:1; D1:1"], "category": 1},
+        {"question": "What is Ben's dog called?", "evidence": ["D1:2"], "category": 5, "adversarial_answer": "Rex"},
+        {"question": "Unscorable", "answer": "x", "evidence": [], "category": 2},
+    ],
+}
+
+LONGMEMEVAL = [
+    {
+        "question_id": "q1",
+        "question_type": "single-session-user",
+        "question": "Where did I travel?",
+        "answer": "Lisbon",
+        "haystack_session_ids": ["s1", "s2"],
+        "haystack_dates": ["2023/05/20 (Sat) 02:21", "2023/05/21 (Sun) 10:00"],
+        "haystack_sessions": [
+            [
+                {"role": "user", "content": "I flew to Lisbon.", "has_answer": True},
+                {"role": "assistant", "content": "Nice"},
+            ],
+            [{"role": "user", "content": "Recipe ideas?"}],
+        ],
+        "answer_session_ids": ["s1"],
+    },
+    {
+        "question_id": "q2_abs",
+        "question_type": "single-session-user",
+        "question": "Where did I ski?",
+        "answer": "not mentioned",
+        "haystack_session_ids": ["s3"],
+        "haystack_sessions": [[{"role": "user", "content": "I like tea."}]],
+        "answer_session_ids": [],
+    },
+]
+
+
+@pytest.fixture
+def locomo_file(tmp_path):
+    path = tmp_path / "locomo.json"
+    path.write_text(json.dumps([LOCOMO_SAMPLE]))
+    return path
+
+
+def test_locomo_turns_questions_evidence_and_categories(locomo_file):
+    data = load_dialogue(f"locomo:{locomo_file}")
+    [conversation] = data.conversations
+    assert [d.id for d in conversation.docs] == ["D1:1", "D1:2", "D2:1"]
+    assert conversation.docs[1].text == "Ben: Lovely! [shares a photo: a grey cat on a sofa]"
+    assert len(conversation.queries) == 3  # the question without evidence cannot be scored
+    assert conversation.relevant()[1] == ["D2:1", "D1:1"]  # "D2:1; D1:1" is two evidence turns
+    assert set(conversation.info["category"].values()) == {"single-hop", "multi-hop", "adversarial"}
+    assert conversation.info["session_of"] == {"D1:1": "S1", "D1:2": "S1", "D2:1": "S2"}
+    assert len(data.sha256) == 64
+
+
+def test_turn_format_is_an_explicit_option(locomo_file):
+    fmt = TurnFormat.parse("date,speaker")
+    [conversation] = load_dialogue(f"locomo:{locomo_file}", fmt).conversations
+    assert conversation.docs[1].text == "[1:56 pm on 8 May, 2023] Ben: Lovely!"
+    assert load_dialogue(f"locomo:{locomo_file}", TurnFormat.parse("plain")).conversations[0].docs[0].text == (
+        "I adopted a cat named Miso."
+    )
+    with pytest.raises(ValueError, match="unknown turn format"):
+        TurnFormat.parse("speaker,emoji")
+
+
+def test_longmemeval_haystacks_with_marked_evidence_and_abstention(tmp_path):
+    path = tmp_path / "longmemeval_s.json"
+    path.write_text(json.dumps(LONGMEMEVAL))
+    first, abstention = load_dialogue(f"longmemeval:{path}").conversations
+    assert first.relevant() == [["s1#0"]] and first.docs[0].text == "user: I flew to Lisbon."
+    assert abstention.info["category"] == {"q2_abs": "single-session-user-abstention"}
+    assert abstention.relevant() == [[]]
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        ("{not json", "not JSON"),
+        (json.dumps([{"qa": [], "session_1": [{"speaker": "A", "text": "hi"}]}]), r"sample 0 session_1 turn 0"),
+        (json.dumps([{"conversation": {}}]), "sample 0: a LoCoMo sample"),
+        (json.dumps([{"qa": [{"evidence": []}], "session_1": []}]), "qa 0"),
+    ],
+)
+def test_a_malformed_locomo_file_names_the_file_and_the_record(tmp_path, content, message):
+    path = tmp_path / "bad.json"
+    path.write_text(content)
+    with pytest.raises(DatasetFormatError, match=message) as error:
+        load_dialogue(f"locomo:{path}")
+    assert str(path) in str(error.value)
+
+
+def test_missing_files_and_unknown_kinds_are_typed_errors(tmp_path):
+    with pytest.raises(DatasetFormatError, match="no such file"):
+        load_dialogue(f"locomo:{tmp_path / 'missing.json'}")
+    with pytest.raises(DatasetFormatError, match="locomo:FILE or longmemeval:FILE"):
+        load_dialogue("beir:somewhere")
+    path = tmp_path / "lme.json"
+    path.write_text(json.dumps([{"question_id": "q"}]))
+    with pytest.raises(DatasetFormatError, match="question 0"):
+        load_dialogue(f"longmemeval:{path}")
