@@ -5,7 +5,9 @@ from __future__ import annotations
 import csv
 import json
 from collections import defaultdict
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 from .evalset import EvalSet
 from .protocol import Document, Query
@@ -23,8 +25,11 @@ def load_beir(directory: str | Path, *, split: str = "test") -> EvalSet:
         if not path.is_file():
             raise DatasetFormatError(f"{path} is missing; a BEIR directory holds corpus.jsonl, queries.jsonl, qrels/")
     docs = [
-        Document(str(row["_id"]), " ".join(p for p in (row.get("title", ""), row["text"]) if p).strip())
-        for row in _jsonl(corpus)
+        Document(
+            str(_field(row, "_id", where)),
+            " ".join(p for p in (row.get("title", ""), _field(row, "text", where)) if p).strip(),
+        )
+        for row, where in _jsonl(corpus)
     ]
     qrels: dict[str, dict[str, float]] = defaultdict(dict)
     with qrels_path.open(newline="") as handle:
@@ -36,7 +41,11 @@ def load_beir(directory: str | Path, *, split: str = "test") -> EvalSet:
             if len(line) < 3:
                 raise DatasetFormatError(f"{qrels_path}: expected query-id, corpus-id, score; got {line}")
             qrels[line[0]][line[1]] = float(line[2])
-    judged = [Query(str(row["_id"]), row["text"]) for row in _jsonl(queries) if str(row["_id"]) in qrels]
+    judged = [
+        Query(str(_field(row, "_id", where)), str(_field(row, "text", where)))
+        for row, where in _jsonl(queries)
+        if str(_field(row, "_id", where)) in qrels
+    ]
     if not docs or not judged:
         raise DatasetFormatError(f"{root}: no documents or no judged queries")
     return EvalSet(root.name, docs, judged, dict(qrels))
@@ -61,11 +70,24 @@ def save_beir(evalset: EvalSet, directory: str | Path, *, split: str = "test") -
     return root
 
 
-def _jsonl(path: Path):
+def _jsonl(path: Path) -> Iterator[tuple[dict[str, Any], str]]:
+    """Each JSON object of a JSON-lines file with `file:line` for error messages."""
     with path.open() as handle:
         for number, line in enumerate(handle, 1):
             if line.strip():
                 try:
-                    yield json.loads(line)
+                    row = json.loads(line)
                 except json.JSONDecodeError as error:
                     raise DatasetFormatError(f"{path}:{number}: {error}") from None
+                if not isinstance(row, dict):
+                    raise DatasetFormatError(f"{path}:{number}: expected a JSON object")
+                yield row, f"{path}:{number}"
+
+
+def _field(row: dict[str, Any], key: str, where: str) -> Any:
+    try:
+        return row[key]
+    except KeyError:
+        raise DatasetFormatError(
+            f'{where}: no {key!r} field (BEIR lines are {{"_id": …, "text": …}}); found {sorted(row)}'
+        ) from None

@@ -97,11 +97,18 @@ class ChatSession:
     def sleep(self, args: str) -> None:
         action, _, value = args.partition(" ")
         if action == "start":
-            self.memory.start_sleep(float(value or 60))
-            self.write(f"sleeping in the background every {float(value or 60):g} s")
+            try:
+                interval = float(value or 60)
+            except ValueError:
+                self.write(f"usage: /sleep [start SECONDS | stop] (SECONDS is a number, not {value!r})")
+                return
+            self.memory.start_sleep(interval)
+            self.write(f"sleeping in the background every {interval:g} s")
         elif action == "stop":
             self.memory.stop_sleep()
             self.write("background sleep stopped")
+        elif action:
+            self.write("usage: /sleep [start SECONDS | stop]")
         else:
             report = self.memory.consolidate()
             self.write(

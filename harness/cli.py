@@ -11,14 +11,19 @@ from pathlib import Path
 from reference.encoders import ENCODER_NAMES
 from reference.errors import MagneticError
 
+from .beir import DatasetFormatError
+from .dialogue import TurnFormat
+from .registry import SystemSpecError, resolve
+
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="magbench", description=__doc__)
     parser.add_argument("-v", "--verbose", action="store_true", help="log what the engine decides")
+    parser.add_argument("--debug", action="store_true", help="show the traceback of an error")
     commands = parser.add_subparsers(dest="command", required=True)
 
     run = commands.add_parser("run", help="run the benchmark and write a report under reports/")
-    run.add_argument("--quick", action="store_true", help="small sizes and fewer seeds (about 3 minutes)")
+    run.add_argument("--quick", action="store_true", help="small sizes and fewer seeds (under a minute)")
     run.add_argument(
         "--dataset",
         help="evaluate only this: locomo:FILE, longmemeval:FILE (a dialogue memory per conversation), beam:DIR "
@@ -70,31 +75,60 @@ def build_parser() -> argparse.ArgumentParser:
 
     demo = commands.add_parser("demo", help="ingest a generated haystack with needles and search it")
     demo.add_argument("--encoder", choices=ENCODER_NAMES, default="auto")
-    demo.add_argument("--size", type=int, default=2000, help="documents in the haystack")
+    demo.add_argument("--size", type=positive_int, default=2000, help="documents in the haystack")
     demo.add_argument("--path", help="persist the memory in this directory (embedded Chroma)")
     demo.add_argument("--chroma-server", metavar="HOST:PORT", help="keep the memory in a Chroma server instead")
     demo.add_argument("--seed", type=int, default=0)
     return parser
 
 
+def positive_int(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+USER_ERRORS = (MagneticError, DatasetFormatError, SystemSpecError, FileNotFoundError, IsADirectoryError)
+"""Mistakes a user can fix: one line, exit status 2, no traceback (unless --debug)."""
+
+
 def main(argv: list[str] | None = None) -> int:
-    """Run a command; the engine's typed errors end it with their message and exit status 2."""
+    """Run a command; a user's mistake ends it with one line naming what to fix and exit status 2."""
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
         return _run(args, argv)
-    except MagneticError as error:
+    except USER_ERRORS as error:
+        if args.debug:
+            raise
         parser.exit(2, f"magbench {args.command}: error: {error}\n")
+
+
+def _check_run_inputs(args: argparse.Namespace, systems: tuple[str, ...] | None) -> None:
+    """Everything a run needs from the user, checked before any work starts."""
+    for spec in systems or ():
+        resolve(spec)
+    if args.dataset:
+        kind, _, location = args.dataset.partition(":")
+        path = Path(location if kind in ("locomo", "longmemeval", "beam") and location else args.dataset)
+        if not path.exists():
+            raise FileNotFoundError(f"--dataset {args.dataset}: {path} does not exist")
+    if args.corpus != "stdlib":
+        location = args.corpus.removeprefix("beam:")
+        if not Path(location).exists():
+            raise FileNotFoundError(f"--corpus {args.corpus}: {location} does not exist")
 
 
 def _run(args: argparse.Namespace, argv: list[str] | None) -> int:
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, format="%(message)s")
     if args.command == "run":
-        from .dialogue import TurnFormat
         from .plan import RunPlan
         from .run import run_benchmark
 
         systems = tuple(s.strip() for s in args.systems.split(",") if s.strip()) if args.systems else None
+        _check_run_inputs(args, systems)
+        turn_format = _turn_format(args.turn_format)
         plan = RunPlan.quick() if args.quick else RunPlan()
         run_benchmark(
             replace(plan, spread=args.spread),
@@ -104,7 +138,7 @@ def _run(args: argparse.Namespace, argv: list[str] | None) -> int:
             systems=systems,
             command=" ".join(["magbench", *(argv or sys.argv[1:])]),
             corpus=args.corpus,
-            turn_format=TurnFormat.parse(args.turn_format),
+            turn_format=turn_format,
         )
         return 0
     if args.command == "compare":
@@ -121,7 +155,13 @@ def _run(args: argparse.Namespace, argv: list[str] | None) -> int:
         print(f"\n{len(regressions)} regression(s) beyond tolerance")
         return 1 if regressions else 0
     if args.command == "conformance":
-        import pytest
+        try:
+            import pytest
+        except ImportError:
+            raise SystemSpecError(
+                "the conformance suite needs pytest: pip install 'magnetic-bench[test]' (tox -e bench has it)"
+            ) from None
+        resolve(args.system)  # a wrong name or an unimportable adapter ends here, before any test or report
 
         options = [f"--memory-system-option={option}" for option in args.option]
         return int(
@@ -154,6 +194,13 @@ def _run(args: argparse.Namespace, argv: list[str] | None) -> int:
     return run_demo(
         encoder_name=args.encoder, size=args.size, path=args.path, server=args.chroma_server, seed=args.seed
     )
+
+
+def _turn_format(spec: str) -> TurnFormat:
+    try:
+        return TurnFormat.parse(spec)
+    except ValueError as error:
+        raise DatasetFormatError(f"--turn-format {spec}: {error}") from None
 
 
 if __name__ == "__main__":

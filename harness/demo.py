@@ -18,9 +18,16 @@ def run_demo(*, encoder_name: str, size: int, path: str | None, server: str | No
     data = needle_set(size, 5, seed=seed)
     print(f"encoder: {encoder.name} ({encoder.dim}-d); haystack: {size} documents with 5 needles")
     with CellularMemory(path=path, encoder=encoder, client=server_client(server) if server else None) as memory:
+        ids = [f"demo-s{seed}-{i}" for i in range(len(data.texts))]  # a rerun on a stored haystack adds nothing
+        missing = [i for i, cell in enumerate(ids) if cell not in memory]
         started = time.perf_counter()
-        ids = memory.add(data.texts)
-        print(f"ingested {len(ids)} cells in {time.perf_counter() - started:.2f} s")
+        if missing:
+            memory.add([data.texts[i] for i in missing], ids=[ids[i] for i in missing])
+        print(
+            f"ingested {len(missing)} cells in {time.perf_counter() - started:.2f} s"
+            + (f"; {len(ids) - len(missing)} were already stored" if len(missing) < len(ids) else "")
+            + f"; the memory holds {len(memory)} cells"
+        )
         rows = []
         for needle in data.needles:
             started = time.perf_counter()

@@ -8,16 +8,15 @@ from __future__ import annotations
 
 import hashlib
 import os
-import sys
 from pathlib import Path
 
 import numpy as np
-from tqdm import tqdm
 
 from reference.encoders import Encoder
 
 from .corpus import Corpus
 from .evalset import EvalSet
+from .progress import progress
 
 CACHE = Path(__file__).resolve().parents[1] / "datasets" / "cache"
 
@@ -51,13 +50,8 @@ def encode_corpus(corpus: Corpus, encoder: Encoder, *, cache: Path | None = CACH
     if path is not None and path.is_file():
         return np.load(path)
     parts = []
-    for start in tqdm(
-        range(0, len(corpus.passages), chunk),
-        desc=f"encoding {corpus.name} ({encoder.name})",
-        unit="chunk",
-        file=sys.stderr,
-        disable=None,
-    ):
+    chunks = range(0, len(corpus.passages), chunk)
+    for start in progress(chunks, f"encoding {corpus.name} ({encoder.name}, {chunk} passages per step)"):
         parts.append(encoder.encode(corpus.passages[start : start + chunk]))
     vectors = np.concatenate(parts).astype(np.float32)
     if path is not None:

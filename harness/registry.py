@@ -7,6 +7,7 @@ A factory is called as `factory(context, **options)` and returns an object that 
 from __future__ import annotations
 
 import importlib
+import inspect
 from collections.abc import Callable
 from functools import partial
 from typing import Any
@@ -65,14 +66,37 @@ SYSTEMS: dict[str, Factory] = {
 }
 
 
+class SystemSpecError(ValueError):
+    """A system name or `module:factory` that cannot be used; the message says what to do."""
+
+
 def resolve(spec: str) -> Factory:
-    """A registered name, or `package.module:factory` for an external system."""
+    """A registered name, or `package.module:factory` for an external system (checked, not yet called)."""
     if spec in SYSTEMS:
         return SYSTEMS[spec]
     if ":" not in spec:
-        raise KeyError(f"unknown system {spec!r}; registered: {', '.join(SYSTEMS)}; or give module:factory")
-    module, _, attribute = spec.partition(":")
-    return partial(_external, getattr(importlib.import_module(module), attribute))
+        raise SystemSpecError(f"unknown system {spec!r}; registered: {', '.join(SYSTEMS)}; or give module:factory")
+    module_name, _, attribute = spec.partition(":")
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as error:
+        raise SystemSpecError(
+            f"cannot import {module_name!r} ({error}); an adapter module must be importable: put its folder on "
+            "PYTHONPATH (tox passes it on) or install it as a package"
+        ) from None
+    factory = getattr(module, attribute, None)
+    if not callable(factory):
+        raise SystemSpecError(f"{module_name} has no factory {attribute!r}")
+    try:
+        inspect.signature(factory).bind(None)
+    except TypeError:
+        raise SystemSpecError(
+            f"{spec}: a factory is called as factory(context, **options); this one is {attribute}"
+            f"{inspect.signature(factory)}: add the context parameter (a harness.protocol.SystemContext)"
+        ) from None
+    except ValueError:  # a builtin without a signature: let the call decide
+        pass
+    return partial(_external, factory)
 
 
 def _external(factory: Factory, context: SystemContext, **options: Any) -> MemorySystem:

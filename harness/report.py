@@ -16,7 +16,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 from tabulate import tabulate
 
-from .claims import REFUTED, SUPPORTED, Verdict
+from .claims import MEANING, REFUTED, SUPPORTED, Verdict
 from .experiments import DialogueRow
 from .runner import Measurement
 
@@ -143,16 +143,37 @@ def _markdown(
         "",
     ]
     if claims:
-        lines += ["## Published claims", "", _table([_verdict_row(v) for v in claims]), ""]
+        lines += [
+            "## Published claims",
+            "",
+            "Claims that the public cellular-memory prototype makes, checked against this run. A claim can hold for "
+            "one system and not another; for `flat-linear` a NOT SUPPORTED verdict on the engine is the hoped-for "
+            "result (its latency does not grow linearly).",
+            "",
+            *_claim_list(claims),
+            "",
+            _table([_verdict_row(v) for v in claims]),
+            "",
+        ]
     if targets:
-        lines += ["## Targets (issue #3)", "", _table([_verdict_row(v) for v in targets]), ""]
+        lines += [
+            "## Targets for the reference engine",
+            "",
+            "What MagneticBench expects of its own engine, checked against this run.",
+            "",
+            *_claim_list(targets),
+            "",
+            _table([_verdict_row(v) for v in targets]),
+            "",
+        ]
+        lines += [f"- **{verdict}**: {meaning}" for verdict, meaning in MEANING.items()] + [""]
     sections = [
         (
             "scaling",
             f"Scaling (synthetic): 100 clustered topics at every N, spread {run['plan']['spread']}, k = 10, "
             "recall against exact search",
             "Latency is single-query wall time measured around `search` after 10 warm-up queries; build time "
-            "and memory (RSS growth per document, approximate) are measured separately.",
+            "and memory (RSS growth per document, approximate; nan when RSS shrank) are measured separately.",
         ),
         (
             "growing",
@@ -240,6 +261,14 @@ def _dialogue_row(row: DialogueRow) -> dict[str, Any]:
     }
 
 
+def _claim_list(verdicts: list[Verdict]) -> list[str]:
+    """Each claim once: its id, what it states, where it comes from, its bar and conditions."""
+    seen = {v.claim: v for v in verdicts}
+    return [
+        f'- `{v.claim}`: "{v.statement}" ({v.source}); bar: {v.bar}; measured on: {v.condition}' for v in seen.values()
+    ]
+
+
 def _verdict_row(verdict: Verdict) -> dict[str, str]:
     return {
         "claim": verdict.claim,
@@ -302,10 +331,10 @@ def _json_default(value: Any) -> Any:
 
 
 def _plot_latency(path: Path, scaling: list[Measurement]) -> Path:
-    figure, axes = plt.subplots(figsize=(7, 4.5))
-    for system in sorted({m.system for m in scaling}):
+    figure, axes = plt.subplots(figsize=(8.5, 4.5))
+    for system in sorted({m.system for m in scaling}, key=_reference_last):
         rows = sorted((m for m in scaling if m.system == system and not m.params), key=lambda m: m.n_docs)
-        axes.plot([m.n_docs for m in rows], [m.latency.p50_ms for m in rows], marker="o", label=system)
+        axes.plot([m.n_docs for m in rows], [m.latency.p50_ms for m in rows], label=system, **_style(system))
     axes.set(
         xscale="log",
         yscale="log",
@@ -319,10 +348,10 @@ def _plot_latency(path: Path, scaling: list[Measurement]) -> Path:
 def _plot_pareto(path: Path, scaling: list[Measurement], data: str) -> Path:
     largest = max(m.n_docs for m in scaling)
     points = [m for m in scaling if m.n_docs == largest]
-    figure, axes = plt.subplots(figsize=(7, 4.5))
-    for system in sorted({m.system for m in points}):
+    figure, axes = plt.subplots(figsize=(8.5, 4.5))
+    for system in sorted({m.system for m in points}, key=_reference_last):
         mine = sorted((m for m in points if m.system == system), key=lambda m: m.latency.p50_ms)
-        axes.plot([m.latency.p50_ms for m in mine], [m.recall_at_10 for m in mine], marker="o", alpha=0.8, label=system)
+        axes.plot([m.latency.p50_ms for m in mine], [m.recall_at_10 for m in mine], label=system, **_style(system))
     front = _pareto(points)
     axes.plot(
         [m.latency.p50_ms for m in front], [m.recall_at_10 for m in front], "k--", linewidth=1, label="Pareto front"
@@ -336,9 +365,21 @@ def _plot_pareto(path: Path, scaling: list[Measurement], data: str) -> Path:
     return _save(figure, axes, path)
 
 
+def _reference_last(system: str) -> tuple[bool, str]:
+    """Draw the engine's lines last, so no other line hides them."""
+    return system.startswith("reference"), system
+
+
+def _style(system: str) -> dict[str, Any]:
+    """The engine's systems stand out: thick lines, large markers; peers thin and a little transparent."""
+    if system.startswith("reference"):
+        return {"marker": "D", "markersize": 7, "linewidth": 2.5, "zorder": 3}
+    return {"marker": "o", "markersize": 4, "linewidth": 1.2, "alpha": 0.75}
+
+
 def _save(figure: Any, axes: Any, path: Path) -> Path:
     axes.grid(True, which="both", alpha=0.3)
-    axes.legend(fontsize=8)
+    axes.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0)
     figure.tight_layout()
     figure.savefig(path, dpi=120)
     plt.close(figure)

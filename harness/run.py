@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import platform
 import subprocess
-import sys
 import time
 from collections.abc import Iterable
 from dataclasses import asdict, replace
@@ -14,14 +13,13 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from tqdm import tqdm
-
 from reference.encoders import Encoder, make_encoder
 
 from . import experiments
 from .claims import Results, evaluate
 from .dialogue import SPEAKER_CAPTIONS, TurnFormat
 from .plan import DIALOGUE_SYSTEMS, RunPlan
+from .progress import progress
 from .report import summary_table, write_report
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -52,26 +50,26 @@ def run_benchmark(
     dataset_info: dict[str, Any] = {}
     if dataset and dataset.split(":")[0] in DIALOGUE_KINDS:
         data, sections["dialogue"] = experiments.dialogue(
-            dataset, systems or DIALOGUE_SYSTEMS, name, chosen, _progress, turn_format=turn_format
+            dataset, systems or DIALOGUE_SYSTEMS, name, chosen, progress, turn_format=turn_format
         )
         dataset_info = {"file": str(data.path), "sha256": data.sha256, "turn_format": asdict(turn_format)}
     elif dataset and dataset.startswith("beam:"):
         found, sections["realtext"] = experiments.realtext(
-            plan, dataset, systems or plan.realtext_systems, name, chosen, _progress
+            plan, dataset, systems or plan.realtext_systems, name, chosen, progress
         )
         dataset_info = {"corpus": found.source, "passages": len(found.passages), "fingerprint": found.fingerprint}
     elif dataset:
-        sections["beir"] = experiments.beir(dataset, plan.systems, name, chosen, _progress)
+        sections["beir"] = experiments.beir(dataset, plan.systems, name, chosen, progress)
     else:
-        sections["scaling"] = experiments.scaling(plan, plan.systems, _progress)
+        sections["scaling"] = experiments.scaling(plan, plan.systems, progress)
         growing_systems = tuple(s for s in plan.growing_systems if s in plan.systems)
-        sections["growing"] = experiments.scaling(plan, growing_systems, _progress, regime="growing")
-        sections["needles"] = experiments.needles(plan, plan.needle_systems, encoders, _progress)
-        sections["grouping"] = experiments.grouping(plan, encoders, _progress)
-        sections["judges"] = experiments.judges(_progress)
+        sections["growing"] = experiments.scaling(plan, growing_systems, progress, regime="growing")
+        sections["needles"] = experiments.needles(plan, plan.needle_systems, encoders, progress)
+        sections["grouping"] = experiments.grouping(plan, encoders, progress)
+        sections["judges"] = experiments.judges(progress)
         text_encoder = encoders.get("minilm", chosen)
         found, sections["realtext"] = experiments.realtext(
-            plan, corpus, plan.realtext_systems, text_encoder.name, text_encoder, _progress
+            plan, corpus, plan.realtext_systems, text_encoder.name, text_encoder, progress
         )
         dataset_info = {"corpus": found.source, "passages": len(found.passages), "fingerprint": found.fingerprint}
         sections["claims"], sections["targets"] = evaluate(
@@ -98,11 +96,6 @@ def run_benchmark(
 
 def _encoders(names: Iterable[str]) -> dict[str, Encoder]:
     return {name: make_encoder(name) for name in names}
-
-
-def _progress(items: Iterable[Any], label: str) -> Iterable[Any]:
-    items = list(items)
-    return tqdm(items, desc=label, unit="step", leave=False, file=sys.stderr, disable=None)
 
 
 def _git(*args: str) -> str:

@@ -90,7 +90,8 @@ def measure(
             started = time.perf_counter()
             system.add(evalset.docs)
             build_s = time.perf_counter() - started
-            rss_per_doc = (_rss_bytes() - rss_before) / len(evalset.docs)
+            grown = _rss_bytes() - rss_before  # the allocator may hand memory back: a drop is no reading
+            rss_per_doc = grown / len(evalset.docs) if grown >= 0 else float("nan")
             measurements = []
             for params in [{}, *(_settings(system) if sweep else [])]:
                 if params:

@@ -24,8 +24,8 @@ from typing import Any
 
 from .cells import CellBatch
 from .chroma import persistent_client
-from .errors import BackendUnavailableError, VectorSegmentUnreadableError
-from .store import ChromaCellStore
+from .errors import BackendUnavailableError, InvalidInputError, VectorSegmentUnreadableError
+from .store import ChromaCellStore, StoreIdentity
 
 log = logging.getLogger(__name__)
 OPEN_MARKER = "magbench-open.pid"
@@ -45,13 +45,15 @@ class EmbeddedStore:
         (self.path / OPEN_MARKER).unlink(missing_ok=True)
 
 
-def open_embedded(path: str, namespace: str, dim: int) -> tuple[EmbeddedStore, CellBatch | None]:
+def open_embedded(path: str, namespace: str, identity: StoreIdentity) -> tuple[EmbeddedStore, CellBatch | None]:
     """Open the embedded store at `path` (rebuilding its vector segment if needed) and read its cells."""
     root = Path(path)
+    if root.exists() and not root.is_dir():
+        raise InvalidInputError(f"{root} is a file, not a folder: give a folder path for the embedded store")
     root.mkdir(parents=True, exist_ok=True)
     _claim(root)
     try:
-        client, store, cells = _open_repairing(root, namespace, dim)
+        client, store, cells = _open_repairing(root, namespace, identity)
     except BaseException:
         (root / OPEN_MARKER).unlink(missing_ok=True)
         raise
@@ -93,10 +95,12 @@ def _alive(pid: int) -> bool:
     return True
 
 
-def _open_repairing(root: Path, namespace: str, dim: int) -> tuple[Any, ChromaCellStore, CellBatch | None]:
+def _open_repairing(
+    root: Path, namespace: str, identity: StoreIdentity
+) -> tuple[Any, ChromaCellStore, CellBatch | None]:
     pending = root / REPAIR_PENDING
     if not pending.exists():
-        client, store = _open(root, namespace, dim)
+        client, store = _open(root, namespace, identity)
         try:
             return client, store, store.load()
         except VectorSegmentUnreadableError as error:
@@ -108,7 +112,7 @@ def _open_repairing(root: Path, namespace: str, dim: int) -> tuple[Any, ChromaCe
             raise
     started = time.perf_counter()
     moved = set_aside_vector_segment(root, f"{namespace}_cells")
-    client, store = _open(root, namespace, dim)
+    client, store = _open(root, namespace, identity)
     try:
         cells = store.load()
         store.rewrite_vectors(cells)
@@ -158,10 +162,10 @@ def _vector_segment(root: Path, collection: str) -> str | None:
     return None if row is None else str(row[0])
 
 
-def _open(root: Path, namespace: str, dim: int) -> tuple[Any, ChromaCellStore]:
+def _open(root: Path, namespace: str, identity: StoreIdentity) -> tuple[Any, ChromaCellStore]:
     client = persistent_client(str(root))
     try:
-        return client, ChromaCellStore(client, namespace, dim)
+        return client, ChromaCellStore(client, namespace, identity)
     except BaseException:
         client.close()
         raise

@@ -13,6 +13,10 @@ class DimensionMismatchError(InvalidInputError):
     """A vector (or a store) whose dimension differs from the memory's."""
 
 
+class EncoderMismatchError(InvalidInputError):
+    """A store whose vectors another encoder made (same dimension, different meaning)."""
+
+
 class NotFoundError(MagneticError, KeyError):
     """An id that the memory does not hold."""
 

@@ -32,7 +32,7 @@ from .locks import ReadWriteLock
 from .scoring import Clock, memory_scores, system_clock
 from .search import SearchCounters, ThreeStageSearch
 from .stats import MemoryStats, memory_stats
-from .store import CellStore, ChromaCellStore, NullStore
+from .store import CellStore, ChromaCellStore, NullStore, StoreIdentity
 from .validation import check_ids, check_k, check_same_length, check_text, check_texts, unit_rows, unit_vector
 
 Mode = Literal["similarity", "memory"]
@@ -65,6 +65,8 @@ class CellularMemory:
 
     `path=None` and no `client`: in memory, nothing persisted. `path="dir"`: embedded Chroma.
     `client=...`: any chromadb client (e.g. `chromadb.HttpClient` for a Chroma server).
+    A store remembers which encoder made its vectors and refuses another one (`EncoderMismatchError`);
+    `check_encoder=False` opens it anyway.
     """
 
     def __init__(
@@ -76,6 +78,7 @@ class CellularMemory:
         *,
         clock: Clock = system_clock,
         judge: ConflictJudge | None = None,
+        check_encoder: bool = True,
     ) -> None:
         if path is not None and client is not None:
             raise InvalidInputError("pass either path (embedded Chroma) or client, not both")
@@ -110,11 +113,12 @@ class CellularMemory:
         self._closed = False
         self._embedded: EmbeddedStore | None = None
         self._store: CellStore = NullStore()
+        identity = StoreIdentity(self.dim, self.encoder.name if check_encoder else None)
         if path is not None:
-            self._embedded, cells = open_embedded(path, config.namespace, self.dim)
+            self._embedded, cells = open_embedded(path, config.namespace, identity)
             self._store = self._embedded.store
         elif client is not None:
-            self._store = ChromaCellStore(client, config.namespace, self.dim)
+            self._store = ChromaCellStore(client, config.namespace, identity)
             cells = self._store.load()
         else:
             cells = None

@@ -13,15 +13,27 @@ import base64
 import json
 import logging
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 import numpy as np
 
 from .cells import CellBatch, CellRecord
 from .chroma import backend_errors, guarded
-from .errors import BackendUnavailableError, DimensionMismatchError, VectorSegmentUnreadableError
+from .errors import BackendUnavailableError, DimensionMismatchError, EncoderMismatchError, VectorSegmentUnreadableError
 
 log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class StoreIdentity:
+    """What the vectors of a store are: their dimension and the encoder that made them.
+
+    `encoder=None` skips the encoder check (an explicit override, e.g. after re-encoding elsewhere).
+    """
+
+    dim: int
+    encoder: str | None
 
 
 class CellStore(Protocol):
@@ -56,22 +68,30 @@ class ChromaCellStore:
 
     persistent = True
 
-    def __init__(self, client: Any, namespace: str, dim: int) -> None:
+    def __init__(self, client: Any, namespace: str, identity: StoreIdentity) -> None:
         self._client = client
         self.name = f"{namespace}_cells"
+        dim, encoder = identity.dim, identity.encoder
         self._collection = guarded(
             f"opening collection {self.name}",
             client.get_or_create_collection,
             self.name,
             embedding_function=None,
             configuration={"hnsw": {"space": "cosine"}},
-            metadata={"dim": dim},
+            metadata={"dim": dim, "encoder": encoder or "unknown", "normalised": True},
         )
-        stored_dim = (self._collection.metadata or {}).get("dim", dim)
-        if stored_dim != dim:
+        stored = self._collection.metadata or {}
+        if stored.get("dim", dim) != dim:
             raise DimensionMismatchError(
-                f"collection {self.name} holds {stored_dim}-d vectors but the encoder makes {dim}-d ones; "
+                f"collection {self.name} holds {stored['dim']}-d vectors but the encoder makes {dim}-d ones; "
                 "open it with the encoder it was built with, or use another path or namespace"
+            )
+        made_by = stored.get("encoder", "unknown")
+        if encoder is not None and made_by not in ("unknown", encoder):
+            raise EncoderMismatchError(
+                f"collection {self.name} holds vectors made by encoder {made_by!r}, not {encoder!r}: their "
+                f"similarities would be meaningless; open it with {made_by!r}, use another path or namespace, "
+                "or pass check_encoder=False if you know the two encoders make the same vectors"
             )
         self._batch = guarded("reading the batch limit", client.get_max_batch_size)
         self._next_seq = 0

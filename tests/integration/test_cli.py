@@ -1,6 +1,7 @@
 """The `magbench` command as a user runs it (subprocesses): quick run, BEIR run, compare, demo."""
 
 import json
+import re
 import subprocess
 import sys
 
@@ -87,3 +88,11 @@ def test_demo_with_the_mock_encoder():
 def test_bad_arguments_exit_with_usage():
     done = magbench("run", "--encoder", "word2vec")
     assert done.returncode == 2 and "invalid choice" in done.stderr
+
+
+@pytest.mark.minilm
+def test_a_run_shows_each_step_with_elapsed_time_when_not_on_a_terminal(quick_run):
+    _, done = quick_run  # captured output is not a terminal
+    steps = [line for line in done.stderr.splitlines() if re.match(r"\[\s*\d+\.\d s\] ", line)]
+    assert any("scaling (fixed) N=10,000: kmeans" in line for line in steps), done.stderr[-2000:]
+    assert any("real text" in line for line in steps)

@@ -65,3 +65,20 @@ def test_advantage_and_targets():
     assert verdicts(RESULTS, "flat-latency-fixed") == {"reference": SUPPORTED, "faiss-ivf": UNMEASURED}
     growing = Results(SCALING, [], [], [measured("reference", 10_000, 0.2), measured("reference", 100_000, 0.5)])
     assert verdicts(growing, "flat-latency-growing") == {"reference": REFUTED, "faiss-ivf": UNMEASURED}
+
+
+def test_a_quick_run_does_not_judge_a_100k_target_at_10k():
+    quick = Results([r for r in SCALING if r.n_docs == 10_000], [], [])
+    assert verdicts(quick, "speedup-vs-exact") == {"reference": UNMEASURED}
+    assert verdicts(quick, "near-faiss") == {"reference": UNMEASURED}
+
+
+def test_a_slowdown_is_written_as_slower_and_verdicts_carry_their_statement():
+    slow = Results(
+        [*(measured("reference", n, 4.0) for n in SIZES), *(measured("flat-chroma", n, 1.6) for n in SIZES)], [], []
+    )
+    claim = next(c for c in CLAIMS if c.id == "latency-advantage")
+    verdict = next(v for v in claim.evaluate(slow) if v.system == "reference")
+    assert verdict.verdict == REFUTED and "2.5× slower than flat-chroma" in verdict.measured
+    assert "× faster" not in verdict.measured
+    assert verdict.statement == "A latency advantage at 25K–100K cells" and verdict.source

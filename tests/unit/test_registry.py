@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 
 from harness.protocol import SystemContext
-from harness.registry import SYSTEMS, check_declaration, resolve
+from harness.registry import SYSTEMS, SystemSpecError, check_declaration, resolve
 
 CONTEXT = SystemContext(dim=8, workdir=Path("/tmp"))
 
@@ -50,5 +50,5 @@ def test_unknown_capabilities_and_non_systems_are_refused():
         resolve("tests.unit.test_registry:make_boastful")(CONTEXT)
     with pytest.raises(TypeError):
         check_declaration(object())
-    with pytest.raises(KeyError, match="registered"):
+    with pytest.raises(SystemSpecError, match="registered"):
         resolve("no-such-system")
