@@ -24,8 +24,9 @@ def progress(items: Iterable[T], label: str, *, unit: str = "step") -> Iterable[
 
 def _lines(items: list[T], label: str) -> Iterator[T]:
     for number, item in enumerate(items, 1):
+        name = str(getattr(item, "name", item))[:80]  # an evaluation set by its name, not its contents
         print(
-            f"[{time.perf_counter() - STARTED:7.1f} s] {label}: {item} ({number}/{len(items)})",
+            f"[{time.perf_counter() - STARTED:7.1f} s] {label}: {name} ({number}/{len(items)})",
             file=sys.stderr,
             flush=True,
         )
