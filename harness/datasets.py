@@ -43,7 +43,7 @@ def vectors_evalset(
     data = clustered_unit_vectors(n, dim, clusters, spread=spread, queries=queries, seed=seed)
     truth = exact_top_k(data.vectors, data.queries, k)
     docs = [Document(f"v{i}", f"vector {i}", vector) for i, vector in enumerate(data.vectors)]
-    query_list = [Query(f"q{j}", f"query {j}", vector) for j, vector in enumerate(data.queries)]
+    query_list = [Query(f"q{j}", "", vector) for j, vector in enumerate(data.queries)]  # no words to match
     qrels = {f"q{j}": {f"v{i}": 1.0 for i in row} for j, row in enumerate(truth.tolist())}
     return EvalSet(
         f"vectors-{n}-c{clusters}-sp{spread:g}-s{seed}",

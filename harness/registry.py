@@ -32,10 +32,11 @@ SYSTEMS: dict[str, Factory] = {
         "harness.systems.reference",
         "ReferenceSystem",
         name="reference-chroma",
-        group_backend="chroma",
-        group_size=256,
-        group_size_per_sqrt_n=2.0,
-        probe_per_k=30,
+        group_backend="chroma",  # a Chroma query per group costs ~1 ms: fewer, larger groups, a deeper floor
+        group_size=128,
+        group_size_per_sqrt_n=1.0,
+        probe_per_k=150,
+        probe_margin=0.3,
     ),
     "reference-persistent": _lazy(
         "harness.systems.reference", "ReferenceSystem", name="reference-persistent", persist=True

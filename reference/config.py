@@ -11,6 +11,7 @@ from .errors import InvalidInputError
 GroupBackend = Literal["numpy", "chroma"]
 Grouping = Literal["adaptive", "threshold"]
 Probing = Literal["budget", "top_k"]
+Fusion = Literal["rrf", "score"]
 
 
 @dataclass(frozen=True)
@@ -50,6 +51,11 @@ class MemoryConfig:
     budget is searched flat (exact, and cheaper than probing). With `probing="top_k"` the best
     `group_top_k` groups are searched and a flat search fills in when fewer than k hits score above
     `min_score` (the seed design).
+
+    Text queries are hybrid (`lexical=True`): the dense stages' best `fusion_depth` candidates and the
+    lexical index's (BM25 over cell texts) are fused by reciprocal rank (`fusion="rrf"`, constant
+    `rrf_k`) or by calibrated scores (`fusion="score"`, `lexical_weight` on BM25 / the query's best
+    BM25); see `fusion.py`. Vector-only queries stay purely dense.
     """
 
     grouping: Grouping = "adaptive"
@@ -65,6 +71,11 @@ class MemoryConfig:
     probe_margin: float = 0.2
     group_top_k: int = 3
     min_score: float = 0.0
+    lexical: bool = True
+    fusion: Fusion = "rrf"
+    fusion_depth: int = 100
+    rrf_k: int = 5
+    lexical_weight: float = 0.3
     entity_boost: float = 1.0
     use_entities: bool = True
     merge_threshold: float = 0.85
@@ -94,6 +105,10 @@ class MemoryConfig:
             "probe_per_k must be >= 1": self.probe_per_k >= 1,
             "probe_per_sqrt_n must be >= 0": self.probe_per_sqrt_n >= 0,
             "probe_margin must be >= 0": self.probe_margin >= 0,
+            "fusion must be 'rrf' or 'score'": self.fusion in ("rrf", "score"),
+            "fusion_depth must be >= 1": self.fusion_depth >= 1,
+            "rrf_k must be >= 0": self.rrf_k >= 0,
+            "lexical_weight must be in [0, 1]": 0 <= self.lexical_weight <= 1,
             "group_top_k must be >= 1": self.group_top_k >= 1,
             "entity_boost must be >= 0": self.entity_boost >= 0,
             "superseded_penalty must be >= 0": self.superseded_penalty >= 0,
@@ -112,8 +127,8 @@ class MemoryConfig:
 
     @classmethod
     def prototype(cls, **changes: Any) -> MemoryConfig:
-        """The seed design: join above cosine 0.6, at most 4,096 groups, search the best 3 groups."""
-        return cls(**{"grouping": "threshold", "max_groups": 4096, "probing": "top_k", **changes})
+        """The seed design: join above cosine 0.6, at most 4,096 groups, search the best 3 groups, no BM25."""
+        return cls(**{"grouping": "threshold", "max_groups": 4096, "probing": "top_k", "lexical": False, **changes})
 
     @property
     def adaptive(self) -> bool:

@@ -28,6 +28,7 @@ from .errors import BackendUnavailableError, InvalidInputError, InvariantError, 
 from .hit import Hit
 from .index import ChromaGroupIndex, GroupIndex, NumpyGroupIndex
 from .judges import Conflict, ConflictJudge, JudgeError, OfflineJudge, Statement
+from .lexical import LexicalIndex
 from .locks import ReadWriteLock
 from .scoring import Clock, memory_scores, system_clock
 from .search import SearchCounters, ThreeStageSearch
@@ -47,6 +48,11 @@ SEARCH_OPTIONS = frozenset(
         "min_score",
         "entity_boost",
         "use_entities",
+        "lexical",
+        "fusion",
+        "fusion_depth",
+        "rrf_k",
+        "lexical_weight",
         "score_threshold",
         "weights",
         "half_life_days",
@@ -106,6 +112,7 @@ class CellularMemory:
         self._table = CellTable(self.dim)
         self._groups = GroupState.empty(self.dim)
         self._entities = EntityIndex()
+        self._lexical = LexicalIndex() if config.lexical else None
         self._index = self._make_index()
         self._dirty: set[int] = set()
         self._touched: set[int] = set()
@@ -136,8 +143,14 @@ class CellularMemory:
         metadata: Mapping[str, Any] | Sequence[Mapping[str, Any]] | None = None,
         timestamps: Sequence[float | datetime] | None = None,
         ids: Sequence[str] | None = None,
+        context: str | Sequence[str] | None = None,
     ) -> list[str]:
-        """Store texts as cells (all or nothing) and return their ids."""
+        """Store texts as cells (all or nothing) and return their ids.
+
+        `context` (one string, or one per text: e.g. a session date "[8 May 2023]") is prepended to
+        each text for the encoder and the lexical index, and kept in `metadata["context"]`; the
+        cell's text stays as given.
+        """
         texts = check_texts(texts)
         count = len(texts)
         for name, values in (("vectors", vectors), ("timestamps", timestamps), ("ids", ids)):
@@ -145,9 +158,14 @@ class CellularMemory:
         default_importance = self.config.importance_of(kind)
         importances = _per_item("importance", importance, count, default_importance, _check_importance)
         metadatas = _per_item("metadata", metadata, count, {}, _check_metadata)
+        if context is not None:
+            contexts = [context] * count if isinstance(context, str) else list(context)
+            check_same_length("context", contexts, count)
+            metadatas = [{**m, "context": check_text(c, what="context")} for m, c in zip(metadatas, contexts)]
         times = [self.clock()] * count if timestamps is None else [_check_timestamp(t) for t in timestamps]
         self._check_new_ids(ids)
-        matrix = unit_rows(self.encoder.encode(texts) if vectors is None else vectors, dim=self.dim)
+        seen = [_seen_text(text, meta) for text, meta in zip(texts, metadatas)]
+        matrix = unit_rows(self.encoder.encode(seen) if vectors is None else vectors, dim=self.dim)
         cell_ids = list(ids) if ids is not None else _new_ids(count)
         found = [extract_entities(text) for text in texts]
         with self._writing():
@@ -184,6 +202,8 @@ class CellularMemory:
             groups = self._table.group[rows]
             self._groups.remove_members(groups, self._table.vectors[rows])
             self._index.remove(groups, rows)
+            if self._lexical is not None:
+                self._lexical.remove(rows)
             for row in rows.tolist():
                 self._entities.remove(row)
                 self._dirty.discard(row)
@@ -213,8 +233,12 @@ class CellularMemory:
             raise InvalidInputError("queries must be a non-empty list of strings or vectors")
         check_same_length("vectors", vectors, len(queries))
         matrix, query_entities = self._encode_queries(queries, vectors)
+        texts = [q if isinstance(q, str) else None for q in queries]
         with self._reading():
-            return [self._search_one(row, k, entities, mode) for row, entities in zip(matrix, query_entities)]
+            return [
+                self._search_one(row, k, entities, mode, text)
+                for row, entities, text in zip(matrix, query_entities, texts)
+            ]
 
     def get(self, cell_id: str) -> CellRecord:
         """The full record of one cell."""
@@ -264,6 +288,8 @@ class CellularMemory:
                     break
             if not self._entities.rows() <= set(live.tolist()):
                 problems.append("the entity index names deleted cells")
+            if self._lexical is not None and self._lexical.rows() != set(live.tolist()):
+                problems.append("the lexical index holds other cells than the live ones")
         if problems:
             raise InvariantError("; ".join(problems))
 
@@ -274,6 +300,11 @@ class CellularMemory:
             raise InvalidInputError(f"not a query-time option: {sorted(unknown)}; use {sorted(SEARCH_OPTIONS)}")
         with self._writing():
             self.config = replace(self.config, **changes)
+            if self.config.lexical and self._lexical is None:  # switched on later: index what is stored
+                self._lexical = LexicalIndex()
+                live = self._table.live_rows()
+                texts = [_seen_text(self._table.texts[r], self._table.metadata[r]) for r in live.tolist()]
+                self._lexical.add(live, texts)
             self._search = ThreeStageSearch(self.config, self._pool, self._counters)
 
     # ---- sleep ---------------------------------------------------------------------------
@@ -528,6 +559,8 @@ class CellularMemory:
         self._index.add(batch.groups, rows, batch.vectors)
         for row, entities in zip(rows.tolist(), found):
             self._entities.add(row, entities)
+        if self._lexical is not None:
+            self._lexical.add(rows, [_seen_text(t, m) for t, m in zip(batch.texts, batch.metadata)])
 
     def _check_new_ids(self, ids: Sequence[str] | None) -> None:
         if ids is None:
@@ -558,7 +591,9 @@ class CellularMemory:
         entities = [extract_entities(q) if isinstance(q, str) else frozenset() for q in queries]
         return matrix, entities
 
-    def _search_one(self, query: np.ndarray, k: int, query_entities: frozenset[str], mode: Mode) -> list[Hit]:
+    def _search_one(
+        self, query: np.ndarray, k: int, query_entities: frozenset[str], mode: Mode, text: str | None
+    ) -> list[Hit]:
         if len(self._table) == 0:
             return []
         pool = k * MEMORY_MODE_POOL if mode == "memory" else k
@@ -570,6 +605,8 @@ class CellularMemory:
             groups=self._groups,
             index=self._index,
             entities=self._entities,
+            lexical=self._lexical if self.config.lexical else None,
+            query_text=text,
         )
         rows, scores = found.rows, found.scores
         if mode == "memory":
@@ -597,6 +634,12 @@ class CellularMemory:
             Hit(table.ids[row], table.texts[row], score, group, dict(table.metadata[row]))
             for row, score, group in zip(row_list, scores.tolist(), table.group[rows].tolist())
         ]
+
+
+def _seen_text(text: str, metadata: Mapping[str, Any]) -> str:
+    """What the encoder and the lexical index see: the cell's context (if any), then its text."""
+    context = metadata.get("context")
+    return f"{context} {text}" if isinstance(context, str) else text
 
 
 def _new_ids(count: int) -> list[str]:

@@ -10,7 +10,8 @@ Stage 2 scores the chosen groups' cells: the `numpy` index in one pass over thei
 least `parallel_min_cells` cells (below that the hand-off costs more than a NumPy block product).
 Stage 3 looks the query's entities up in the exact-match index: cells that mention them are
 scored directly and boosted by `entity_boost` times the share of the query's entities they
-mention.
+mention. Stage 4, for text queries: the best `fusion_depth` dense candidates are fused with the
+lexical index's (BM25) best (`fusion.py`); vector-only queries stay dense.
 """
 
 from __future__ import annotations
@@ -25,7 +26,9 @@ from .cells import CellTable
 from .clustering import GroupState
 from .config import MemoryConfig
 from .entities import EntityIndex
+from .fusion import calibrated_scores, reciprocal_rank
 from .index import GroupIndex, NumpyGroupIndex, similarities, top_k
+from .lexical import LexicalIndex
 
 
 @dataclass(frozen=True)
@@ -68,42 +71,62 @@ class ThreeStageSearch:
         groups: GroupState,
         index: GroupIndex,
         entities: EntityIndex,
+        lexical: LexicalIndex | None = None,
+        query_text: str | None = None,
     ) -> Candidates:
-        budget = self.config.probe_candidates(k, len(table)) if self.config.probing == "budget" else 0
+        config = self.config
+        fusing = config.lexical and lexical is not None and query_text is not None
+        depth = max(k, config.fusion_depth) if fusing else k
+        budget = config.probe_candidates(k, len(table)) if config.probing == "budget" else 0
         flat = budget >= len(table)
         if flat:
-            rows, scores = flat_search(query, k, table)
+            rows, scores = flat_search(query, depth, table)
         else:
-            rows, scores = self._group_stage(query, k, budget, groups, index)
-        if self.config.use_entities and query_entities:
+            rows, scores = self._group_stage(query, k, depth, budget, groups, index)
+        if config.use_entities and query_entities:
             rows, scores = _merge_best(rows, scores, *self._entity_stage(query, query_entities, table, entities))
-        best = top_k(scores, k)
+        best = top_k(scores, depth)
         rows, scores = rows[best], scores[best]
-        if not flat and self.config.probing == "top_k" and np.count_nonzero(scores > self.config.min_score) < k:
+        if not flat and config.probing == "top_k" and np.count_nonzero(scores[:k] > config.min_score) < k:
             flat = True
-            rows, scores = _merge_best(rows, scores, *flat_search(query, k, table))
-            best = top_k(scores, k)
+            rows, scores = _merge_best(rows, scores, *flat_search(query, depth, table))
+            best = top_k(scores, depth)
             rows, scores = rows[best], scores[best]
+        if fusing:
+            assert lexical is not None and query_text is not None
+            lexical_rows, lexical_scores = lexical.search(query_text, config.fusion_depth)
+            if config.fusion == "rrf":
+                rows, scores = reciprocal_rank((rows, scores), (lexical_rows, lexical_scores), rrf_k=config.rrf_k)
+            else:
+                rows, scores = calibrated_scores(
+                    rows,
+                    lexical_rows,
+                    lexical_scores,
+                    lambda chosen: similarities(table.vectors[chosen], query).astype(np.float64),
+                    lexical_weight=config.lexical_weight,
+                )
+        best = top_k(scores, k)
         self.counters.count(flat=flat)
-        return Candidates(rows, scores)
+        return Candidates(rows[best], scores[best])
 
     def _group_stage(
-        self, query: np.ndarray, k: int, budget: int, groups: GroupState, index: GroupIndex
+        self, query: np.ndarray, k: int, depth: int, budget: int, groups: GroupState, index: GroupIndex
     ) -> tuple[np.ndarray, np.ndarray]:
+        """Candidates of the probed groups (every scanned cell, or each group's best `depth`)."""
         active = groups.active_ids()
         centroid_scores = similarities(groups.active_centroids(), query)
         if not budget:
             chosen = active[top_k(centroid_scores, self.config.group_top_k)]
-            return self._search_groups(chosen, query, k, groups, index)
+            return self._search_groups(chosen, query, depth, groups, index)
         ranked = _probe_order(centroid_scores, groups.counts[active], budget)
         first = int(np.searchsorted(np.cumsum(groups.counts[active[ranked]]), self.config.probe_per_k * k)) + 1
-        rows, scores = self._search_groups(active[ranked[:first]], query, k, groups, index)
+        rows, scores = self._search_groups(active[ranked[:first]], query, depth, groups, index)
         rest = ranked[first:]
         if len(rest) and len(scores) >= k:  # past the floor: only groups that may still hold a top-k cell
             kth = float(np.partition(scores, len(scores) - k)[len(scores) - k])
             rest = rest[centroid_scores[rest] >= kth - self.config.probe_margin]
         if len(rest):
-            more_rows, more_scores = self._search_groups(active[rest], query, k, groups, index)
+            more_rows, more_scores = self._search_groups(active[rest], query, depth, groups, index)
             rows, scores = np.concatenate([rows, more_rows]), np.concatenate([scores, more_scores])
         return rows, scores
 

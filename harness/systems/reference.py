@@ -5,7 +5,7 @@ Options: `persist=True` keeps the memory in the context's work directory (embedd
 reopening with the same context finds the same cells). Either declares the "persist" capability.
 Document metadata may carry "timestamp" (epoch seconds) and "importance" for memory-mode scoring.
 `preset="prototype"` measures the seed design (`MemoryConfig.prototype()`); other options are
-`MemoryConfig` fields. `sleep_after_add=True` runs one sleep pass after every add (its time counts as
+`MemoryConfig` fields. A query without text (synthetic vector sets) is a vector query. `sleep_after_add=True` runs one sleep pass after every add (its time counts as
 build time). `text_queries=False` searches with the query vector alone (the dense-only path: no query text).
 """
 
@@ -87,7 +87,7 @@ class ReferenceSystem:
             self.memory.consolidate()
 
     def search(self, query: Query, *, k: int, mode: str = "similarity") -> list[SearchHit]:
-        if self.text_queries:
+        if self.text_queries and query.text:
             hits = self.memory.search(query.text, k=k, vector=query.vector, mode=mode)
         else:
             hits = self.memory.search(query.vector, k=k, mode=mode)

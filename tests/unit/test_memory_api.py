@@ -53,14 +53,20 @@ def test_a_stored_vector_finds_itself(memory, mock_encoder):
     assert memory.search(vector, k=1)[0].text == TEXTS[2]
 
 
-def test_entity_in_query_boosts_the_cell_that_mentions_it(memory):
-    hit = memory.search("Who is Maria Lopez?", k=1)[0]
+DENSE_ONLY = MemoryConfig(lexical=False)
+"""Text queries without BM25 fusion: similarity-mode scores are cosines (+ entity boosts)."""
+
+
+def test_entity_in_query_boosts_the_cell_that_mentions_it(mock_encoder):
+    with CellularMemory(encoder=mock_encoder, config=DENSE_ONLY) as mem:
+        mem.add(TEXTS)
+        hit = mem.search("Who is Maria Lopez?", k=1)[0]
     assert hit.text == TEXTS[3]
     assert hit.score > 1.0  # cosine + entity boost
 
 
 def test_entity_boost_can_be_ablated(mock_encoder):
-    with CellularMemory(encoder=mock_encoder, config=MemoryConfig(use_entities=False)) as mem:
+    with CellularMemory(encoder=mock_encoder, config=MemoryConfig(use_entities=False, lexical=False)) as mem:
         mem.add(TEXTS)
         assert mem.search("Who is Maria Lopez?", k=1)[0].score <= 1.0
 
@@ -183,15 +189,20 @@ def test_invalid_config_lists_every_problem():
         MemoryConfig(group_top_k=0, max_groups=0)
 
 
-def test_text_query_with_a_given_vector_skips_the_encoder_but_keeps_entities(memory, mock_encoder):
-    vector = mock_encoder.encode(["Who is Maria Lopez?"])[0]
-    with_vector = memory.search("Who is Maria Lopez?", k=2, vector=vector)
-    assert [(h.id, round(h.score, 6)) for h in with_vector] == [
-        (h.id, round(h.score, 6)) for h in memory.search("Who is Maria Lopez?", k=2)
-    ]
-    assert with_vector[0].score > 1.0  # entity boost applied from the text
-    with pytest.raises(InvalidInputError):
-        memory.search_batch(["a", "b"], k=1, vectors=[vector])
+@pytest.mark.parametrize("config", [MemoryConfig(), DENSE_ONLY], ids=["hybrid", "dense"])
+def test_text_query_with_a_given_vector_skips_the_encoder_but_keeps_entities(mock_encoder, config):
+    with CellularMemory(encoder=mock_encoder, config=config) as memory:
+        memory.add(TEXTS)
+        vector = mock_encoder.encode(["Who is Maria Lopez?"])[0]
+        with_vector = memory.search("Who is Maria Lopez?", k=2, vector=vector)
+        assert [(h.id, round(h.score, 6)) for h in with_vector] == [
+            (h.id, round(h.score, 6)) for h in memory.search("Who is Maria Lopez?", k=2)
+        ]
+        assert with_vector[0].text == TEXTS[3]
+        if not config.lexical:
+            assert with_vector[0].score > 1.0  # entity boost applied from the text
+        with pytest.raises(InvalidInputError):
+            memory.search_batch(["a", "b"], k=1, vectors=[vector])
 
 
 def test_search_options_change_at_query_time_and_are_validated(memory):
