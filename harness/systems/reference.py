@@ -5,8 +5,9 @@ Options: `persist=True` keeps the memory in the context's work directory (embedd
 reopening with the same context finds the same cells). Either declares the "persist" capability.
 Document metadata may carry "timestamp" (epoch seconds) and "importance" for memory-mode scoring.
 `preset="prototype"` measures the seed design (`MemoryConfig.prototype()`); other options are
-`MemoryConfig` fields. A query without text (synthetic vector sets) is a vector query. `sleep_after_add=True` runs one sleep pass after every add (its time counts as
-build time). `text_queries=False` searches with the query vector alone (the dense-only path: no query text).
+`MemoryConfig` fields. `sleep_after_add=True` runs one sleep pass after every add (its time counts
+as build time). `text_queries=False` searches with the query vector alone (the dense-only path); a
+query without text (synthetic vector sets) is always a vector query.
 """
 
 from __future__ import annotations
