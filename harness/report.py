@@ -190,9 +190,10 @@ def _markdown(
         (
             "grouping",
             "Grouping against true topics (topic haystack)",
-            "k-means is given the true number of topics; the reference engine finds its groups online with no k. "
-            "Homogeneity near 1 with low completeness means pure but fragmented groups (many groups per topic), "
-            "which ARI penalises.",
+            "k-means is given the true number of topics; the reference engine finds its groups online with no k "
+            "(`reference-slept`: after one sleep pass). Its groups are sized for search (about 0.5·√N cells), "
+            "so a topic spans several groups: homogeneity near 1 with low completeness means pure but fragmented "
+            "groups, which ARI penalises.",
         ),
         (
             "judges",

@@ -36,8 +36,9 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     if not FIGURES:
         return
     derived = dict(FIGURES)
-    if {"numpy_search_s", "brute_force_s"} <= derived.keys():
-        derived["speedup_vs_brute_force"] = derived["brute_force_s"] / derived["numpy_search_s"]
+    for search in [name for name in derived if name.endswith("search_s") and name != "brute_force_s"]:
+        if "brute_force_s" in derived:
+            derived[f"{search.removesuffix('_s')}_speedup_vs_brute_force"] = derived["brute_force_s"] / derived[search]
     lines = [f"| {name} | {value:.6g} |" for name, value in sorted(derived.items())]
     table = "\n".join(
         [f"Engine figures at N = {N:,} (medians of this run)", "", "| figure | value |", "|---|---|", *lines]

@@ -9,6 +9,7 @@ from __future__ import annotations
 import itertools
 import shutil
 import tempfile
+import time
 
 import numpy as np
 import pytest
@@ -105,3 +106,54 @@ def test_persistent_ingest(benchmark, data):
     record("persistent_ingest_cells_per_s", count / benchmark.stats.stats.median)
     for folder in folders:
         shutil.rmtree(folder, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def texts():
+    """Word-bearing texts for the cells (topic sentences, each made unique by its number)."""
+    from harness.generators.topics import topic_haystack
+
+    sentences = topic_haystack(2_000, seed=5).texts
+    return [f"{sentences[i % len(sentences)]} (note {i})" for i in range(N)]
+
+
+def test_hybrid_text_search(benchmark, data, texts, numpy_memory):
+    """Text + vector queries (dense fused with BM25) beside the dense path and exact search."""
+    with CellularMemory(encoder=ENCODER) as mem:
+        mem.add(texts, vectors=data.vectors, ids=[str(i) for i in range(N)])
+        queries = [(texts[i], data.vectors[i]) for i in range(0, N, max(1, N // 200))]
+        mem.search(queries[0][0], vector=queries[0][1], k=10)  # the first text search builds the lexical index
+        pairs = itertools.cycle(queries)
+
+        def search() -> None:
+            text, vector = next(pairs)
+            mem.search(text, vector=vector, k=10)
+
+        benchmark.pedantic(search, rounds=500, warmup_rounds=20)
+        record("hybrid_text_search_s", benchmark.stats.stats.median)
+        found = sum(
+            mem.search(t, vector=v, k=10)[0].id == str(i * max(1, N // 200)) for i, (t, v) in enumerate(queries[:50])
+        )
+    record("hybrid_own_text_found_at_1", found / 50)
+    assert found >= 45  # a cell's own text and vector find it first
+
+
+@pytest.mark.parametrize("spread", [1.0, 1.2])
+def test_diffuse_clusters(benchmark, spread):
+    """Clusters as diffuse as real embeddings (cosine ≈ 0.5 and 0.4 inside a cluster)."""
+    from harness.generators.vectors import clustered_unit_vectors, exact_top_k
+
+    diffuse = clustered_unit_vectors(N, dim=384, clusters=100, spread=spread, queries=200, seed=11)
+    truth = exact_top_k(diffuse.vectors, diffuse.queries, 10)
+    started = time.perf_counter()
+    with build(diffuse.vectors) as mem:
+        record(f"spread_{spread}_ingest_cells_per_s", N / (time.perf_counter() - started))
+        recall = recall_at_10(mem, diffuse.queries, truth)
+        record(f"spread_{spread}_recall_at_10", recall)
+        stats = mem.stats()
+        record(f"spread_{spread}_groups", stats.groups)
+        record(f"spread_{spread}_group_bound", mem.config.group_bound(N))
+        next_query = cycle(diffuse.queries)
+        benchmark.pedantic(lambda: mem.search(next_query(), k=10), rounds=1000, warmup_rounds=50)
+        record(f"spread_{spread}_search_s", benchmark.stats.stats.median)
+    assert recall >= 0.95
