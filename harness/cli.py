@@ -13,6 +13,7 @@ from reference.errors import MagneticError
 
 from .beir import DatasetFormatError
 from .dialogue import TurnFormat
+from .metrics import CutoffError
 from .registry import SystemSpecError, resolve
 
 
@@ -89,7 +90,7 @@ def positive_int(text: str) -> int:
     return value
 
 
-USER_ERRORS = (MagneticError, DatasetFormatError, SystemSpecError, FileNotFoundError, IsADirectoryError)
+USER_ERRORS = (MagneticError, DatasetFormatError, SystemSpecError, CutoffError, FileNotFoundError, IsADirectoryError)
 """Mistakes a user can fix: one line, exit status 2, no traceback (unless --debug)."""
 
 

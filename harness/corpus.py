@@ -33,6 +33,8 @@ class Corpus:
     name: str
     source: str
     passages: list[str]
+    sha256: str = ""
+    """SHA-256 of the files read (empty for text generated from the interpreter)."""
 
     @property
     def fingerprint(self) -> str:
@@ -51,17 +53,19 @@ def load_corpus(spec: str, *, max_chars: int = MAX_CHARS) -> Corpus:
         )
     if spec.startswith("beam:"):
         root = Path(spec.removeprefix("beam:"))
-        return Corpus(f"beam-{root.name}", str(root), split_passages(_beam_messages(root), max_chars))
+        passages = split_passages(_beam_messages(root), max_chars)
+        return Corpus(f"beam-{root.name}", str(root), passages, _sha256(sorted(root.rglob("chat.json"))))
     path = Path(spec)
     if path.is_dir():
         files = sorted(p for p in path.rglob("*") if p.is_file() and p.suffix in TEXT_SUFFIXES)
         if not files:
             raise DatasetFormatError(f"{path}: no {', '.join(sorted(TEXT_SUFFIXES))} files in this folder")
         texts: Iterable[str] = (f.read_text(errors="replace") for f in files)
+        read = files
     elif path.is_file() and path.name.endswith(".jsonl"):
-        texts = _jsonl_texts(path)
+        texts, read = _jsonl_texts(path), [path]
     elif path.is_file():
-        texts = [path.read_text(errors="replace")]
+        texts, read = [path.read_text(errors="replace")], [path]
     else:
         raise DatasetFormatError(
             f"{spec}: no such file or folder (give a text file, a folder, a corpus.jsonl, beam:DIR or stdlib)"
@@ -69,7 +73,14 @@ def load_corpus(spec: str, *, max_chars: int = MAX_CHARS) -> Corpus:
     passages = split_passages(texts, max_chars)
     if not passages:
         raise DatasetFormatError(f"{spec}: no text found")
-    return Corpus(path.stem, str(path), passages)
+    return Corpus(path.stem, str(path), passages, _sha256(read))
+
+
+def _sha256(files: list[Path]) -> str:
+    digest = hashlib.sha256()
+    for file in files:
+        digest.update(file.read_bytes())
+    return digest.hexdigest()
 
 
 def split_passages(texts: Iterable[str], max_chars: int = MAX_CHARS) -> list[str]:

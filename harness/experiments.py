@@ -153,11 +153,15 @@ def dialogue(
     (and, through their sessions, at session level). Adversarial and abstention questions apart."""
     data = load_dialogue(spec, turn_format)
     answers: dict[str, list[tuple[str, list[str], list[str], dict[str, str]]]] = {s: [] for s in systems}
+    too_few_sessions = 0
     latencies: dict[str, list[int]] = {s: [] for s in systems}
     for conversation in progress(data.conversations, f"{data.name} conversations"):
         check_cutoff(k, len(conversation.docs), f"turns of {conversation.name}")
         evalset = encode_evalset(conversation, encoder)
         categories, session_of = evalset.info["category"], evalset.info["session_of"]
+        if len(set(session_of.values())) <= k:  # session level would rank every session: not scored
+            too_few_sessions += 1
+            session_of = {}
         for system in systems:
             [measured] = measure(system, evalset, encoder=encoder_name, k=k)
             latencies[system] += measured.latencies_ns
@@ -175,16 +179,13 @@ def dialogue(
         for subset, chosen in subsets.items():
             turn = evidence_scores([a[1] for a in chosen], [a[2] for a in chosen], k)
             rows.append(DialogueRow(system, "turn", subset, turn, p50))
-            sessions = [(_sessions(a[1], a[3]), sorted({a[3][t] for t in a[2]})) for a in chosen]
-            rows.append(
-                DialogueRow(
-                    system,
-                    "session",
-                    subset,
-                    evidence_scores(*zip(*sessions), k) if sessions else evidence_scores([], [], k),
-                    p50,
-                )
+            scored = [a for a in chosen if a[3]]  # haystacks with more than k sessions
+            sessions = [(_sessions(a[1], a[3]), sorted({a[3][t] for t in a[2]})) for a in scored]
+            level = "session" + (
+                f" ({too_few_sessions} haystacks of ≤ {k} sessions left out)" if too_few_sessions else ""
             )
+            found, wanted = [f for f, _ in sessions], [w for _, w in sessions]
+            rows.append(DialogueRow(system, level, subset, evidence_scores(found, wanted, k), p50))
     return data, rows
 
 

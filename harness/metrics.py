@@ -56,10 +56,14 @@ def evidence_scores(retrieved: Sequence[Sequence[str]], relevant: Sequence[Seque
     )
 
 
+class CutoffError(ValueError):
+    """A cutoff k that reaches the number of candidates (any system would find everything)."""
+
+
 def check_cutoff(k: int, candidates: int, what: str) -> None:
     """Refuse a cutoff that reaches the number of candidates: every system would score perfectly."""
     if k >= candidates:
-        raise ValueError(f"k = {k} is not below the {candidates} {what} to rank: every system would find everything")
+        raise CutoffError(f"k = {k} is not below the {candidates} {what} to rank: every system would find everything")
 
 
 def hits_at_k(retrieved: Sequence[Sequence[str]], relevant: Sequence[Sequence[str]], k: int) -> int:

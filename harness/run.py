@@ -57,7 +57,7 @@ def run_benchmark(
         found, sections["realtext"] = experiments.realtext(
             plan, dataset, systems or plan.realtext_systems, name, chosen, progress
         )
-        dataset_info = {"corpus": found.source, "passages": len(found.passages), "fingerprint": found.fingerprint}
+        dataset_info = {"corpus": found.source, "passages": len(found.passages), "sha256": found.sha256 or "-"}
     elif dataset:
         sections["beir"] = experiments.beir(dataset, plan.systems, name, chosen, progress)
     else:
@@ -71,7 +71,7 @@ def run_benchmark(
         found, sections["realtext"] = experiments.realtext(
             plan, corpus, plan.realtext_systems, text_encoder.name, text_encoder, progress
         )
-        dataset_info = {"corpus": found.source, "passages": len(found.passages), "fingerprint": found.fingerprint}
+        dataset_info = {"corpus": found.source, "passages": len(found.passages), "sha256": found.sha256 or "-"}
         sections["claims"], sections["targets"] = evaluate(
             Results(sections["scaling"], sections["needles"], sections["grouping"], sections["growing"])
         )

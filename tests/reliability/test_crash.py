@@ -47,6 +47,9 @@ COUNT = textwrap.dedent(
     from reference import CellularMemory
     from reference.encoders import MockEncoder
     with CellularMemory(path=sys.argv[1], encoder=MockEncoder(64)) as memory:
+        memory.check_invariants()  # groups and the group, entity and lexical indexes rebuilt from the cells
+        if len(memory):
+            memory.search("note 3", k=5)  # a text query: dense and lexical sides both answer
         print(json.dumps(collections.Counter(cell.rsplit("-", 1)[0] for cell in memory.ids())))
 """
 )

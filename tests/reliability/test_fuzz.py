@@ -56,9 +56,7 @@ operations = st.lists(
 def consistent(memory: CellularMemory) -> None:
     live = memory.ids()
     assert len(live) == len(set(live)) == len(memory)
-    groups = memory._groups
-    members = np.bincount([memory.get(i).group_id for i in live], minlength=groups.n_slots)
-    assert members.tolist() == groups.counts.tolist()
+    memory.check_invariants()  # groups, centroids, group, entity and lexical indexes agree with the cells
 
 
 def apply(memory: CellularMemory, operation: tuple) -> None:

@@ -122,3 +122,21 @@ def test_missing_files_and_unknown_kinds_are_typed_errors(tmp_path):
     path.write_text(json.dumps([{"question_id": "q"}]))
     with pytest.raises(DatasetFormatError, match="question 0"):
         load_dialogue(f"longmemeval:{path}")
+
+
+def test_session_level_is_left_out_where_k_reaches_the_sessions_and_turn_level_refuses(locomo_file):
+    from harness.experiments import dialogue
+    from harness.metrics import CutoffError
+    from reference.encoders import MockEncoder
+
+    def quiet(items, label):
+        return items
+
+    _, rows = dialogue(f"locomo:{locomo_file}", ("flat-numpy",), "mock", MockEncoder(), quiet, k=2)
+    session = [r for r in rows if r.granularity.startswith("session")]
+    assert session and all("1 haystacks of ≤ 2 sessions left out" in r.granularity for r in session)
+    assert all(r.scores.queries == 0 for r in session)
+    turn = next(r for r in rows if r.granularity == "turn" and r.subset == "all questions")
+    assert turn.scores.queries == 3
+    with pytest.raises(CutoffError, match="k = 3 is not below the 3 turns"):
+        dialogue(f"locomo:{locomo_file}", ("flat-numpy",), "mock", MockEncoder(), quiet, k=3)
