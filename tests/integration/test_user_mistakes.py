@@ -125,3 +125,13 @@ def test_a_reply_without_a_model_says_why():
         memory.add("Maria lives in Lisbon", vectors=np.ones((1, 32)))
         reply = MemoryAgent(memory, None).reply("Where does Maria live?")
     assert reply.text == "" and "no language model is reachable" in reply.error
+
+
+def test_the_bench_environment_can_run_external_adapters_and_the_conformance_suite():
+    import configparser
+
+    tox = configparser.ConfigParser()
+    tox.read(ROOT / "tox.ini")
+    bench = tox["testenv:bench"]
+    assert "PYTHONPATH" in bench["passenv"].split()  # tox drops the caller's PYTHONPATH unless passed on
+    assert "test" in [extra.strip() for extra in bench["extras"].split(",")]  # pytest, for `magbench conformance`
