@@ -1,9 +1,11 @@
 """Progress a user can see: a bar on a terminal, and elsewhere (tox logs, CI, `| tee`) one line per step
-with the time elapsed since the run started, so a long build never looks like a hang."""
+with the time elapsed since the run started, plus a line every `HEARTBEAT` seconds while one step (a
+k-means or HNSW build, say) is still running, so a long build never looks like a hang."""
 
 from __future__ import annotations
 
 import sys
+import threading
 import time
 from collections.abc import Iterable, Iterator
 from typing import TypeVar
@@ -12,6 +14,7 @@ from tqdm import tqdm
 
 T = TypeVar("T")
 STARTED = time.perf_counter()
+HEARTBEAT = 30.0
 
 
 def progress(items: Iterable[T], label: str, *, unit: str = "step") -> Iterable[T]:
@@ -22,13 +25,25 @@ def progress(items: Iterable[T], label: str, *, unit: str = "step") -> Iterable[
     return _lines(items, label)
 
 
+def _say(message: str) -> None:
+    print(f"[{time.perf_counter() - STARTED:7.1f} s] {message}", file=sys.stderr, flush=True)
+
+
 def _lines(items: list[T], label: str) -> Iterator[T]:
     for number, item in enumerate(items, 1):
         name = str(getattr(item, "name", item))[:80]  # an evaluation set by its name, not its contents
-        print(
-            f"[{time.perf_counter() - STARTED:7.1f} s] {label}: {name} ({number}/{len(items)})",
-            file=sys.stderr,
-            flush=True,
-        )
-        yield item
-    print(f"[{time.perf_counter() - STARTED:7.1f} s] {label}: done", file=sys.stderr, flush=True)
+        _say(f"{label}: {name} ({number}/{len(items)})")
+        done = threading.Event()
+        threading.Thread(target=_heartbeat, args=(f"{label}: {name}", done), daemon=True).start()
+        try:
+            yield item
+        finally:
+            done.set()
+    _say(f"{label}: done")
+
+
+def _heartbeat(step: str, done: threading.Event) -> None:
+    """A line every `HEARTBEAT` seconds until the step is done."""
+    started = time.perf_counter()
+    while not done.wait(HEARTBEAT):
+        _say(f"{step} still running ({time.perf_counter() - started:.0f} s)")
