@@ -51,10 +51,17 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--systems", help="comma-separated registry names or module:factory specs")
     run.add_argument("--out", type=Path, help="report directory (default reports/<timestamp>)")
 
-    compare = commands.add_parser("compare", help="diff two runs; exit 1 on a regression")
+    compare = commands.add_parser(
+        "compare", help="diff two runs; exit 1 on a regression beyond noise, 2 when they share nothing"
+    )
     compare.add_argument("run_a", help="the baseline run directory (or its results.json)")
     compare.add_argument("run_b", help="the new run directory (or its results.json)")
-    compare.add_argument("--latency-tolerance", type=float, default=0.25, help="relative p50 slowdown allowed")
+    compare.add_argument(
+        "--latency-tolerance",
+        type=float,
+        default=0.25,
+        help="relative slowdown of the median allowed (a regression must also pass a rank test, p < 0.01)",
+    )
     compare.add_argument("--recall-tolerance", type=float, default=0.01, help="absolute recall@10 drop allowed")
 
     conformance = commands.add_parser("conformance", help="run the SPEC.md conformance suite against a system")
@@ -145,15 +152,24 @@ def _run(args: argparse.Namespace, argv: list[str] | None) -> int:
     if args.command == "compare":
         from .compare import compare, load_results, render
 
-        changes, flips = compare(
+        comparison = compare(
             load_results(args.run_a),
             load_results(args.run_b),
             latency_tolerance=args.latency_tolerance,
             recall_tolerance=args.recall_tolerance,
         )
-        print(render(changes, flips))
-        regressions = [c for c in changes if c.regression]
-        print(f"\n{len(regressions)} regression(s) beyond tolerance")
+        if not comparison.shared:
+            print(
+                f"{args.run_a} and {args.run_b} share no measurement (no section, system, dataset and size in common)"
+            )
+            return 2
+        print(render(comparison))
+        regressions = comparison.regressions
+        sections = sorted({c.key.split(":")[0] + ":" + c.key.split(":")[1] for c in regressions})
+        print(
+            f"\n{len(regressions)} regression(s) beyond noise and tolerance"
+            + (f": {', '.join(sections)}" if sections else "")
+        )
         return 1 if regressions else 0
     if args.command == "conformance":
         try:

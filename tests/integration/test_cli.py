@@ -54,10 +54,17 @@ def test_compare_a_run_with_itself_passes_and_with_a_slower_copy_fails(quick_run
     assert magbench("compare", str(out), str(out)).returncode == 0
     slower = json.loads((out / "results.json").read_text())
     for m in slower["scaling"]:
-        m["latency"]["p50_ms"] *= 3
+        if m["system"] == "flat-numpy":  # a test double: one system, slowed 2x
+            m["latency"]["p50_ms"] *= 2
+            m["latencies_ns"] = [2 * t for t in m["latencies_ns"]]
     (tmp_path / "results.json").write_text(json.dumps(slower))
     failed = magbench("compare", str(out), str(tmp_path))
     assert failed.returncode == 1 and "REGRESSION" in failed.stdout
+    assert "regression(s) beyond noise and tolerance: scaling:flat-numpy" in failed.stdout
+    (tmp_path / "other").mkdir()
+    (tmp_path / "other" / "results.json").write_text(json.dumps({"run": {}, "scaling": []}))
+    unrelated = magbench("compare", str(out), str(tmp_path / "other"))
+    assert unrelated.returncode == 2 and "share no measurement" in unrelated.stdout
 
 
 def test_run_on_a_beir_directory(tmp_path):
