@@ -10,13 +10,15 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .confidence import INCONCLUSIVE, REFUTED, SUPPORTED, Estimate, estimate, judge
 from .runner import Measurement
 
-SUPPORTED, REFUTED, UNMEASURED = "SUPPORTED", "NOT SUPPORTED", "NOT MEASURED"
+UNMEASURED = "NOT MEASURED"
 TARGET_SOURCE = "MagneticBench's own target for the reference engine"
 MEANING = {
-    SUPPORTED: "this run's measurements meet the claim's bar",
-    REFUTED: "this run's measurements do not meet the bar: the claim does not hold here (a result, not a test failure)",
+    SUPPORTED: "the 95% confidence interval of the measured figure meets the claim's bar",
+    REFUTED: "the whole interval misses the bar: the claim does not hold here (a result, not a test failure)",
+    INCONCLUSIVE: "the interval straddles the bar: this machine's noise cannot tell (rerun on a quieter machine)",
     UNMEASURED: "the run did not measure what the claim needs (e.g. --quick stops below 100K)",
 }
 FLAT_RAG = "flat-chroma"
@@ -82,24 +84,49 @@ def _finding(check: Callable[[Results, str], Finding], results: Results, system:
 
 
 def _p50s(results: Results, system: str) -> list[Measurement]:
+    """The system's measurements over sizes reaching 100,000 (a claim about growth needs the range)."""
     rows = results.default_scaling(system)
-    if len(rows) < 2:
-        raise LookupError(f"{system} needs two or more sizes")
+    if len(rows) < 2 or rows[-1].n_docs < 100_000:
+        raise LookupError(f"{system} needs sizes up to 100,000; a --quick run cannot judge this claim")
     return rows
+
+
+def _latencies(*rows: Measurement) -> list[list[int]]:
+    return [m.latencies_ns for m in rows]
+
+
+def _ratio(numerator: Measurement, denominator: Measurement) -> Estimate:
+    """median(numerator) / median(denominator), with its bootstrap interval."""
+    return estimate(_latencies(numerator, denominator), lambda medians: medians[:, 0] / medians[:, 1])
+
+
+def _all(verdicts: Sequence[str]) -> str:
+    """Several conditions together: refuted if any is, supported if all are, else inconclusive."""
+    if REFUTED in verdicts:
+        return REFUTED
+    return SUPPORTED if all(v == SUPPORTED for v in verdicts) else INCONCLUSIVE
 
 
 def _stable_latency(results: Results, system: str) -> Finding:
     rows = _p50s(results, system)
-    p50 = [m.latency.p50_ms for m in rows]
-    spread = max(p50) / min(p50)
-    measured = ", ".join(f"{m.n_docs:,}: {m.latency.p50_ms:.3f} ms" for m in rows) + f" (max/min {spread:.2f})"
-    return Finding(SUPPORTED if max(p50) <= 2.0 and spread <= 1.5 else REFUTED, measured)
+    slowest = estimate(_latencies(*rows), lambda medians: medians.max(axis=1))
+    spread = estimate(_latencies(*rows), lambda medians: medians.max(axis=1) / medians.min(axis=1))
+    verdict = _all([judge(slowest, 2.0, at_least=False), judge(spread, 1.5, at_least=False)])
+    measured = ", ".join(f"{m.n_docs:,}: {m.latency.p50_ms:.3f} ms" for m in rows)
+    return Finding(verdict, f"{measured}; slowest p50 {slowest.text(' ms', 3)}; max/min {spread.text()}")
 
 
 def _linear_growth(results: Results, system: str) -> Finding:
     rows = _p50s(results, system)
-    slope = float(np.polyfit(np.log([m.n_docs for m in rows]), np.log([m.latency.p50_ms for m in rows]), 1)[0])
-    return Finding(SUPPORTED if slope >= 0.8 else REFUTED, f"log-log slope of p50 vs N = {slope:.2f} (linear = 1)")
+    x = np.log([m.n_docs for m in rows])
+    x = x - x.mean()
+
+    def slope(medians: np.ndarray) -> np.ndarray:
+        y = np.log(medians)
+        return ((y - y.mean(axis=1, keepdims=True)) @ x) / (x @ x)
+
+    value = estimate(_latencies(*rows), slope)
+    return Finding(judge(value, 0.8, at_least=True), f"log-log slope of p50 vs N = {value.text()} (linear = 1)")
 
 
 def _needles(results: Results, system: str) -> Finding:
@@ -121,9 +148,11 @@ def _advantage(results: Results, system: str) -> Finding:
     sizes = sorted(n for n in mine.keys() & flat.keys() if 25_000 <= n <= 100_000)
     if not sizes:
         raise LookupError("no size in 25K–100K measured for both systems")
-    ratios = {n: flat[n].latency.p50_ms / mine[n].latency.p50_ms for n in sizes}
-    measured = ", ".join(f"{n:,}: {_times(r)} than {FLAT_RAG}" for n, r in ratios.items())
-    return Finding(SUPPORTED if min(ratios.values()) > 1.0 else REFUTED, measured)
+    ratios = {n: _ratio(flat[n], mine[n]) for n in sizes}
+    measured = ", ".join(
+        f"{n:,}: {_times(r.value)} than {FLAT_RAG} (95% CI {r.low:.2f}–{r.high:.2f}×)" for n, r in ratios.items()
+    )
+    return Finding(_all([judge(r, 1.0, at_least=True) for r in ratios.values()]), measured)
 
 
 CLAIMS: tuple[Claim, ...] = (
@@ -187,11 +216,11 @@ def _speedup_vs_exact(results: Results, system: str) -> Finding:
     ours = _at(results, system, 100_000)
     n = ours.n_docs
     flat = _at(results, "flat-numpy", n)
-    ratio = flat.latency.p50_ms / ours.latency.p50_ms
-    ok = ratio >= 20 and ours.recall_at_10 >= 0.95
+    ratio = _ratio(flat, ours)
+    verdict = _all([judge(ratio, 20.0, at_least=True), SUPPORTED if ours.recall_at_10 >= 0.95 else REFUTED])
     return Finding(
-        SUPPORTED if ok else REFUTED,
-        f"N={n:,}: {_times(ratio)} than flat-numpy ({ours.latency.p50_ms:.3f} vs "
+        verdict,
+        f"N={n:,}: {ratio.text('×', 1)} faster than flat-numpy ({ours.latency.p50_ms:.3f} vs "
         f"{flat.latency.p50_ms:.3f} ms), recall@10 {ours.recall_at_10:.3f}",
     )
 
@@ -206,21 +235,21 @@ def _near_faiss(results: Results, system: str) -> Finding:
     if not matching:
         return Finding(SUPPORTED, f"faiss-ivf never reaches recall {ours.recall_at_10:.3f} at N={n:,}")
     best = min(matching, key=lambda m: m.latency.p50_ms)
-    ratio = ours.latency.p50_ms / best.latency.p50_ms
+    ratio = _ratio(ours, best)
     return Finding(
-        SUPPORTED if ratio <= 2.0 else REFUTED,
+        judge(ratio, 2.0, at_least=False),
         f"N={n:,}: {ours.latency.p50_ms:.3f} ms at recall {ours.recall_at_10:.3f} vs faiss-ivf "
-        f"{best.latency.p50_ms:.3f} ms at recall {best.recall_at_10:.3f} ({best.params}): {ratio:.2f}×",
+        f"{best.latency.p50_ms:.3f} ms at recall {best.recall_at_10:.3f} ({best.params}): {ratio.text('×')}",
     )
 
 
 def _flatness(regime: str) -> Callable[[Results, str], Finding]:
     def check(results: Results, system: str) -> Finding:
         large, small = _at(results, system, 100_000, regime), _at(results, system, 10_000, regime)
-        ratio = large.latency.p50_ms / small.latency.p50_ms
+        ratio = _ratio(large, small)
         return Finding(
-            SUPPORTED if ratio <= 1.5 else REFUTED,
-            f"p50 100K / p50 10K = {large.latency.p50_ms:.3f} / {small.latency.p50_ms:.3f} ms = {ratio:.2f} "
+            judge(ratio, 1.5, at_least=False),
+            f"p50 100K / p50 10K = {large.latency.p50_ms:.3f} / {small.latency.p50_ms:.3f} ms = {ratio.text()} "
             f"(recall@10 {large.recall_at_10:.3f})",
         )
 

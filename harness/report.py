@@ -16,7 +16,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 from tabulate import tabulate
 
-from .claims import MEANING, REFUTED, SUPPORTED, Verdict
+from .claims import INCONCLUSIVE, MEANING, REFUTED, SUPPORTED, Verdict
 from .experiments import DialogueRow
 from .runner import Measurement
 
@@ -238,11 +238,15 @@ def _reading(claims: list[Verdict], targets: list[Verdict]) -> list[str]:
             continue
         held = [v for v in verdicts if v.verdict == SUPPORTED]
         failed = [v for v in verdicts if v.verdict == REFUTED]
+        unsure = [v for v in verdicts if v.verdict == INCONCLUSIVE]
         lines.append(
-            f"- Of {len(verdicts)} {label} verdicts, {len(held)} are supported and {len(failed)} are "
-            "not supported by this run's measurements."
+            f"- Of {len(verdicts)} {label} verdicts, {len(held)} are supported, {len(failed)} are not supported "
+            f"and {len(unsure)} are inconclusive (the interval straddles the bar) on this run's measurements."
         )
         lines += [f"  - **{v.claim}** for `{v.system}` does not hold: {v.measured}." for v in failed]
+        lines += [
+            f"  - **{v.claim}** for `{v.system}` cannot be told apart from its bar: {v.measured}." for v in unsure
+        ]
     return lines or ["- Nothing to judge: this run measured no claim."]
 
 

@@ -1,6 +1,8 @@
 """Verdicts follow the measurements: supported, refuted, or not measured."""
 
-from harness.claims import CLAIMS, REFUTED, SUPPORTED, TARGETS, UNMEASURED, Results
+from dataclasses import replace
+
+from harness.claims import CLAIMS, INCONCLUSIVE, REFUTED, SUPPORTED, TARGETS, UNMEASURED, Results
 from harness.metrics import latency_stats
 from harness.runner import Measurement
 
@@ -16,6 +18,7 @@ def measured(system: str, n: int, p50_ms: float, recall: float = 1.0, params=Non
         ingest_per_s=n,
         rss_bytes_per_doc=0.0,
         latency=latency_stats([p50_ms * 1e6] * 3),
+        latencies_ns=[int(p50_ms * 1e6)] * 50,  # no spread: the interval is the point
         recall_at_10=recall,
         capped_recall_at_10=recall,
         mrr=1.0,
@@ -82,3 +85,25 @@ def test_a_slowdown_is_written_as_slower_and_verdicts_carry_their_statement():
     assert verdict.verdict == REFUTED and "2.5× slower than flat-chroma" in verdict.measured
     assert "× faster" not in verdict.measured
     assert verdict.statement == "A latency advantage at 25K–100K cells" and verdict.source
+
+
+def test_a_ratio_whose_interval_straddles_the_bar_is_inconclusive():
+    import numpy as np
+
+    rng = np.random.default_rng(3)
+
+    def spread(name: str, n: int, median_ms: float) -> Measurement:
+        m = measured(name, n, median_ms)
+        return replace(m, latencies_ns=(median_ms * 1e6 * rng.lognormal(0, 0.8, 60)).astype(int).tolist())
+
+    # reference at 0.5 ms against exact search at 10 ms: 20× exactly, but the queries scatter widely
+    noisy = Results([spread("reference", 100_000, 0.5), spread("flat-numpy", 100_000, 10.0)], [], [])
+    assert verdicts(noisy, "speedup-vs-exact") == {"reference": INCONCLUSIVE}
+    clear = Results([spread("reference", 100_000, 0.1), spread("flat-numpy", 100_000, 10.0)], [], [])
+    assert verdicts(clear, "speedup-vs-exact") == {"reference": SUPPORTED}
+
+
+def test_a_quick_run_cannot_judge_claims_about_growth():
+    quick = Results([r for r in SCALING if r.n_docs <= 25_000], [], [])
+    assert set(verdicts(quick, "stable-latency").values()) == {UNMEASURED}
+    assert set(verdicts(quick, "flat-linear").values()) == {UNMEASURED}
