@@ -18,7 +18,8 @@ from .corpus import Corpus
 from .evalset import EvalSet
 from .progress import progress
 
-CACHE = Path(__file__).resolve().parents[1] / "datasets" / "cache"
+CACHE = Path("datasets") / "cache"
+"""Encoded vectors are cached under the working directory, never inside the installed package."""
 
 
 def fingerprint(evalset: EvalSet, encoder_name: str) -> str:

@@ -22,7 +22,10 @@ from .plan import DIALOGUE_SYSTEMS, RunPlan
 from .progress import progress
 from .report import summary_table, write_report
 
-ROOT = Path(__file__).resolve().parents[1]
+SOURCE = Path(__file__).resolve().parents[1]
+"""Where this code lives: read for the commit it runs (never written to: an installed copy may be read-only)."""
+REPORTS = Path("reports")
+"""Reports go under the working directory (or where --out says)."""
 DIALOGUE_KINDS = ("locomo", "longmemeval")
 
 
@@ -41,7 +44,7 @@ def run_benchmark(
     BEIR directory); write and return the report."""
     started = time.time()
     run_id = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
-    out = out or ROOT / "reports" / run_id
+    out = out or REPORTS / run_id
     if systems:
         plan = replace(plan, systems=systems, needle_systems=systems, realtext_systems=systems)
     encoders = _encoders((encoder,) if encoder else plan.encoders)
@@ -100,7 +103,7 @@ def _encoders(names: Iterable[str]) -> dict[str, Encoder]:
 
 def _git(*args: str) -> str:
     try:
-        return subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True, timeout=10).stdout.strip()
+        return subprocess.run(["git", *args], cwd=SOURCE, capture_output=True, text=True, timeout=10).stdout.strip()
     except (OSError, subprocess.SubprocessError):
         return "unknown"
 

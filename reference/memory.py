@@ -261,7 +261,16 @@ class CellularMemory:
     def stats(self) -> MemoryStats:
         """Counts, group-size distribution and configuration, for reports and dashboards."""
         with self._reading():
-            return memory_stats(self)
+            return memory_stats(
+                cells=len(self._table),
+                groups=self._groups,
+                entities=len(self._entities),
+                counters=self._counters,
+                config=self.config,
+                dim=self.dim,
+                encoder=self.encoder.name,
+                persistent=self._store.persistent,
+            )
 
     def check_invariants(self) -> None:
         """Check that groups, centroids, the group index and the entity index agree with the cells.

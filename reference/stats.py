@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
-if TYPE_CHECKING:
-    from .memory import CellularMemory
+from .clustering import GroupState
+from .config import MemoryConfig
+from .search import SearchCounters
 
 
 @dataclass(frozen=True)
@@ -35,9 +36,18 @@ class MemoryStats:
         return asdict(self)
 
 
-def memory_stats(memory: CellularMemory) -> MemoryStats:
-    sizes = memory._groups.counts[memory._groups.counts > 0]
-    cells = len(memory)
+def memory_stats(
+    *,
+    cells: int,
+    groups: GroupState,
+    entities: int,
+    counters: SearchCounters,
+    config: MemoryConfig,
+    dim: int,
+    encoder: str,
+    persistent: bool,
+) -> MemoryStats:
+    sizes = groups.counts[groups.counts > 0]
     return MemoryStats(
         cells=cells,
         groups=len(sizes),
@@ -46,13 +56,13 @@ def memory_stats(memory: CellularMemory) -> MemoryStats:
         group_size_median=float(np.median(sizes)) if len(sizes) else 0.0,
         group_size_max=int(sizes.max()) if len(sizes) else 0,
         singleton_groups=int(np.count_nonzero(sizes == 1)),
-        target_group_size=memory.config.target_group_size(cells) if memory.config.adaptive else 0,
-        group_capacity=memory.config.group_capacity(cells) if memory.config.adaptive else 0,
-        searches=memory._counters.searches,
-        flat_searches=memory._counters.flat,
-        entities=len(memory._entities),
-        dim=memory.dim,
-        encoder=memory.encoder.name,
-        group_backend=memory.config.group_backend,
-        persistent=memory._store.persistent,
+        target_group_size=config.target_group_size(cells) if config.adaptive else 0,
+        group_capacity=config.group_capacity(cells) if config.adaptive else 0,
+        searches=counters.searches,
+        flat_searches=counters.flat,
+        entities=entities,
+        dim=dim,
+        encoder=encoder,
+        group_backend=config.group_backend,
+        persistent=persistent,
     )

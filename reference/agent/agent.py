@@ -19,8 +19,8 @@ from ..errors import MagneticError
 from ..hit import Hit
 from ..memory import CellularMemory
 from .llm import LLM, LLMReply, ToolCall
+from .personas import PERSONAS
 from .tools.base import BaseTool, ToolResult, discover_tools
-from .tools.behavior import PERSONAS
 
 FUNCTIONS: list[dict[str, Any]] = [
     {

@@ -1,7 +1,7 @@
 """Tool plugins: a name, a slash command, a description and a `run` that returns a typed result.
 
-Third-party tools register a `BaseTool` subclass under the entry-point group
-`magnetic_bench.tools`; `discover_tools()` returns the built-ins and those.
+Every tool, the built-in ones included (see `pyproject.toml`), is a `BaseTool` subclass registered
+under the entry-point group `magnetic_bench.tools`; `discover_tools()` loads them, by name.
 """
 
 from __future__ import annotations
@@ -35,14 +35,9 @@ class BaseTool(ABC):
 
 
 def discover_tools() -> list[BaseTool]:
-    """The built-in tools, then every tool registered under the entry-point group."""
-    from .behavior import BehaviorTool
-    from .infinite import InfiniteTool
-    from .repository import IngestTool
-    from .story import StoryTool
-
-    tools: list[BaseTool] = [BehaviorTool(), StoryTool(), InfiniteTool(), IngestTool()]
-    for entry_point in entry_points(group=ENTRY_POINT_GROUP):
+    """Every tool registered under the entry-point group, built-ins and plugins alike, by name."""
+    tools: list[BaseTool] = []
+    for entry_point in sorted(entry_points(group=ENTRY_POINT_GROUP), key=lambda e: e.name):
         tool_class = entry_point.load()
         if not (isinstance(tool_class, type) and issubclass(tool_class, BaseTool)):
             raise TypeError(f"entry point {entry_point.name!r} is not a BaseTool subclass")

@@ -4,18 +4,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from ..personas import PERSONAS
 from .base import BaseTool, ToolResult
 
 if TYPE_CHECKING:
     from ..agent import MemoryAgent
-
-PERSONAS = {
-    "assistant": "You are a helpful assistant with a long-term memory. Use what you remember; "
-    "say when you do not know.",
-    "concise": "You answer in one or two sentences, using your memories when they help.",
-    "teacher": "You explain step by step, check understanding, and build on what the student told you before.",
-    "storyteller": "You are a storyteller who keeps every character, place and rule of the world consistent.",
-}
 
 
 class BehaviorTool(BaseTool):
