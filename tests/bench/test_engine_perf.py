@@ -58,21 +58,24 @@ def test_brute_force_search(benchmark, data, truth):
     vectors = data.vectors
     next_query = cycle(data.queries)
 
-    def exact() -> np.ndarray:
-        scores = similarities(vectors, next_query())  # the engine's own kernel: a fair baseline
+    def exact(query: np.ndarray) -> np.ndarray:
+        scores = similarities(vectors, query)  # the engine's own kernel: a fair baseline
         best = np.argpartition(-scores, 9)[:10]
         return best[np.argsort(-scores[best])]
 
-    benchmark.pedantic(exact, rounds=200, warmup_rounds=5)
+    benchmark.pedantic(lambda: exact(next_query()), rounds=200, warmup_rounds=5)
     record("brute_force_s", benchmark.stats.stats.median)
+    assert all(set(exact(q).tolist()) == set(row.tolist()) for q, row in zip(data.queries[:20], truth[:20]))
 
 
 def test_chroma_index_search(benchmark, data, truth):
     with build(data.vectors, config=MemoryConfig(group_backend="chroma")) as mem:
-        record("chroma_recall_at_10", recall_at_10(mem, data.queries[:50], truth[:50]))
+        recall = recall_at_10(mem, data.queries[:50], truth[:50])
+        record("chroma_recall_at_10", recall)
         next_query = cycle(data.queries)
         benchmark.pedantic(lambda: mem.search(next_query(), k=10), rounds=300, warmup_rounds=10)
         record("chroma_search_s", benchmark.stats.stats.median)
+    assert recall >= 0.9
 
 
 def test_in_memory_ingest(benchmark, data):
@@ -85,6 +88,8 @@ def test_in_memory_ingest(benchmark, data):
     texts = [f"cell {i}" for i in range(N)]
     benchmark.pedantic(lambda mem: mem.add(texts, vectors=data.vectors), setup=fresh, rounds=3)
     record("in_memory_ingest_cells_per_s", N / benchmark.stats.stats.median)
+    assert all(len(mem) == N for mem in memories)
+    memories[0].check_invariants()
     for mem in memories:
         mem.close()
 
@@ -104,6 +109,8 @@ def test_persistent_ingest(benchmark, data):
 
     benchmark.pedantic(ingest, setup=fresh, rounds=2)
     record("persistent_ingest_cells_per_s", count / benchmark.stats.stats.median)
+    with CellularMemory(path=folders[0], encoder=ENCODER) as reopened:
+        assert len(reopened) == count
     for folder in folders:
         shutil.rmtree(folder, ignore_errors=True)
 

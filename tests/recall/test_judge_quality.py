@@ -20,17 +20,19 @@ def test_offline_judge_precision_and_recall(seed):
     assert score.recall >= 0.8
 
 
-def _no_ollama_reason() -> str | None:
+@pytest.fixture
+def ollama_judge() -> OllamaJudge:
+    """The LLM judge, when an Ollama server answers (probed when the test runs, not at collection)."""
     connection = OllamaConnection("llama3.2", host=None, timeout=2.0)
-    return None if connection.reachable() else f"no Ollama server at {connection.host}"
+    if not connection.reachable():
+        pytest.skip(f"no Ollama server at {connection.host}")
+    return OllamaJudge(timeout=60)
 
 
-@pytest.mark.skipif(bool(_no_ollama_reason()), reason=str(_no_ollama_reason()))
-def test_ollama_judge_precision_and_recall():
-    judge = OllamaJudge(timeout=60)
+def test_ollama_judge_precision_and_recall(ollama_judge):
     try:
-        score = score_judge(judge, contradiction_pairs(5, seed=0))
+        score = score_judge(ollama_judge, contradiction_pairs(5, seed=0))
     except JudgeError as error:
         pytest.skip(f"the judge model is not available: {error}")
-    print(f"{judge.name}: precision {score.precision:.3f}, recall {score.recall:.3f}, errors {score.errors}")
-    assert score.true_positives + score.false_negatives > 0
+    print(f"{ollama_judge.name}: precision {score.precision:.3f}, recall {score.recall:.3f}, errors {score.errors}")
+    assert score.precision >= 0.5 and score.recall >= 0.5  # a working model beats chance on labelled pairs
