@@ -33,7 +33,7 @@ def verdicts(results: Results, claim_id: str) -> dict[str, str]:
     return {v.system: v.verdict for v in claim.evaluate(results)}
 
 
-SIZES = (10_000, 25_000, 100_000)
+SIZES = (1_000, 10_000, 25_000, 100_000)
 SCALING = [
     *(measured("reference", n, 0.3) for n in SIZES),
     *(measured("flat-chroma", n, 1.5 + n / 1e6) for n in SIZES),
@@ -104,6 +104,6 @@ def test_a_ratio_whose_interval_straddles_the_bar_is_inconclusive():
 
 
 def test_a_quick_run_cannot_judge_claims_about_growth():
-    quick = Results([r for r in SCALING if r.n_docs <= 25_000], [], [])
+    quick = Results([r for r in SCALING if r.n_docs <= 10_000], [], [])  # --quick: 1K and 10K
     assert set(verdicts(quick, "stable-latency").values()) == {UNMEASURED}
     assert set(verdicts(quick, "flat-linear").values()) == {UNMEASURED}
