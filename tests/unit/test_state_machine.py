@@ -85,11 +85,9 @@ class MemoryMachine(RuleBasedStateMachine):
         assert set(ids) == set(self.model)
 
     @invariant()
-    def every_cell_is_in_exactly_one_existing_group(self):
-        groups = self.memory._groups
-        members = np.bincount([self.memory.get(i).group_id for i in self.memory.ids()], minlength=groups.n_slots)
-        assert members.tolist() == groups.counts.tolist()
-        assert groups.n_active <= CONFIG.max_groups
+    def derived_state_agrees_with_the_cells(self):
+        self.memory.check_invariants()  # groups, centroids, group, entity and lexical indexes
+        assert self.memory.stats().groups <= CONFIG.max_groups
 
     def teardown(self):
         self.memory.close()
