@@ -27,9 +27,10 @@ REALTEXT_SYSTEMS = (
     "faiss-ivf",
     "faiss-hnsw",
     "bm25",
+    "hybrid-rrf",
 )
 """Real text, recall against exact dense search: the engine with vector queries (its dense path), also after
-one sleep pass, and BM25 to show how far lexical ranking is from dense neighbours."""
+one sleep pass, and BM25 and hybrid-rrf to show how far ranking by words moves from dense neighbours."""
 DIALOGUE_SYSTEMS = ("reference", "reference-dense", "flat-numpy", "bm25", "hybrid-rrf")
 SLOW_SYSTEMS = {"reference-chroma": 25_000}
 """Systems too slow to build above a size in the default run (Chroma per-group collections)."""
