@@ -1,0 +1,64 @@
+"""One million cells (opt-in: `MAGBENCH_MILLION=1 tox -e perf`): spread 1.0, one cluster per 1,000 cells,
+vectors given. The engine's p50, recall, ingest rate and resident memory, with FAISS IVF beside it."""
+
+from __future__ import annotations
+
+import os
+import time
+
+import numpy as np
+import pytest
+
+from harness.generators.vectors import clustered_unit_vectors, exact_top_k
+from reference import CellularMemory, MemoryConfig
+from reference.encoders import MockEncoder
+from tests.bench.conftest import record
+
+N = 1_000_000
+pytestmark = pytest.mark.skipif(not os.environ.get("MAGBENCH_MILLION"), reason="opt-in: set MAGBENCH_MILLION=1")
+
+
+@pytest.fixture(scope="module")
+def million():
+    data = clustered_unit_vectors(N, 384, N // 1_000, spread=1.0, queries=200, seed=21)
+    return data, exact_top_k(data.vectors, data.queries, 10)
+
+
+def resident_bytes() -> int:
+    with open("/proc/self/statm") as statm:
+        return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+
+def test_engine_at_a_million_cells(benchmark, million):
+    data, truth = million
+    before = resident_bytes()
+    memory = CellularMemory(encoder=MockEncoder(384), config=MemoryConfig(lexical=False))
+    started = time.perf_counter()
+    memory.add(["cell"] * N, vectors=data.vectors, ids=[str(i) for i in range(N)])
+    record("million_ingest_cells_per_s", N / (time.perf_counter() - started))
+    record("million_resident_vs_raw_vectors", (resident_bytes() - before) / data.vectors.nbytes)
+    found = [{int(h.id) for h in memory.search(q, k=10)} for q in data.queries]
+    recall = float(np.mean([len(f & set(t.tolist())) / 10 for f, t in zip(found, truth)]))
+    record("million_recall_at_10", recall)
+    queries = iter(np.tile(data.queries, (20, 1)))
+    benchmark.pedantic(lambda: memory.search(next(queries), k=10), rounds=1000, warmup_rounds=20)
+    record("million_search_s", benchmark.stats.stats.median)
+    memory.close()
+    assert recall >= 0.95
+
+
+def test_faiss_ivf_at_a_million_cells(benchmark, million):
+    faiss = pytest.importorskip("faiss")
+    data, truth = million
+    index = faiss.index_factory(384, "IVF4000,Flat", faiss.METRIC_INNER_PRODUCT)
+    index.train(data.vectors[::4])
+    index.add(data.vectors)
+    index.nprobe = 8
+    rows = index.search(data.queries, 10)[1]
+    record(
+        "million_faiss_ivf_nprobe8_recall_at_10",
+        float(np.mean([len(set(r) & set(t)) / 10 for r, t in zip(rows.tolist(), truth.tolist())])),
+    )
+    queries = iter(np.tile(data.queries, (20, 1)))
+    benchmark.pedantic(lambda: index.search(next(queries)[None, :], 10), rounds=1000, warmup_rounds=20)
+    record("million_faiss_ivf_nprobe8_search_s", benchmark.stats.stats.median)
