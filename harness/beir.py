@@ -27,9 +27,9 @@ def load_beir(directory: str | Path, *, split: str = "test") -> EvalSet:
     docs = [
         Document(
             str(_field(row, "_id", where)),
-            " ".join(p for p in (row.get("title", ""), _field(row, "text", where)) if p).strip(),
+            document_text(row, where),
         )
-        for row, where in _jsonl(corpus)
+        for row, where in jsonl_rows(corpus)
     ]
     qrels: dict[str, dict[str, float]] = defaultdict(dict)
     with qrels_path.open(newline="") as handle:
@@ -43,7 +43,7 @@ def load_beir(directory: str | Path, *, split: str = "test") -> EvalSet:
             qrels[line[0]][line[1]] = float(line[2])
     judged = [
         Query(str(_field(row, "_id", where)), str(_field(row, "text", where)))
-        for row, where in _jsonl(queries)
+        for row, where in jsonl_rows(queries)
         if str(_field(row, "_id", where)) in qrels
     ]
     if not docs or not judged:
@@ -70,7 +70,7 @@ def save_beir(evalset: EvalSet, directory: str | Path, *, split: str = "test") -
     return root
 
 
-def _jsonl(path: Path) -> Iterator[tuple[dict[str, Any], str]]:
+def jsonl_rows(path: Path) -> Iterator[tuple[dict[str, Any], str]]:
     """Each JSON object of a JSON-lines file with `file:line` for error messages."""
     with path.open() as handle:
         for number, line in enumerate(handle, 1):
@@ -82,6 +82,11 @@ def _jsonl(path: Path) -> Iterator[tuple[dict[str, Any], str]]:
                 if not isinstance(row, dict):
                     raise DatasetFormatError(f"{path}:{number}: expected a JSON object")
                 yield row, f"{path}:{number}"
+
+
+def document_text(row: dict[str, Any], where: str) -> str:
+    """A corpus line's text, its title (if any) first, as BEIR's models read it."""
+    return " ".join(p for p in (row.get("title", ""), _field(row, "text", where)) if p).strip()
 
 
 def _field(row: dict[str, Any], key: str, where: str) -> Any:

@@ -18,7 +18,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from .beir import DatasetFormatError
+from .beir import DatasetFormatError, document_text, jsonl_rows
 
 MAX_CHARS = 400
 SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
@@ -63,7 +63,7 @@ def load_corpus(spec: str, *, max_chars: int = MAX_CHARS) -> Corpus:
         texts: Iterable[str] = (f.read_text(errors="replace") for f in files)
         read = files
     elif path.is_file() and path.name.endswith(".jsonl"):
-        texts, read = _jsonl_texts(path), [path]
+        texts, read = (document_text(row, where) for row, where in jsonl_rows(path)), [path]
     elif path.is_file():
         texts, read = [path.read_text(errors="replace")], [path]
     else:
@@ -133,20 +133,6 @@ def _beam_messages(root: Path) -> Iterator[str]:
             raise DatasetFormatError(
                 f"{file}: not a BEAM chat (a list of batches with turns of messages with content): {error!r}"
             ) from None
-
-
-def _jsonl_texts(path: Path) -> Iterator[str]:
-    with path.open() as handle:
-        for number, line in enumerate(handle, 1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-                yield " ".join(p for p in (row.get("title", ""), row["text"]) if p)
-            except (json.JSONDecodeError, KeyError, AttributeError) as error:
-                raise DatasetFormatError(
-                    f'{path}:{number}: expected a JSON object with a "text" field ({error!r})'
-                ) from None
 
 
 def _stdlib_docs() -> Iterator[str]:

@@ -127,7 +127,6 @@ class Assignment:
     moved_rows: np.ndarray
     moved_to: np.ndarray
     state: GroupState
-    splits: int
 
 
 class LeaderClustering:
@@ -222,7 +221,6 @@ class _Plan:
         self.moved: dict[int, int] = {}
         self.moved_vectors: dict[int, np.ndarray] = {}
         self.slots_before = state.n_slots
-        self.splits = 0
 
     def split_oversized(self, capacity: int, max_groups: int, *, upto: int) -> None:
         """Split every group above `capacity` in two until none is (or `max_groups` is reached)."""
@@ -245,7 +243,6 @@ class _Plan:
             self.moved[row] = slot
             self.moved_vectors[row] = vector
         self.groups[new[second[len(rows) :]]] = slot
-        self.splits += 1
 
     def _existing_members(self, group: int) -> tuple[np.ndarray, np.ndarray]:
         """Cells stored before this write that are in `group` now (splits in this plan applied)."""
@@ -264,7 +261,7 @@ class _Plan:
     def result(self) -> Assignment:
         rows = np.fromiter(self.moved, dtype=np.int64, count=len(self.moved))
         to = np.fromiter(self.moved.values(), dtype=np.int64, count=len(self.moved))
-        return Assignment(self.groups, rows, to, self.state, self.splits)
+        return Assignment(self.groups, rows, to, self.state)
 
 
 def split_in_two(vectors: np.ndarray, *, iterations: int = 8) -> np.ndarray:

@@ -80,7 +80,6 @@ class Regrouping:
     rows: np.ndarray
     groups: np.ndarray
     splits: int
-    new_slots: int
 
 
 def plan_merges(state: GroupState, threshold: float, *, capacity: int = 2**62, fragment: int = 0) -> list[Merge]:
@@ -166,7 +165,7 @@ def plan_regrouping(
         queue += [g for g, part in ((group, ~second), (slot, second)) if part.sum() > capacity]
         slot, splits = slot + 1, splits + 1
     moved = nearest != groups
-    return Regrouping(merges, rows[moved], nearest[moved], splits, slot - state.n_slots)
+    return Regrouping(merges, rows[moved], nearest[moved], splits)
 
 
 def final_groups(merges: list[Merge]) -> dict[int, int]:

@@ -409,7 +409,7 @@ class CellularMemory:
             target = final_groups(merges)
             after = np.asarray([target.get(g, g) for g in groups.tolist()], dtype=np.int64)
             moved = after != groups
-            return Regrouping(merges, live[moved], after[moved], 0, 0)
+            return Regrouping(merges, live[moved], after[moved], 0)
         cells = len(table)
         return plan_regrouping(
             self._groups,

@@ -5,10 +5,9 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
-import numpy as np
-
 from .clustering import GroupState
 from .config import MemoryConfig
+from .consolidation import GroupSizes
 from .search import SearchCounters
 
 
@@ -47,15 +46,15 @@ def memory_stats(
     encoder: str,
     persistent: bool,
 ) -> MemoryStats:
-    sizes = groups.counts[groups.counts > 0]
+    sizes = GroupSizes.of(groups.counts)
     return MemoryStats(
         cells=cells,
-        groups=len(sizes),
-        groups_per_cell=len(sizes) / cells if cells else 0.0,
-        group_size_min=int(sizes.min()) if len(sizes) else 0,
-        group_size_median=float(np.median(sizes)) if len(sizes) else 0.0,
-        group_size_max=int(sizes.max()) if len(sizes) else 0,
-        singleton_groups=int(np.count_nonzero(sizes == 1)),
+        groups=sizes.groups,
+        groups_per_cell=sizes.groups / cells if cells else 0.0,
+        group_size_min=sizes.size_min,
+        group_size_median=sizes.size_median,
+        group_size_max=sizes.size_max,
+        singleton_groups=sizes.singletons,
         target_group_size=config.target_group_size(cells) if config.adaptive else 0,
         group_capacity=config.group_capacity(cells) if config.adaptive else 0,
         searches=counters.searches,

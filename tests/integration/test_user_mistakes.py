@@ -4,7 +4,6 @@ import json
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
@@ -79,10 +78,8 @@ def test_the_demo_run_twice_does_not_grow_its_store(tmp_path):
     ],
 )
 def test_cli_mistakes_end_in_one_line_and_exit_2_before_any_work(tmp_path, args, fragments):
-    started = time.perf_counter()
     done = magbench(*args, cwd=tmp_path)
-    one_line_error(done, *fragments)
-    assert time.perf_counter() - started < 30  # checked up front, not after the benchmark's work
+    one_line_error(done, *fragments)  # one line on stderr: no progress line, so no step of work had started
     assert not (tmp_path / "reports").exists()  # no report written, none overwritten
 
 
