@@ -27,7 +27,7 @@ class FaissHNSW:
             raise BackendUnavailableError("faiss is not installed; pip install 'magnetic-bench[faiss]'") from None
         self._index = faiss.IndexHNSWFlat(context.dim, m, faiss.METRIC_INNER_PRODUCT)
         self._index.hnsw.efConstruction = ef_construction
-        self.ef_search = ef_search
+        self.ef_search = self.default_ef_search = ef_search
         self._ids: list[str] = []
 
     def add(self, docs: Sequence[Document]) -> None:
@@ -41,7 +41,8 @@ class FaissHNSW:
         return [SearchHit(self._ids[r], float(s)) for s, r in zip(scores[0], rows[0]) if r >= 0]
 
     def set_query_params(self, **params: Any) -> None:
-        self.ef_search = int(params["ef_search"])
+        """`ef_search`; no arguments restore the default."""
+        self.ef_search = int(params.get("ef_search", self.default_ef_search))
 
     def close(self) -> None:
         self._index.reset()

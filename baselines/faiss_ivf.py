@@ -27,7 +27,7 @@ class FaissIVF:
         self._faiss = faiss
         self.dim = context.dim
         self.nlist = nlist
-        self.nprobe = nprobe
+        self.nprobe = self.default_nprobe = nprobe
         self._ids: list[str] = []
         self._index = None
 
@@ -54,7 +54,8 @@ class FaissIVF:
         return [SearchHit(self._ids[r], float(s)) for s, r in zip(scores[0], rows[0]) if r >= 0]
 
     def set_query_params(self, **params: Any) -> None:
-        self.nprobe = int(params["nprobe"])
+        """`nprobe`; no arguments restore the default."""
+        self.nprobe = int(params.get("nprobe", self.default_nprobe))
         self._index.nprobe = self.nprobe
 
     def close(self) -> None:

@@ -29,7 +29,7 @@ class KMeansGroups:
 
     def __init__(self, context: SystemContext, *, n_clusters: int | None = None, nprobe: int = 3, seed: int = 0):
         self.n_clusters = n_clusters
-        self.nprobe = nprobe
+        self.nprobe = self.default_nprobe = nprobe
         self.seed = seed
         self._docs: list[Document] = []
 
@@ -60,7 +60,8 @@ class KMeansGroups:
         return [SearchHit(str(self._ids[rows[i]]), float(scores[i])) for i in best.tolist()]
 
     def set_query_params(self, **params: Any) -> None:
-        self.nprobe = int(params["nprobe"])
+        """`nprobe`; no arguments restore the default."""
+        self.nprobe = int(params.get("nprobe", self.default_nprobe))
 
     def group_labels(self, doc_ids: Sequence[str]) -> list[int]:
         label_of = dict(zip(self._ids.tolist(), self.labels.tolist()))

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .confidence import INCONCLUSIVE, REFUTED, SUPPORTED, Estimate, estimate, judge
-from .runner import Measurement
+from .results import Measurement, RunResults, Verdict
 
 UNMEASURED = "NOT MEASURED"
 TARGET_SOURCE = "MagneticBench's own target for the reference engine"
@@ -31,34 +31,6 @@ class Finding:
 
 
 @dataclass(frozen=True)
-class Verdict:
-    claim: str
-    system: str
-    verdict: str
-    measured: str
-    bar: str
-    condition: str
-    statement: str = ""
-    source: str = ""
-
-
-@dataclass(frozen=True)
-class Results:
-    """The measurements a verdict may look at."""
-
-    scaling: Sequence[Measurement]
-    needles: Sequence[Measurement]
-    grouping: Sequence[dict]
-    growing: Sequence[Measurement] = ()
-
-    def default_scaling(self, system: str, regime: str = "fixed") -> list[Measurement]:
-        """One measurement per size at the system's default query parameters, by size."""
-        source = self.growing if regime == "growing" else self.scaling
-        rows = [m for m in source if m.system == system and not m.params]
-        return sorted(rows, key=lambda m: m.n_docs)
-
-
-@dataclass(frozen=True)
 class Claim:
     id: str
     text: str
@@ -66,16 +38,16 @@ class Claim:
     condition: str
     bar: str
     systems: tuple[str, ...]
-    check: Callable[[Results, str], Finding]
+    check: Callable[[RunResults, str], Finding]
 
-    def evaluate(self, results: Results) -> list[Verdict]:
+    def evaluate(self, results: RunResults) -> list[Verdict]:
         return [
             Verdict(self.id, s, *_finding(self.check, results, s), self.bar, self.condition, self.text, self.source)
             for s in self.systems
         ]
 
 
-def _finding(check: Callable[[Results, str], Finding], results: Results, system: str) -> tuple[str, str]:
+def _finding(check: Callable[[RunResults, str], Finding], results: RunResults, system: str) -> tuple[str, str]:
     try:
         finding = check(results, system)
     except LookupError as missing:
@@ -83,7 +55,7 @@ def _finding(check: Callable[[Results, str], Finding], results: Results, system:
     return finding.verdict, finding.measured
 
 
-def _p50s(results: Results, system: str) -> list[Measurement]:
+def _p50s(results: RunResults, system: str) -> list[Measurement]:
     """The system's measurements over sizes spanning at least 25× (a claim about growth needs the range)."""
     rows = results.default_scaling(system)
     if len(rows) < 2 or rows[-1].n_docs < 25 * rows[0].n_docs:
@@ -91,8 +63,8 @@ def _p50s(results: Results, system: str) -> list[Measurement]:
     return rows
 
 
-def _latencies(*rows: Measurement) -> list[list[int]]:
-    return [m.latencies_ns for m in rows]
+def _latencies(*rows: Measurement) -> list[list[list[int]]]:
+    return [m.pass_latencies_ns for m in rows]
 
 
 def _ratio(numerator: Measurement, denominator: Measurement) -> Estimate:
@@ -107,7 +79,7 @@ def _all(verdicts: Sequence[str]) -> str:
     return SUPPORTED if all(v == SUPPORTED for v in verdicts) else INCONCLUSIVE
 
 
-def _stable_latency(results: Results, system: str) -> Finding:
+def _stable_latency(results: RunResults, system: str) -> Finding:
     rows = _p50s(results, system)
     slowest = estimate(_latencies(*rows), lambda medians: medians.max(axis=1))
     spread = estimate(_latencies(*rows), lambda medians: medians.max(axis=1) / medians.min(axis=1))
@@ -116,7 +88,7 @@ def _stable_latency(results: Results, system: str) -> Finding:
     return Finding(verdict, f"{measured}; slowest p50 {slowest.text(' ms', 3)}; max/min {spread.text()}")
 
 
-def _linear_growth(results: Results, system: str) -> Finding:
+def _linear_growth(results: RunResults, system: str) -> Finding:
     rows = _p50s(results, system)
     x = np.log([m.n_docs for m in rows])
     x = x - x.mean()
@@ -129,7 +101,7 @@ def _linear_growth(results: Results, system: str) -> Finding:
     return Finding(judge(value, 0.8, at_least=True), f"log-log slope of p50 vs N = {value.text()} (linear = 1)")
 
 
-def _needles(results: Results, system: str) -> Finding:
+def _needles(results: RunResults, system: str) -> Finding:
     rows = [m for m in results.needles if m.system == system]
     if not rows:
         raise LookupError(f"no needle runs for {system}")
@@ -142,7 +114,7 @@ def _needles(results: Results, system: str) -> Finding:
     return Finding(SUPPORTED if all_found else REFUTED, "; ".join(parts))
 
 
-def _advantage(results: Results, system: str) -> Finding:
+def _advantage(results: RunResults, system: str) -> Finding:
     mine = {m.n_docs: m for m in results.default_scaling(system)}
     flat = {m.n_docs: m for m in results.default_scaling(FLAT_RAG)}
     sizes = sorted(n for n in mine.keys() & flat.keys() if 25_000 <= n <= 100_000)
@@ -195,7 +167,7 @@ CLAIMS: tuple[Claim, ...] = (
 )
 
 
-def _at(results: Results, system: str, n: int | None = None, regime: str = "fixed") -> Measurement:
+def _at(results: RunResults, system: str, n: int | None = None, regime: str = "fixed") -> Measurement:
     """The system's default-parameter measurement at size n (the largest when None)."""
     rows = results.default_scaling(system, regime)
     if not rows:
@@ -212,7 +184,7 @@ def _times(ratio: float) -> str:
     return f"{ratio:.1f}× faster" if ratio >= 1 else f"{1 / ratio:.1f}× slower"
 
 
-def _speedup_vs_exact(results: Results, system: str) -> Finding:
+def _speedup_vs_exact(results: RunResults, system: str) -> Finding:
     ours = _at(results, system, 100_000)
     n = ours.n_docs
     flat = _at(results, "flat-numpy", n)
@@ -225,7 +197,7 @@ def _speedup_vs_exact(results: Results, system: str) -> Finding:
     )
 
 
-def _near_faiss(results: Results, system: str) -> Finding:
+def _near_faiss(results: RunResults, system: str) -> Finding:
     ours = _at(results, system, 100_000)
     n = ours.n_docs
     peers = [m for m in results.scaling if m.system == "faiss-ivf" and m.n_docs == n]
@@ -243,8 +215,8 @@ def _near_faiss(results: Results, system: str) -> Finding:
     )
 
 
-def _flatness(regime: str) -> Callable[[Results, str], Finding]:
-    def check(results: Results, system: str) -> Finding:
+def _flatness(regime: str) -> Callable[[RunResults, str], Finding]:
+    def check(results: RunResults, system: str) -> Finding:
         large, small = _at(results, system, 100_000, regime), _at(results, system, 10_000, regime)
         ratio = _ratio(large, small)
         return Finding(
@@ -298,6 +270,6 @@ TARGETS: tuple[Claim, ...] = (
 )
 
 
-def evaluate(results: Results) -> tuple[list[Verdict], list[Verdict]]:
+def evaluate(results: RunResults) -> tuple[list[Verdict], list[Verdict]]:
     """Verdicts for the published claims and for the targets."""
     return ([v for c in CLAIMS for v in c.evaluate(results)], [v for c in TARGETS for v in c.evaluate(results)])

@@ -15,6 +15,7 @@ from .beir import DatasetFormatError
 from .dialogue import TurnFormat
 from .metrics import CutoffError
 from .registry import SystemSpecError, resolve
+from .results import ResultsFileError
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -46,6 +47,17 @@ def build_parser() -> argparse.ArgumentParser:
         type=float,
         default=0.8,
         help="how diffuse the synthetic clusters are (0.8 default; 1.0 and 1.2 are harder, closer to real text)",
+    )
+    run.add_argument(
+        "--passes", type=_at_least_one, help="timing passes over every system, interleaved (default 5; --quick 3)"
+    )
+    run.add_argument(
+        "--slow-down",
+        action="append",
+        default=[],
+        metavar="SYSTEM=FACTOR",
+        help="make a system's searches FACTOR times slower, to check that `compare` catches a regression "
+        "(the report says so); repeatable",
     )
     run.add_argument("--encoder", choices=ENCODER_NAMES, help="one encoder instead of the plan's (mock and minilm)")
     run.add_argument("--systems", help="comma-separated registry names or module:factory specs")
@@ -97,7 +109,15 @@ def positive_int(text: str) -> int:
     return value
 
 
-USER_ERRORS = (MagneticError, DatasetFormatError, SystemSpecError, CutoffError, FileNotFoundError, IsADirectoryError)
+USER_ERRORS = (
+    MagneticError,
+    DatasetFormatError,
+    SystemSpecError,
+    CutoffError,
+    ResultsFileError,
+    FileNotFoundError,
+    IsADirectoryError,
+)
 """Mistakes a user can fix: one line, exit status 2, no traceback (unless --debug)."""
 
 
@@ -138,8 +158,11 @@ def _run(args: argparse.Namespace, argv: list[str] | None) -> int:
         _check_run_inputs(args, systems)
         turn_format = _turn_format(args.turn_format)
         plan = RunPlan.quick() if args.quick else RunPlan()
+        plan = replace(plan, spread=args.spread, slow_down=_slow_down(args.slow_down))
+        if args.passes is not None:
+            plan = replace(plan, passes=args.passes)
         run_benchmark(
-            replace(plan, spread=args.spread),
+            plan,
             out=args.out,
             dataset=args.dataset,
             encoder=args.encoder,
@@ -150,11 +173,12 @@ def _run(args: argparse.Namespace, argv: list[str] | None) -> int:
         )
         return 0
     if args.command == "compare":
-        from .compare import compare, load_results, render
+        from .compare import compare, render
+        from .results import RunResults
 
         comparison = compare(
-            load_results(args.run_a),
-            load_results(args.run_b),
+            RunResults.load(args.run_a),
+            RunResults.load(args.run_b),
             latency_tolerance=args.latency_tolerance,
             recall_tolerance=args.recall_tolerance,
         )
@@ -211,6 +235,27 @@ def _run(args: argparse.Namespace, argv: list[str] | None) -> int:
     return run_demo(
         encoder_name=args.encoder, size=args.size, path=args.path, server=args.chroma_server, seed=args.seed
     )
+
+
+def _at_least_one(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, not {value}")
+    return value
+
+
+def _slow_down(specs: list[str]) -> dict[str, float]:
+    """`SYSTEM=FACTOR` options as a mapping; a malformed one is a user error."""
+    factors = {}
+    for spec in specs:
+        system, _, factor = spec.partition("=")
+        try:
+            factors[system] = float(factor)
+        except ValueError:
+            raise SystemSpecError(f"--slow-down {spec}: expected SYSTEM=FACTOR, e.g. flat-numpy=2") from None
+        if not system or factors[system] < 1:
+            raise SystemSpecError(f"--slow-down {spec}: expected SYSTEM=FACTOR with a factor of at least 1")
+    return factors
 
 
 def _turn_format(spec: str) -> TurnFormat:

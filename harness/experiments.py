@@ -1,10 +1,6 @@
-"""The experiments of a run. Each returns plain rows (dicts) and raw figures for the report."""
+"""The experiments of a run. Each returns typed rows (`harness.results`) for claims, report and compare."""
 
 from __future__ import annotations
-
-from collections.abc import Callable, Iterable
-from dataclasses import asdict, dataclass
-from typing import Any
 
 from reference.encoders import Encoder
 
@@ -13,26 +9,30 @@ from .corpus import Corpus, load_corpus
 from .datasets import corpus_evalset, needles_evalset, topics_evalset, vectors_evalset
 from .dialogue import ADVERSARIAL, SPEAKER_CAPTIONS, DialogueSet, TurnFormat, load_dialogue
 from .encoding import encode_corpus, encode_evalset
-from .metrics import EvidenceScores, agreement, check_cutoff, evidence_scores, group_stats, latency_stats
+from .evalset import EvalSet
+from .metrics import agreement, check_cutoff, evidence_scores, group_stats, latency_stats
 from .plan import GROUPING_SYSTEMS, REGIMES, RunPlan
-from .runner import Measurement, group_labels, measure
+from .progress import Progress
+from .results import DialogueRow, GroupingRow, JudgeRow, Measurement
+from .runner import Job, group_labels, measure_together
 
-Progress = Callable[[Iterable[Any], str], Iterable[Any]]
+
+def _job(plan: RunPlan, system: str, evalset: EvalSet, encoder: str, *, sweep: bool = False) -> Job:
+    return Job(system, evalset, encoder, sweep=sweep, slow_down=plan.slow_down.get(system, 1.0))
 
 
 def scaling(plan: RunPlan, systems: tuple[str, ...], progress: Progress, *, regime: str = "fixed") -> list[Measurement]:
-    """Latency and recall vs exact for every system at every size of a regime (`plan.REGIMES`);
-    in the fixed regime, a query-parameter sweep at the largest size."""
-    results: list[Measurement] = []
+    """Latency and recall vs exact for every system at every size of a regime (`plan.REGIMES`), all
+    timed together; in the fixed regime, a query-parameter sweep at the largest size."""
+    jobs = []
     largest = max(plan.sizes)
     for size in plan.sizes:
         evalset = vectors_evalset(
             size, queries=plan.queries, clusters=REGIMES[regime](size), spread=plan.spread, seed=size
         )
-        for system in progress(plan.systems_at(size, systems), f"scaling ({regime}) N={size:,}"):
-            sweep = plan.sweep and size == largest and regime == "fixed"
-            results += measure(system, evalset, encoder="vectors", sweep=sweep)
-    return results
+        sweep = plan.sweep and size == largest and regime == "fixed"
+        jobs += [_job(plan, system, evalset, "vectors", sweep=sweep) for system in plan.systems_at(size, systems)]
+    return measure_together(jobs, passes=plan.passes, progress=progress, label=f"scaling ({regime})")
 
 
 def needles(
@@ -46,12 +46,11 @@ def needles(
     for encoder_name, encoder in encoders.items():
         for seed in progress(plan.needle_seeds, f"needles ({encoder_name})"):
             evalset = encode_evalset(needles_evalset(200, 5, seed=seed), encoder)
-            for system in systems:
-                results += measure(system, evalset, encoder=encoder_name)
+            results += measure_together([_job(plan, system, evalset, encoder_name) for system in systems])
     return results
 
 
-def grouping(plan: RunPlan, encoders: dict[str, Encoder], progress: Progress) -> list[dict[str, Any]]:
+def grouping(plan: RunPlan, encoders: dict[str, Encoder], progress: Progress) -> list[GroupingRow]:
     """ARI / NMI of each grouping system against the true topics of a topic haystack."""
     rows = []
     for encoder_name, encoder in encoders.items():
@@ -60,18 +59,18 @@ def grouping(plan: RunPlan, encoders: dict[str, Encoder], progress: Progress) ->
             options = {"n_clusters": len(evalset.info["topics"])} if system == "kmeans" else {}
             labels = group_labels(system, evalset, encoder=encoder_name, options=options)
             rows.append(
-                {
-                    "system": system + (f" (k={options['n_clusters']})" if options else ""),
-                    "encoder": encoder_name,
-                    "docs": len(evalset.docs),
-                    **asdict(agreement(evalset.labels, labels)),
-                    **asdict(group_stats(labels)),
-                }
+                GroupingRow(
+                    system + (f" (k={options['n_clusters']})" if options else ""),
+                    encoder_name,
+                    len(evalset.docs),
+                    agreement(evalset.labels, labels),
+                    group_stats(labels),
+                )
             )
     return rows
 
 
-def judges(progress: Progress, *, per_kind: int = 30, seeds: tuple[int, ...] = (0, 1, 2)) -> list[dict[str, Any]]:
+def judges(progress: Progress, *, per_kind: int = 30, seeds: tuple[int, ...] = (0, 1, 2)) -> list[JudgeRow]:
     """Each available conflict judge's precision and recall on the labelled contradiction pairs."""
     from reference.judges import OfflineJudge
 
@@ -81,21 +80,23 @@ def judges(progress: Progress, *, per_kind: int = 30, seeds: tuple[int, ...] = (
     rows = []
     for seed in progress(seeds, "conflict judges"):
         score = score_judge(OfflineJudge(), contradiction_pairs(per_kind, seed=seed))
+        pairs = score.true_positives + score.false_positives + score.false_negatives + score.true_negatives
         rows.append(
-            {
-                "judge": score.judge,
-                "seed": seed,
-                "pairs": score.true_positives + score.false_positives + score.false_negatives + score.true_negatives,
-                "precision": score.precision,
-                "recall": score.recall,
-                "missed": score.missed_by_kind,
-                "false_alarms": score.false_alarms_by_kind,
-            }
+            JudgeRow(
+                score.judge,
+                seed,
+                pairs,
+                score.precision,
+                score.recall,
+                score.missed_by_kind,
+                score.false_alarms_by_kind,
+            )
         )
     return rows
 
 
 def beir(
+    plan: RunPlan,
     directory: str,
     systems: tuple[str, ...],
     encoder_name: str,
@@ -104,11 +105,8 @@ def beir(
 ) -> list[Measurement]:
     """Any BEIR-format directory: recall@10, MRR and nDCG@10 from its qrels, with latency."""
     evalset = encode_evalset(load_beir(directory), encoder)
-    return [
-        m
-        for system in progress(systems, f"BEIR {evalset.name}")
-        for m in measure(system, evalset, encoder=encoder_name)
-    ]
+    jobs = [_job(plan, system, evalset, encoder_name) for system in systems]
+    return measure_together(jobs, passes=plan.passes, progress=progress, label=f"BEIR {evalset.name}")
 
 
 def realtext(
@@ -120,23 +118,13 @@ def realtext(
     vectors = encode_corpus(corpus, encoder)
     room = len(corpus.passages) - plan.realtext_queries
     sizes = sorted({*(n for n in plan.realtext_sizes if n < room), room})
-    results: list[Measurement] = []
+    jobs = []
     for size in sizes:
         evalset = corpus_evalset(corpus, vectors, size, queries=plan.realtext_queries)
-        for system in progress(plan.systems_at(size, systems), f"real text ({corpus.name}) N={size:,}"):
-            results += measure(system, evalset, encoder=encoder_name, sweep=plan.sweep and size == sizes[-1])
-    return corpus, results
-
-
-@dataclass(frozen=True)
-class DialogueRow:
-    """One system's evidence retrieval on one subset of questions, at turn or session granularity."""
-
-    system: str
-    granularity: str
-    subset: str
-    scores: EvidenceScores
-    latency_p50_ms: float
+        sweep = plan.sweep and size == sizes[-1]
+        jobs += [_job(plan, system, evalset, encoder_name, sweep=sweep) for system in plan.systems_at(size, systems)]
+    label = f"real text ({corpus.name})"
+    return corpus, measure_together(jobs, passes=plan.passes, progress=progress, label=label)
 
 
 def dialogue(
@@ -162,8 +150,8 @@ def dialogue(
         if len(set(session_of.values())) <= k:  # session level would rank every session: not scored
             too_few_sessions += 1
             session_of = {}
-        for system in systems:
-            [measured] = measure(system, evalset, encoder=encoder_name, k=k)
+        jobs = [Job(system, evalset, encoder_name) for system in systems]
+        for system, measured in zip(systems, measure_together(jobs, k=k)):
             latencies[system] += measured.latencies_ns
             for query, found, wanted in zip(evalset.queries, measured.retrieved, evalset.relevant()):
                 answers[system].append((categories[query.id], found, wanted, session_of))

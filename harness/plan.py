@@ -52,10 +52,21 @@ class RunPlan:
     realtext_sizes: tuple[int, ...] = (1_000, 10_000, 25_000, 50_000, 100_000)
     realtext_queries: int = 300
     realtext_systems: tuple[str, ...] = REALTEXT_SYSTEMS
+    passes: int = 5
+    """Timing passes over every system of a regime, interleaved (see `runner.measure_together`)."""
+    slow_down: dict[str, float] = field(default_factory=dict)
+    """Systems deliberately slowed by a factor (`--slow-down`), to check that `compare` catches it."""
 
     @classmethod
     def quick(cls) -> RunPlan:
-        return cls(sizes=(1_000, 10_000), queries=100, needle_seeds=(0, 1), topic_docs=600, realtext_sizes=(1_000,))
+        return cls(
+            sizes=(1_000, 10_000),
+            queries=100,
+            needle_seeds=(0, 1),
+            topic_docs=600,
+            realtext_sizes=(1_000,),
+            passes=3,
+        )
 
     def systems_at(self, size: int, systems: tuple[str, ...]) -> list[str]:
         return [s for s in systems if size <= self.size_limits.get(s, size)]

@@ -7,14 +7,16 @@ from __future__ import annotations
 import sys
 import threading
 import time
-from collections.abc import Iterable, Iterator
-from typing import TypeVar
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any, TypeVar
 
 from tqdm import tqdm
 
 T = TypeVar("T")
 STARTED = time.perf_counter()
 HEARTBEAT = 30.0
+Progress = Callable[[Iterable[Any], str], Iterable[Any]]
+"""What experiments take: `progress`, or `silent` where nobody watches."""
 
 
 def progress(items: Iterable[T], label: str, *, unit: str = "step") -> Iterable[T]:
@@ -23,6 +25,11 @@ def progress(items: Iterable[T], label: str, *, unit: str = "step") -> Iterable[
     if sys.stderr.isatty():
         return tqdm(items, desc=label, unit=unit, leave=False, file=sys.stderr)
     return _lines(items, label)
+
+
+def silent(items: Iterable[T], label: str) -> Iterable[T]:
+    """No reporting (tests, library use)."""
+    return items
 
 
 def _say(message: str) -> None:

@@ -57,7 +57,8 @@ class MemorySystem(Protocol):
 
 
 class TunableSystem(MemorySystem, Protocol):
-    """A system with query-time parameters; each maps to the values a sweep should try."""
+    """A system with query-time parameters; each maps to the values a sweep should try.
+    `set_query_params()` with no arguments restores the defaults (the harness interleaves settings)."""
 
     query_params: Mapping[str, Sequence[Any]]
 

@@ -4,21 +4,20 @@ included), CSV tables and PNG plots. Every figure in them comes from the run's m
 from __future__ import annotations
 
 import csv
-import json
 from collections.abc import Sequence
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
 import matplotlib
+import numpy as np
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 from tabulate import tabulate
 
-from .claims import INCONCLUSIVE, MEANING, REFUTED, SUPPORTED, Verdict
-from .experiments import DialogueRow
-from .runner import Measurement
+from .claims import INCONCLUSIVE, MEANING, REFUTED, SUPPORTED
+from .results import DialogueRow, Measurement, RunResults, Verdict
 
 SCALING_COLUMNS = [
     "system",
@@ -27,6 +26,7 @@ SCALING_COLUMNS = [
     "latency_p95_ms",
     "latency_p99_ms",
     "latency_qps",
+    "pass_spread",
     "recall_at_10",
     "build_s",
     "ingest_per_s",
@@ -48,37 +48,25 @@ BEIR_COLUMNS = [
 ]
 
 
-def write_report(out: Path, run: dict[str, Any], sections: dict[str, Any]) -> Path:
+def write_report(out: Path, results: RunResults) -> Path:
     """Everything of one run into `out/`; returns the path of report.md."""
     out.mkdir(parents=True, exist_ok=True)
-    scaling: list[Measurement] = sections.get("scaling", [])
-    growing: list[Measurement] = sections.get("growing", [])
-    needles: list[Measurement] = sections.get("needles", [])
-    beir: list[Measurement] = sections.get("beir", [])
-    claims: list[Verdict] = sections.get("claims", [])
-    targets: list[Verdict] = sections.get("targets", [])
-    grouping: list[dict[str, Any]] = sections.get("grouping", [])
-    judges: list[dict[str, Any]] = sections.get("judges", [])
-    realtext: list[Measurement] = sections.get("realtext", [])
-    dialogue: list[DialogueRow] = sections.get("dialogue", [])
-
+    scaling, realtext = results.scaling, results.realtext
     scaling_rows = [_pick(m.row(), SCALING_COLUMNS) for m in scaling if not m.params]
     sweep_rows = [{**_pick(m.row(), SWEEP_COLUMNS), "param": _params(m)} for m in scaling if m.params]
-    needle_rows = _needle_rows(needles)
-    beir_rows = [_pick(m.row(), BEIR_COLUMNS) for m in beir]
     tables = {
         "scaling": scaling_rows,
         "sweep": sweep_rows,
-        "growing": [_pick(m.row(), SCALING_COLUMNS) for m in growing],
-        "needles": needle_rows,
-        "grouping": grouping,
-        "beir": beir_rows,
+        "growing": [_pick(m.row(), SCALING_COLUMNS) for m in results.growing],
+        "needles": _needle_rows(results.needles),
+        "grouping": [g.row() for g in results.grouping],
+        "beir": [_pick(m.row(), BEIR_COLUMNS) for m in results.beir],
         "realtext": [_pick(m.row(), SCALING_COLUMNS) for m in realtext if not m.params],
         "realtext_sweep": [{**_pick(m.row(), SWEEP_COLUMNS), "param": _params(m)} for m in realtext if m.params],
-        "dialogue": [_dialogue_row(r) for r in dialogue],
-        "judges": judges,
-        "claims": [asdict(v) for v in claims],
-        "targets": [asdict(v) for v in targets],
+        "dialogue": [_dialogue_row(r) for r in results.dialogue],
+        "judges": [asdict(j) for j in results.judges],
+        "claims": [asdict(v) for v in results.claims],
+        "targets": [asdict(v) for v in results.targets],
     }
     for name, rows in tables.items():
         if rows:
@@ -90,52 +78,31 @@ def write_report(out: Path, run: dict[str, Any], sections: dict[str, Any]) -> Pa
         plots.append(_plot_pareto(out / "recall_vs_latency.png", scaling, "clustered vectors (synthetic)"))
     if realtext:
         plots.append(_plot_pareto(out / "realtext_recall_vs_latency.png", realtext, "real text"))
-    (out / "results.json").write_text(
-        json.dumps(
-            {
-                "run": run,
-                "scaling": [_raw(m) for m in scaling],
-                "growing": [_raw(m) for m in growing],
-                "needles": [_raw(m) for m in needles],
-                "beir": [_raw(m) for m in beir],
-                "realtext": [_raw(m) for m in realtext],
-                "dialogue": tables["dialogue"],
-                "grouping": grouping,
-                "judges": judges,
-                "claims": tables["claims"],
-                "targets": tables["targets"],
-            },
-            indent=1,
-            default=_json_default,
-        )
-    )
+    (out / "results.json").write_text(results.to_json())
     report = out / "report.md"
-    report.write_text(_markdown(run, tables, plots, claims, targets))
+    report.write_text(_markdown(results, tables, plots))
     return report
 
 
-def summary_table(sections: dict[str, Any]) -> str:
+def summary_table(results: RunResults) -> str:
     """The end-of-run summary printed to the terminal."""
-    rows = [
-        [v.claim, v.system, v.verdict, v.measured] for v in [*sections.get("claims", []), *sections.get("targets", [])]
-    ]
+    rows = [[v.claim, v.system, v.verdict, v.measured] for v in [*results.claims, *results.targets]]
     return tabulate(
         rows, headers=["claim / target", "system", "verdict", "measured"], maxcolwidths=[None, None, None, 80]
     )
 
 
-def _markdown(
-    run: dict[str, Any], tables: dict[str, list], plots: list[Path], claims: list[Verdict], targets: list[Verdict]
-) -> str:
-    machine = run["machine"]
+def _markdown(results: RunResults, tables: dict[str, list], plots: list[Path]) -> str:
+    run, claims, targets = results.run, results.claims, results.targets
+    machine = run.machine
     lines = [
-        f"# MagneticBench run {run['id']}",
+        f"# MagneticBench run {run.id}",
         "",
-        f"Commit `{run['commit']}`{' (uncommitted changes)' if run['dirty'] else ''} · {machine['cpus']} CPUs · "
-        f"Python {machine['python']} · {machine['platform']} · took {run['duration_s']:.0f} s · "
-        f"command `{run['command']}`",
+        f"Commit `{run.commit}`{' (uncommitted changes)' if run.dirty else ''} · {machine.cpus} CPUs · "
+        f"Python {machine.python} · {machine.platform} · took {run.duration_s:.0f} s · command `{run.command}`",
         "",
-        *[f"- {key}: `{value}`" for key, value in run.get("dataset_info", {}).items()],
+        *[f"- {key}: `{value}`" for key, value in run.dataset_info.items()],
+        *_timing_lines(results),
         "",
         "## Reading",
         "",
@@ -170,10 +137,11 @@ def _markdown(
     sections = [
         (
             "scaling",
-            f"Scaling (synthetic): 100 clustered topics at every N, spread {run['plan']['spread']}, k = 10, "
+            f"Scaling (synthetic): 100 clustered topics at every N, spread {run.plan.spread}, k = 10, "
             "recall against exact search",
-            "Latency is single-query wall time measured around `search` after 10 warm-up queries; build time "
-            "and memory (RSS growth per document, approximate; nan when RSS shrank) are measured separately.",
+            "Latency is single-query wall time measured around `search` after 10 warm-up queries, pooled over the "
+            "timing passes (`pass_spread`: slowest over fastest pass median, minus one); build time and memory "
+            "(RSS growth per document, approximate; nan when RSS shrank) are measured separately.",
         ),
         (
             "growing",
@@ -228,6 +196,32 @@ def _markdown(
         lines += [f"![{plot.stem}]({plot.name})", ""]
     lines += ["Raw per-query latencies, parameters and machine details: `results.json`; tables: `*.csv`.", ""]
     return "\n".join(lines)
+
+
+def _timing_lines(results: RunResults) -> list[str]:
+    """How latency was timed, how much the machine moved between passes, and anything slowed on purpose."""
+    passes = {
+        section: max(len(m.pass_latencies_ns) for m in measured)
+        for section in results.TIMED_SECTIONS
+        if (measured := getattr(results, section))
+    }
+    spreads = np.asarray([m.pass_spread for m in results.measurements().values() if len(m.pass_latencies_ns) > 1])
+    lines = []
+    if passes:
+        lines.append(
+            "- timing passes (every system of a section, interleaved in a rotating order): "
+            + ", ".join(f"{section} {count}" for section, count in passes.items())
+        )
+    if spreads.size:
+        lines.append(
+            f"- between-pass spread of a measurement's median (slowest / fastest pass − 1): median "
+            f"{np.median(spreads):.1%}, 90th percentile {np.percentile(spreads, 90):.1%}, largest {spreads.max():.1%}"
+        )
+    lines += [
+        f"- **deliberately slowed** (`--slow-down`, to check `compare`): `{system}` ×{factor:g}"
+        for system, factor in results.run.plan.slow_down.items()
+    ]
+    return lines
 
 
 def _reading(claims: list[Verdict], targets: list[Verdict]) -> list[str]:
@@ -319,20 +313,6 @@ def _write_csv(path: Path, rows: list[dict[str, Any]]) -> None:
         writer = csv.DictWriter(handle, fieldnames=list(rows[0]))
         writer.writeheader()
         writer.writerows(rows)
-
-
-def _raw(m: Measurement) -> dict[str, Any]:
-    data = asdict(m)
-    data.pop("retrieved")
-    return data
-
-
-def _json_default(value: Any) -> Any:
-    if hasattr(value, "tolist"):
-        return value.tolist()
-    if isinstance(value, Path):
-        return str(value)
-    raise TypeError(f"cannot serialise {type(value).__name__}")
 
 
 def _plot_latency(path: Path, scaling: list[Measurement]) -> Path:

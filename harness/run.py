@@ -16,11 +16,12 @@ from typing import Any
 from reference.encoders import Encoder, make_encoder
 
 from . import experiments
-from .claims import Results, evaluate
+from .claims import evaluate
 from .dialogue import SPEAKER_CAPTIONS, TurnFormat
 from .plan import DIALOGUE_SYSTEMS, RunPlan
 from .progress import progress
 from .report import summary_table, write_report
+from .results import Machine, RunInfo, RunResults
 
 SOURCE = Path(__file__).resolve().parents[1]
 """Where this code lives: read for the commit it runs (never written to: an installed copy may be read-only)."""
@@ -39,7 +40,7 @@ def run_benchmark(
     command: str,
     corpus: str = "stdlib",
     turn_format: TurnFormat = SPEAKER_CAPTIONS,
-) -> tuple[Path, dict[str, Any]]:
+) -> tuple[Path, RunResults]:
     """Run the plan, or only `dataset` when given (`locomo:FILE`, `longmemeval:FILE`, `beam:DIR`, or a
     BEIR directory); write and return the report."""
     started = time.time()
@@ -62,7 +63,7 @@ def run_benchmark(
         )
         dataset_info = {"corpus": found.source, "passages": len(found.passages), "sha256": found.sha256 or "-"}
     elif dataset:
-        sections["beir"] = experiments.beir(dataset, plan.systems, name, chosen, progress)
+        sections["beir"] = experiments.beir(plan, dataset, plan.systems, name, chosen, progress)
     else:
         sections["scaling"] = experiments.scaling(plan, plan.systems, progress)
         growing_systems = tuple(s for s in plan.growing_systems if s in plan.systems)
@@ -75,26 +76,27 @@ def run_benchmark(
             plan, corpus, plan.realtext_systems, text_encoder.name, text_encoder, progress
         )
         dataset_info = {"corpus": found.source, "passages": len(found.passages), "sha256": found.sha256 or "-"}
-        sections["claims"], sections["targets"] = evaluate(
-            Results(sections["scaling"], sections["needles"], sections["grouping"], sections["growing"])
-        )
-    run = {
-        "id": run_id,
-        "started": datetime.fromtimestamp(started, UTC).isoformat(),
-        "duration_s": time.time() - started,
-        "command": command,
-        "commit": _git("rev-parse", "HEAD"),
-        "dirty": bool(_git("status", "--porcelain")),
-        "machine": _machine(),
-        "plan": asdict(plan),
-        "encoders": {name: e.name for name, e in encoders.items()},
-        "dataset": dataset,
-        "dataset_info": dataset_info,
-    }
-    report = write_report(out, run, sections)
-    print(summary_table(sections) if "claims" in sections else "")
+    info = RunInfo(
+        id=run_id,
+        started=datetime.fromtimestamp(started, UTC).isoformat(),
+        duration_s=time.time() - started,
+        command=command,
+        commit=_git("rev-parse", "HEAD"),
+        dirty=bool(_git("status", "--porcelain")),
+        machine=_machine(),
+        plan=plan,
+        encoders={name: e.name for name, e in encoders.items()},
+        dataset=dataset,
+        dataset_info=dataset_info,
+    )
+    results = RunResults(run=info, **sections)
+    if not dataset:
+        claims, targets = evaluate(results)
+        results = replace(results, claims=claims, targets=targets)
+    report = write_report(out, results)
+    print(summary_table(results) if results.claims else "")
     print(f"\nreport: {report}")
-    return report, sections
+    return report, results
 
 
 def _encoders(names: Iterable[str]) -> dict[str, Encoder]:
@@ -108,17 +110,17 @@ def _git(*args: str) -> str:
         return "unknown"
 
 
-def _machine() -> dict[str, Any]:
+def _machine() -> Machine:
     versions = {}
     for package in ("numpy", "chromadb", "faiss-cpu", "scikit-learn", "sentence-transformers", "torch"):
         try:
             versions[package] = metadata.version(package)
         except metadata.PackageNotFoundError:
             versions[package] = None
-    return {
-        "platform": platform.platform(),
-        "processor": platform.processor() or platform.machine(),
-        "cpus": os.cpu_count(),
-        "python": platform.python_version(),
-        "packages": versions,
-    }
+    return Machine(
+        platform=platform.platform(),
+        processor=platform.processor() or platform.machine(),
+        cpus=os.cpu_count(),
+        python=platform.python_version(),
+        packages=versions,
+    )

@@ -1,6 +1,10 @@
-"""Build a system once, time its queries, check and score its answers.
+"""Build systems once, time their queries in interleaved passes, check and score their answers.
 
-Build and warm-up are kept out of query timing; every answer goes through `check_hits`.
+Every system of a job list is built first (build time and memory measured one by one); then each
+query setting of every system (its defaults, and with `sweep` each value of its query parameter)
+answers all queries once per pass, the order rotating from pass to pass, so a hiccup of a shared
+machine falls on all of them alike. Warm-up queries before each block stay out of timing; every
+answer goes through `check_hits`.
 """
 
 from __future__ import annotations
@@ -8,55 +12,49 @@ from __future__ import annotations
 import os
 import tempfile
 import time
-from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from .checking import check_documents, check_hits
 from .evalset import EvalSet
-from .metrics import LatencyStats, capped_recall_at_k, hits_at_k, latency_stats, mrr, ndcg_at_k, recall_at_k
+from .metrics import capped_recall_at_k, hits_at_k, mrr, ndcg_at_k, recall_at_k
+from .progress import Progress, silent
 from .protocol import MemorySystem, SystemContext, TunableSystem
 from .registry import check_declaration, resolve
+from .results import Measurement
+from .slowdown import Slowed
 
 WARMUP_QUERIES = 10
+FOUND_KS = (1, 3, 10)
 
 
-@dataclass
-class Measurement:
-    """One system, one evaluation set, one query-parameter setting."""
+@dataclass(frozen=True)
+class Job:
+    """One system to build on one evaluation set. `sweep` also times every value of its query parameter;
+    `slow_down` > 1 deliberately slows its searches (to check that `compare` catches a regression)."""
 
-    system: str
-    dataset: str
+    spec: str
+    evalset: EvalSet
     encoder: str
-    n_docs: int
-    params: dict[str, Any]
-    build_s: float
-    ingest_per_s: float
-    rss_bytes_per_doc: float
-    latency: LatencyStats
-    recall_at_10: float
-    capped_recall_at_10: float
-    mrr: float
-    ndcg_at_10: float
-    found_at: dict[int, int]
-    queries: int
-    describe: dict[str, Any] = field(default_factory=dict)
-    latencies_ns: list[int] = field(default_factory=list, repr=False)
-    retrieved: list[list[str]] = field(default_factory=list, repr=False)
+    options: Mapping[str, Any] = field(default_factory=dict)
+    sweep: bool = False
+    slow_down: float = 1.0
 
-    def row(self) -> dict[str, Any]:
-        """A flat dict for tables and CSV (no raw lists)."""
-        flat = {
-            k: v
-            for k, v in asdict(self).items()
-            if k not in ("latencies_ns", "retrieved", "latency", "describe", "found_at", "params")
-        }
-        flat.update({f"latency_{k}": v for k, v in asdict(self.latency).items()})
-        flat.update({f"found_at_{k}": v for k, v in self.found_at.items()})
-        flat.update({f"param_{k}": v for k, v in self.params.items()})
-        flat.update({k: v for k, v in self.describe.items() if k in ("groups", "groups_per_cell")})
-        return flat
+    @property
+    def name(self) -> str:
+        """How progress lines name the job."""
+        return f"{self.spec} N={len(self.evalset.docs):,}"
+
+
+@dataclass(frozen=True)
+class _Built:
+    job: Job
+    system: MemorySystem
+    build_s: float
+    rss_per_doc: float
 
 
 def open_system(
@@ -71,6 +69,29 @@ def open_system(
     return system
 
 
+def measure_together(
+    jobs: Sequence[Job], *, k: int = 10, passes: int = 1, progress: Progress = silent, label: str = "measure"
+) -> list[Measurement]:
+    """Build every job's system, then time all their query settings in `passes` interleaved passes."""
+    if passes < 1:
+        raise ValueError(f"passes must be at least 1, not {passes}")
+    with ExitStack() as stack:
+        built = [stack.enter_context(_build(job)) for job in progress(jobs, f"{label}: build")]
+        units = [(b, params) for b in built for params in [{}, *(_settings(b.system) if b.job.sweep else [])]]
+        timings: list[list[list[int]]] = [[] for _ in units]
+        answers: list[list[list[str]]] = [[] for _ in units]
+        for one_pass in progress(range(passes), f"{label}: timing passes over {len(units)} settings"):
+            start = one_pass * len(units) // passes
+            for index in [*range(start, len(units)), *range(start)]:
+                item, params = units[index]
+                if item.job.sweep and "tunable" in item.system.capabilities:
+                    item.system.set_query_params(**params)  # {} restores the defaults
+                retrieved, latencies = _run_queries(item.system, item.job.evalset, k)
+                timings[index].append(latencies)
+                answers[index] = answers[index] or retrieved
+        return [_score(item, params, answers[i], timings[i]) for i, (item, params) in enumerate(units)]
+
+
 def measure(
     spec: str,
     evalset: EvalSet,
@@ -79,30 +100,10 @@ def measure(
     k: int = 10,
     sweep: bool = False,
     options: Mapping[str, Any] | None = None,
-    found_ks: Sequence[int] = (1, 3, 10),
+    passes: int = 1,
 ) -> list[Measurement]:
-    """Build `spec` on the set, query it at its defaults (params {}) and, with `sweep`, at every setting."""
-    check_documents(evalset.docs)
-    with tempfile.TemporaryDirectory(prefix=f"magbench-{spec.replace(':', '_')}-") as workdir:
-        system = open_system(spec, evalset, encoder=encoder, workdir=Path(workdir), options=options)
-        try:
-            rss_before = _rss_bytes()
-            started = time.perf_counter()
-            system.add(evalset.docs)
-            build_s = time.perf_counter() - started
-            grown = _rss_bytes() - rss_before  # the allocator may hand memory back: a drop is no reading
-            rss_per_doc = grown / len(evalset.docs) if grown >= 0 else float("nan")
-            measurements = []
-            for params in [{}, *(_settings(system) if sweep else [])]:
-                if params:
-                    system.set_query_params(**params)
-                retrieved, latencies = _run_queries(system, evalset, k)
-                measurements.append(
-                    _score(system, evalset, encoder, params, build_s, rss_per_doc, retrieved, latencies, found_ks)
-                )
-            return measurements
-        finally:
-            system.close()
+    """One system: its defaults (params {}) and, with `sweep`, every setting of its query parameter."""
+    return measure_together([Job(spec, evalset, encoder, options or {}, sweep)], k=k, passes=passes)
 
 
 def group_labels(spec: str, evalset: EvalSet, *, encoder: str, options: Mapping[str, Any] | None = None) -> list[int]:
@@ -114,6 +115,25 @@ def group_labels(spec: str, evalset: EvalSet, *, encoder: str, options: Mapping[
                 raise ValueError(f"{spec} does not declare the 'groups' capability")
             system.add(evalset.docs)
             return list(system.group_labels([d.id for d in evalset.docs]))
+        finally:
+            system.close()
+
+
+@contextmanager
+def _build(job: Job) -> Iterator[_Built]:
+    """The job's system, built on its documents in a private directory; closed on exit."""
+    check_documents(job.evalset.docs)
+    with tempfile.TemporaryDirectory(prefix=f"magbench-{job.spec.replace(':', '_')}-") as workdir:
+        system = open_system(job.spec, job.evalset, encoder=job.encoder, workdir=Path(workdir), options=job.options)
+        if job.slow_down != 1.0:
+            system = Slowed(system, job.slow_down)
+        try:
+            rss_before = _rss_bytes()
+            started = time.perf_counter()
+            system.add(job.evalset.docs)
+            build_s = time.perf_counter() - started
+            grown = _rss_bytes() - rss_before  # the allocator may hand memory back: a drop is no reading
+            yield _Built(job, system, build_s, grown / len(job.evalset.docs) if grown >= 0 else float("nan"))
         finally:
             system.close()
 
@@ -141,37 +161,26 @@ def _run_queries(system: MemorySystem, evalset: EvalSet, k: int) -> tuple[list[l
     return retrieved, latencies
 
 
-def _score(
-    system: MemorySystem,
-    evalset: EvalSet,
-    encoder: str,
-    params: dict[str, Any],
-    build_s: float,
-    rss_per_doc: float,
-    retrieved: list[list[str]],
-    latencies: list[int],
-    found_ks: Sequence[int],
-) -> Measurement:
+def _score(item: _Built, params: dict[str, Any], retrieved: list[list[str]], timings: list[list[int]]) -> Measurement:
+    evalset, system = item.job.evalset, item.system
     relevant = evalset.relevant()
-    describe = system.describe() if "groups" in system.capabilities else {}
-    return Measurement(
+    return Measurement.timed(
+        timings,
         system=system.name,
         dataset=evalset.name,
-        encoder=encoder,
+        encoder=item.job.encoder,
         n_docs=len(evalset.docs),
         params=dict(params),
-        build_s=build_s,
-        ingest_per_s=len(evalset.docs) / build_s if build_s > 0 else float("inf"),
-        rss_bytes_per_doc=rss_per_doc,
-        latency=latency_stats(latencies),
+        build_s=item.build_s,
+        ingest_per_s=len(evalset.docs) / item.build_s if item.build_s > 0 else float("inf"),
+        rss_bytes_per_doc=item.rss_per_doc,
         recall_at_10=recall_at_k(retrieved, relevant, 10),
         capped_recall_at_10=capped_recall_at_k(retrieved, relevant, 10),
         mrr=mrr(retrieved, relevant),
         ndcg_at_10=ndcg_at_k(retrieved, [evalset.qrels.get(q.id, {}) for q in evalset.queries], 10),
-        found_at={k: hits_at_k(retrieved, relevant, k) for k in found_ks},
+        found_at={k: hits_at_k(retrieved, relevant, k) for k in FOUND_KS},
         queries=len(evalset.queries),
-        describe=describe,
-        latencies_ns=latencies,
+        describe=system.describe() if "groups" in system.capabilities else {},
         retrieved=retrieved,
     )
 

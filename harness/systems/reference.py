@@ -71,6 +71,7 @@ class ReferenceSystem:
         else:
             path = str(context.workdir / "memory") if persist else None
             self.memory = CellularMemory(path=path, encoder=encoder, config=make_config(**config))
+        self._default_params = {name: getattr(self.memory.config, name) for name in self.query_params}
 
     def add(self, docs: Sequence[Document]) -> None:
         now = self.memory.clock()
@@ -101,7 +102,8 @@ class ReferenceSystem:
         self.memory.consolidate()
 
     def set_query_params(self, **params: Any) -> None:
-        self.memory.set_search_options(**params)
+        """The swept parameter; no arguments restore the preset's value."""
+        self.memory.set_search_options(**{**self._default_params, **params})
 
     def group_labels(self, doc_ids: Sequence[str]) -> list[int]:
         return [self.memory.get(doc_id).group_id for doc_id in doc_ids]

@@ -40,31 +40,54 @@ def test_quick_run_writes_a_full_report(quick_run):
     report = (out / "report.md").read_text()
     assert "## Published claims" in report and "needles-5of5" in report
     results = json.loads((out / "results.json").read_text())
-    assert results["run"]["machine"]["cpus"] >= 1 and results["run"]["plan"]["sizes"] == [1000, 10000]
+    assert results["schema"] == 2 and results["run"]["machine"]["cpus"] >= 1
+    assert results["run"]["plan"]["sizes"] == [1000, 10000] and results["run"]["plan"]["passes"] == 3
     scaling = results["scaling"]
     assert {m["system"] for m in scaling} >= {"reference", "flat-numpy", "flat-chroma", "kmeans"}
-    assert all(len(m["latencies_ns"]) == m["queries"] for m in scaling)
+    assert all(len(m["pass_latencies_ns"]) == 3 for m in scaling)
+    assert all(len(one_pass) == m["queries"] for m in scaling for one_pass in m["pass_latencies_ns"])
+    assert "timing passes (every system of a section, interleaved in a rotating order): scaling 3" in report
     assert {v["verdict"] for v in results["claims"]} <= {"SUPPORTED", "NOT SUPPORTED", "NOT MEASURED"}
     assert "claim / target" in done.stdout  # the summary table
 
 
-@pytest.mark.minilm
-def test_compare_a_run_with_itself_passes_and_with_a_slower_copy_fails(quick_run, tmp_path):
-    out, _ = quick_run
-    assert magbench("compare", str(out), str(out)).returncode == 0
-    slower = json.loads((out / "results.json").read_text())
-    for m in slower["scaling"]:
-        if m["system"] == "flat-numpy":  # a test double: one system, slowed 2x
-            m["latency"]["p50_ms"] *= 2
-            m["latencies_ns"] = [2 * t for t in m["latencies_ns"]]
-    (tmp_path / "results.json").write_text(json.dumps(slower))
-    failed = magbench("compare", str(out), str(tmp_path))
+@pytest.fixture(scope="module")
+def beir_runs(tmp_path_factory):
+    """The same small BEIR run twice: as it is, and with flat-numpy slowed 2× on purpose."""
+    root = tmp_path_factory.mktemp("beir-runs")
+    dataset = save_beir(needles_evalset(400, 40, seed=5), root / "beir")
+    runs = []
+    for name, extra in (("base", []), ("slowed", ["--slow-down", "flat-numpy=2"])):
+        done = magbench(
+            "run", "--dataset", str(dataset), "--encoder", "mock", "--systems", "reference,flat-numpy",
+            "--out", str(root / name), *extra,
+        )  # fmt: skip
+        assert done.returncode == 0, done.stderr[-3000:]
+        runs.append(root / name)
+    return runs
+
+
+def test_compare_a_run_with_itself_passes_and_with_a_slowed_system_fails(beir_runs):
+    base, slowed = beir_runs
+    same = magbench("compare", str(base), str(base))
+    assert same.returncode == 0 and "0 regression(s)" in same.stdout and "Verdicts that changed" not in same.stdout
+    failed = magbench("compare", str(base), str(slowed))
     assert failed.returncode == 1 and "REGRESSION" in failed.stdout
-    assert "regression(s) beyond noise and tolerance: scaling:flat-numpy" in failed.stdout
-    (tmp_path / "other").mkdir()
-    (tmp_path / "other" / "results.json").write_text(json.dumps({"run": {}, "scaling": []}))
-    unrelated = magbench("compare", str(out), str(tmp_path / "other"))
+    assert re.search(r"regression\(s\) beyond noise and tolerance: .*beir:flat-numpy", failed.stdout), failed.stdout
+    assert "deliberately slowed" in (slowed / "report.md").read_text()
+
+
+@pytest.mark.minilm
+def test_compare_refuses_unrelated_runs_and_old_results(quick_run, beir_runs, tmp_path):
+    out, _ = quick_run
+    unrelated = magbench("compare", str(out), str(beir_runs[0]))
     assert unrelated.returncode == 2 and "share no measurement" in unrelated.stdout
+    old = json.loads((out / "results.json").read_text())
+    del old["schema"]  # a results.json written before the schema was versioned
+    (tmp_path / "results.json").write_text(json.dumps(old))
+    refused = magbench("compare", str(out), str(tmp_path))
+    assert refused.returncode == 2 and refused.stdout == ""
+    assert "has results schema 1; this magbench reads schema 2" in refused.stderr
 
 
 def test_run_on_a_beir_directory(tmp_path):
@@ -101,5 +124,6 @@ def test_bad_arguments_exit_with_usage():
 def test_a_run_shows_each_step_with_elapsed_time_when_not_on_a_terminal(quick_run):
     _, done = quick_run  # captured output is not a terminal
     steps = [line for line in done.stderr.splitlines() if re.match(r"\[\s*\d+\.\d s\] ", line)]
-    assert any("scaling (fixed) N=10,000: kmeans" in line for line in steps), done.stderr[-2000:]
+    assert any("scaling (fixed): build: kmeans N=10,000" in line for line in steps), done.stderr[-2000:]
+    assert any("scaling (fixed): timing passes over" in line for line in steps)
     assert any("real text" in line for line in steps)

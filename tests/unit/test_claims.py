@@ -1,36 +1,13 @@
 """Verdicts follow the measurements: supported, refuted, or not measured."""
 
-from dataclasses import replace
-
-from harness.claims import CLAIMS, INCONCLUSIVE, REFUTED, SUPPORTED, TARGETS, UNMEASURED, Results
-from harness.metrics import latency_stats
-from harness.runner import Measurement
+from harness.claims import CLAIMS, INCONCLUSIVE, REFUTED, SUPPORTED, TARGETS, UNMEASURED
+from harness.results import RunResults
+from tests.results_factory import measured, results
 
 
-def measured(system: str, n: int, p50_ms: float, recall: float = 1.0, params=None, found3: int = 5) -> Measurement:
-    return Measurement(
-        system=system,
-        dataset="d",
-        encoder="e",
-        n_docs=n,
-        params=params or {},
-        build_s=1.0,
-        ingest_per_s=n,
-        rss_bytes_per_doc=0.0,
-        latency=latency_stats([p50_ms * 1e6] * 3),
-        latencies_ns=[int(p50_ms * 1e6)] * 50,  # no spread: the interval is the point
-        recall_at_10=recall,
-        capped_recall_at_10=recall,
-        mrr=1.0,
-        ndcg_at_10=1.0,
-        found_at={1: found3, 3: found3, 10: 5},
-        queries=5,
-    )
-
-
-def verdicts(results: Results, claim_id: str) -> dict[str, str]:
+def verdicts(run: RunResults, claim_id: str) -> dict[str, str]:
     claim = next(c for c in (*CLAIMS, *TARGETS) if c.id == claim_id)
-    return {v.system: v.verdict for v in claim.evaluate(results)}
+    return {v.system: v.verdict for v in claim.evaluate(run)}
 
 
 SIZES = (1_000, 10_000, 25_000, 100_000)
@@ -41,7 +18,9 @@ SCALING = [
     measured("faiss-ivf", 100_000, 0.2, recall=1.0, params={"nprobe": 16}),
     measured("faiss-ivf", 100_000, 0.05, recall=0.9, params={"nprobe": 1}),
 ]
-RESULTS = Results(SCALING, [measured("reference", 200, 1.0), measured("flat-chroma", 200, 1.0, found3=4)], [])
+RESULTS = results(
+    scaling=SCALING, needles=[measured("reference", 200, [1.0] * 5), measured("flat-chroma", 200, [1.0] * 5, found3=4)]
+)
 
 
 def test_stable_latency_and_linear_growth():
@@ -62,23 +41,25 @@ def test_needles_need_every_needle():
 def test_advantage_and_targets():
     assert verdicts(RESULTS, "latency-advantage")["reference"] == SUPPORTED
     assert verdicts(RESULTS, "speedup-vs-exact") == {"reference": SUPPORTED}  # 10 ms / 0.3 ms = 33×, recall 1.0
-    low_recall = Results([*SCALING[:2], measured("reference", 100_000, 0.3, recall=0.9), *SCALING[3:]], [], [])
+    low_recall = results(scaling=[*SCALING[:2], measured("reference", 100_000, 0.3, recall=0.9), *SCALING[3:]])
     assert verdicts(low_recall, "speedup-vs-exact") == {"reference": REFUTED}
     assert verdicts(RESULTS, "near-faiss") == {"reference": SUPPORTED}  # 0.3 vs 0.2 ms at equal recall: 1.5×
     assert verdicts(RESULTS, "flat-latency-fixed") == {"reference": SUPPORTED, "faiss-ivf": UNMEASURED}
-    growing = Results(SCALING, [], [], [measured("reference", 10_000, 0.2), measured("reference", 100_000, 0.5)])
+    growing = results(
+        scaling=SCALING, growing=[measured("reference", 10_000, 0.2), measured("reference", 100_000, 0.5)]
+    )
     assert verdicts(growing, "flat-latency-growing") == {"reference": REFUTED, "faiss-ivf": UNMEASURED}
 
 
 def test_a_quick_run_does_not_judge_a_100k_target_at_10k():
-    quick = Results([r for r in SCALING if r.n_docs == 10_000], [], [])
+    quick = results(scaling=[r for r in SCALING if r.n_docs == 10_000])
     assert verdicts(quick, "speedup-vs-exact") == {"reference": UNMEASURED}
     assert verdicts(quick, "near-faiss") == {"reference": UNMEASURED}
 
 
 def test_a_slowdown_is_written_as_slower_and_verdicts_carry_their_statement():
-    slow = Results(
-        [*(measured("reference", n, 4.0) for n in SIZES), *(measured("flat-chroma", n, 1.6) for n in SIZES)], [], []
+    slow = results(
+        scaling=[*(measured("reference", n, 4.0) for n in SIZES), *(measured("flat-chroma", n, 1.6) for n in SIZES)]
     )
     claim = next(c for c in CLAIMS if c.id == "latency-advantage")
     verdict = next(v for v in claim.evaluate(slow) if v.system == "reference")
@@ -92,18 +73,31 @@ def test_a_ratio_whose_interval_straddles_the_bar_is_inconclusive():
 
     rng = np.random.default_rng(3)
 
-    def spread(name: str, n: int, median_ms: float) -> Measurement:
-        m = measured(name, n, median_ms)
-        return replace(m, latencies_ns=(median_ms * 1e6 * rng.lognormal(0, 0.8, 60)).astype(int).tolist())
+    def spread(name: str, n: int, median_ms: float):
+        return measured(name, n, median_ms * rng.lognormal(0, 0.8, 60))
 
     # reference at 0.5 ms against exact search at 10 ms: 20× exactly, but the queries scatter widely
-    noisy = Results([spread("reference", 100_000, 0.5), spread("flat-numpy", 100_000, 10.0)], [], [])
+    noisy = results(scaling=[spread("reference", 100_000, 0.5), spread("flat-numpy", 100_000, 10.0)])
     assert verdicts(noisy, "speedup-vs-exact") == {"reference": INCONCLUSIVE}
-    clear = Results([spread("reference", 100_000, 0.1), spread("flat-numpy", 100_000, 10.0)], [], [])
+    clear = results(scaling=[spread("reference", 100_000, 0.1), spread("flat-numpy", 100_000, 10.0)])
     assert verdicts(clear, "speedup-vs-exact") == {"reference": SUPPORTED}
 
 
 def test_a_quick_run_cannot_judge_claims_about_growth():
-    quick = Results([r for r in SCALING if r.n_docs <= 10_000], [], [])  # --quick: 1K and 10K
+    quick = results(scaling=[r for r in SCALING if r.n_docs <= 10_000])  # --quick: 1K and 10K
     assert set(verdicts(quick, "stable-latency").values()) == {UNMEASURED}
     assert set(verdicts(quick, "flat-linear").values()) == {UNMEASURED}
+
+
+def test_drift_between_timing_passes_widens_the_interval():
+    """The same 18× median with steady passes is refuted; with passes that drift ±25 % it may reach 20×."""
+    steady = results(scaling=[measured("reference", 100_000, 0.55), measured("flat-numpy", 100_000, 10.0)])
+    assert verdicts(steady, "speedup-vs-exact") == {"reference": REFUTED}
+    drift = (0.75, 1.0, 1.25, 0.8, 1.2)
+    drifting = results(
+        scaling=[
+            measured("reference", 100_000, 0.55, pass_factors=drift),
+            measured("flat-numpy", 100_000, 10.0, pass_factors=drift[::-1]),
+        ]
+    )
+    assert verdicts(drifting, "speedup-vs-exact") == {"reference": INCONCLUSIVE}

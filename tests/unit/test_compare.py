@@ -1,27 +1,22 @@
-"""`compare` flags slowdowns beyond noise and tolerance, recall drops, flipped verdicts, other machines."""
+"""`compare` flags slowdowns beyond noise and tolerance, recall drops, flipped verdicts, other machines;
+`RunResults` round-trips through JSON and refuses another schema version."""
+
+from dataclasses import replace
 
 import numpy as np
+import pytest
 
 from harness.compare import compare
+from harness.results import SCHEMA_VERSION, Machine, ResultsFileError, RunResults, Verdict
+from tests.results_factory import MACHINE, measured, results
 
 
-def results(latencies_ms, recall: float, verdict: str = "SUPPORTED", machine: dict | None = None) -> dict:
-    latencies = np.asarray(latencies_ms, dtype=float)
-    measurement = {
-        "system": "reference",
-        "dataset": "v",
-        "encoder": "vectors",
-        "n_docs": 1000,
-        "params": {},
-        "latency": {"p50_ms": float(np.median(latencies))},
-        "recall_at_10": recall,
-        "latencies_ns": (latencies * 1e6).astype(int).tolist(),
-    }
-    return {
-        "run": {"machine": machine or {"platform": "linux", "cpus": 2, "packages": {"numpy": "2.3"}}},
-        "growing": [measurement],
-        "claims": [{"claim": "c", "system": "reference", "verdict": verdict}],
-    }
+def run(latencies_ms, recall: float, verdict: str = "SUPPORTED", machine: Machine = MACHINE) -> RunResults:
+    return results(
+        machine,
+        growing=[measured("reference", 1000, latencies_ms, recall=recall)],
+        claims=[Verdict("c", "reference", verdict, "", "", "")],
+    )
 
 
 def noisy(median: float, n: int = 200, seed: int = 0) -> np.ndarray:
@@ -31,21 +26,16 @@ def noisy(median: float, n: int = 200, seed: int = 0) -> np.ndarray:
 
 def test_identical_runs_and_noise_are_not_regressions():
     same = noisy(1.0)
-    assert not compare(
-        results(same, 0.99), results(same, 0.99), latency_tolerance=0.25, recall_tolerance=0.01
-    ).regressions
+    assert not compare(run(same, 0.99), run(same, 0.99), latency_tolerance=0.25, recall_tolerance=0.01).regressions
     # two samples of the same noisy distribution: their medians differ, no test calls it a slowdown
     assert not compare(
-        results(noisy(1.0, seed=1), 0.99),
-        results(noisy(1.0, seed=2), 0.99),
-        latency_tolerance=0.0,
-        recall_tolerance=0.01,
+        run(noisy(1.0, seed=1), 0.99), run(noisy(1.0, seed=2), 0.99), latency_tolerance=0.0, recall_tolerance=0.01
     ).regressions
 
 
 def test_a_two_fold_slowdown_in_a_section_is_a_regression_with_its_p_value():
     base = noisy(1.0)
-    comparison = compare(results(base, 0.99), results(base * 2, 0.99), latency_tolerance=0.25, recall_tolerance=0.01)
+    comparison = compare(run(base, 0.99), run(base * 2, 0.99), latency_tolerance=0.25, recall_tolerance=0.01)
     [regression] = comparison.regressions
     assert regression.key.startswith("growing:reference") and regression.metric == "p50_ms"
     assert regression.p_value is not None and regression.p_value < 1e-6
@@ -53,14 +43,14 @@ def test_a_two_fold_slowdown_in_a_section_is_a_regression_with_its_p_value():
 
 def test_a_small_but_significant_slowdown_stays_within_tolerance():
     base = noisy(1.0, 2000)
-    comparison = compare(results(base, 0.99), results(base * 1.1, 0.99), latency_tolerance=0.25, recall_tolerance=0.01)
+    comparison = compare(run(base, 0.99), run(base * 1.1, 0.99), latency_tolerance=0.25, recall_tolerance=0.01)
     assert not comparison.regressions
 
 
 def test_recall_drops_and_flipped_verdicts():
     same = noisy(1.0)
     comparison = compare(
-        results(same, 0.99), results(same, 0.95, "NOT SUPPORTED"), latency_tolerance=0.25, recall_tolerance=0.01
+        run(same, 0.99), run(same, 0.95, "NOT SUPPORTED"), latency_tolerance=0.25, recall_tolerance=0.01
     )
     assert [c.metric for c in comparison.regressions] == ["recall_at_10"]
     assert comparison.flips == ["c / reference: SUPPORTED → NOT SUPPORTED"]
@@ -68,9 +58,28 @@ def test_recall_drops_and_flipped_verdicts():
 
 def test_other_machines_are_named_and_unrelated_runs_share_nothing():
     same = noisy(1.0)
-    other = {"platform": "darwin", "cpus": 8, "packages": {"numpy": "2.1"}}
-    comparison = compare(
-        results(same, 0.99), results(same, 0.99, machine=other), latency_tolerance=0.25, recall_tolerance=0.01
-    )
+    other = Machine(platform="darwin", processor="x86_64", cpus=8, python="3.11.7", packages={"numpy": "2.1"})
+    comparison = compare(run(same, 0.99), run(same, 0.99, machine=other), latency_tolerance=0.25, recall_tolerance=0.01)
     assert comparison.machine_differences == ["platform: linux vs darwin", "cpus: 2 vs 8", "numpy: 2.3 vs 2.1"]
-    assert not compare(results(same, 0.99), {"scaling": []}, latency_tolerance=0.25, recall_tolerance=0.01).shared
+    assert not compare(run(same, 0.99), results(), latency_tolerance=0.25, recall_tolerance=0.01).shared
+
+
+def test_results_round_trip_through_json():
+    original = replace(run(noisy(1.0), 0.99), scaling=[measured("faiss-ivf", 10, 0.2, params={"nprobe": 4})])
+    original = replace(original, growing=[replace(original.growing[0], rss_bytes_per_doc=float("nan"))])
+    again = RunResults.from_json(original.to_json())
+    assert again.measurements().keys() == original.measurements().keys()
+    assert again.growing[0].pass_latencies_ns == original.growing[0].pass_latencies_ns
+    assert again.growing[0].found_at == {1: 5, 3: 5, 10: 5} and np.isnan(again.growing[0].rss_bytes_per_doc)
+    assert again.run == original.run and again.claims == original.claims
+
+
+def test_a_file_of_another_schema_or_shape_is_refused_with_what_to_do():
+    text = run(noisy(1.0), 0.99).to_json()
+    unversioned = text.replace(f'"schema": {SCHEMA_VERSION},', "")  # results.json before versioning
+    with pytest.raises(ResultsFileError, match=r"schema 1; this magbench reads schema 2.*rerun"):
+        RunResults.from_json(unversioned, source="old/results.json")
+    with pytest.raises(ResultsFileError, match="not a valid results file"):
+        RunResults.from_json(text.replace('"recall_at_10"', '"recall"'))
+    with pytest.raises(ResultsFileError, match="not JSON"):
+        RunResults.from_json("{")

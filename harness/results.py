@@ -1,0 +1,249 @@
+"""The one contract between run, claims, report and compare: a typed, versioned `RunResults`.
+
+`results.json` is `RunResults.to_json()`; `RunResults.from_json` validates it (pydantic) and refuses a
+file of another schema version with a message that says what to do.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from pydantic import TypeAdapter, ValidationError
+
+from .metrics import Agreement, EvidenceScores, GroupStats, LatencyStats, latency_stats
+from .plan import RunPlan
+
+SCHEMA_VERSION = 2
+"""2: per-pass latencies (`pass_latencies_ns`), typed rows for every section. 1 (unversioned): one pass."""
+
+
+class ResultsFileError(ValueError):
+    """A results file that this version cannot read: missing, not JSON, another schema, or malformed."""
+
+
+@dataclass(frozen=True)
+class Measurement:
+    """One system, one evaluation set, one query-parameter setting; latencies per timing pass."""
+
+    system: str
+    dataset: str
+    encoder: str
+    n_docs: int
+    params: dict[str, Any]
+    build_s: float
+    ingest_per_s: float
+    rss_bytes_per_doc: float
+    latency: LatencyStats
+    recall_at_10: float
+    capped_recall_at_10: float
+    mrr: float
+    ndcg_at_10: float
+    found_at: dict[int, int]
+    queries: int
+    describe: dict[str, Any] = field(default_factory=dict)
+    pass_latencies_ns: list[list[int]] = field(default_factory=list, repr=False)
+    retrieved: list[list[str]] = field(default_factory=list, repr=False)
+
+    @classmethod
+    def timed(cls, pass_latencies_ns: list[list[int]], **fields: Any) -> Measurement:
+        """A measurement whose latency figures are computed from its passes (pooled)."""
+        pooled = [t for one_pass in pass_latencies_ns for t in one_pass]
+        return cls(latency=latency_stats(pooled), pass_latencies_ns=pass_latencies_ns, **fields)
+
+    @property
+    def latencies_ns(self) -> list[int]:
+        """Every timed query of every pass."""
+        return [t for one_pass in self.pass_latencies_ns for t in one_pass]
+
+    @property
+    def pass_spread(self) -> float:
+        """Slowest over fastest pass median, minus one (0 with one pass): how much the machine moved."""
+        medians = [float(np.median(p)) for p in self.pass_latencies_ns if p]
+        return max(medians) / min(medians) - 1 if medians and min(medians) > 0 else 0.0
+
+    def key(self, section: str) -> str:
+        """What identifies this measurement across runs."""
+        params = ",".join(f"{k}={v}" for k, v in sorted(self.params.items()))
+        return f"{section}:{self.system}:{self.dataset}:{self.encoder}:{self.n_docs}" + (f":{params}" if params else "")
+
+    def row(self) -> dict[str, Any]:
+        """A flat dict for tables and CSV (no raw lists)."""
+        flat = {
+            k: v
+            for k, v in asdict(self).items()
+            if k not in ("pass_latencies_ns", "retrieved", "latency", "describe", "found_at", "params")
+        }
+        flat.update({f"latency_{k}": v for k, v in asdict(self.latency).items()})
+        flat["pass_spread"] = self.pass_spread
+        flat.update({f"found_at_{k}": v for k, v in self.found_at.items()})
+        flat.update({f"param_{k}": v for k, v in self.params.items()})
+        flat.update({k: v for k, v in self.describe.items() if k in ("groups", "groups_per_cell")})
+        return flat
+
+
+@dataclass(frozen=True)
+class DialogueRow:
+    """One system's evidence retrieval on one subset of questions, at turn or session granularity."""
+
+    system: str
+    granularity: str
+    subset: str
+    scores: EvidenceScores
+    latency_p50_ms: float
+
+
+@dataclass(frozen=True)
+class GroupingRow:
+    """How one system's groups agree with the true topics of a haystack."""
+
+    system: str
+    encoder: str
+    docs: int
+    agreement: Agreement
+    sizes: GroupStats
+
+    def row(self) -> dict[str, Any]:
+        return {"system": self.system, "encoder": self.encoder, "docs": self.docs, **asdict(self.agreement)} | asdict(
+            self.sizes
+        )
+
+
+@dataclass(frozen=True)
+class JudgeRow:
+    """One conflict judge on one seed's labelled pairs."""
+
+    judge: str
+    seed: int
+    pairs: int
+    precision: float
+    recall: float
+    missed: dict[str, int]
+    false_alarms: dict[str, int]
+
+
+@dataclass(frozen=True)
+class Verdict:
+    claim: str
+    system: str
+    verdict: str
+    measured: str
+    bar: str
+    condition: str
+    statement: str = ""
+    source: str = ""
+
+
+@dataclass(frozen=True)
+class Machine:
+    platform: str
+    processor: str
+    cpus: int | None
+    python: str
+    packages: dict[str, str | None]
+
+    def differences(self, other: Machine) -> list[str]:
+        """What differs between two machines, field by field and package by package."""
+        found = [
+            f"{name}: {getattr(self, name)} vs {getattr(other, name)}"
+            for name in ("platform", "processor", "cpus", "python")
+            if getattr(self, name) != getattr(other, name)
+        ]
+        return found + [
+            f"{name}: {self.packages.get(name)} vs {other.packages.get(name)}"
+            for name in sorted(self.packages.keys() | other.packages.keys())
+            if self.packages.get(name) != other.packages.get(name)
+        ]
+
+
+@dataclass(frozen=True)
+class RunInfo:
+    """Where, when and how a run was made."""
+
+    id: str
+    started: str
+    duration_s: float
+    command: str
+    commit: str
+    dirty: bool
+    machine: Machine
+    plan: RunPlan
+    encoders: dict[str, str]
+    dataset: str | None = None
+    dataset_info: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class RunResults:
+    """Everything a run measured and judged. Sections a run did not measure stay empty."""
+
+    run: RunInfo
+    scaling: list[Measurement] = field(default_factory=list)
+    growing: list[Measurement] = field(default_factory=list)
+    needles: list[Measurement] = field(default_factory=list)
+    beir: list[Measurement] = field(default_factory=list)
+    realtext: list[Measurement] = field(default_factory=list)
+    dialogue: list[DialogueRow] = field(default_factory=list)
+    grouping: list[GroupingRow] = field(default_factory=list)
+    judges: list[JudgeRow] = field(default_factory=list)
+    claims: list[Verdict] = field(default_factory=list)
+    targets: list[Verdict] = field(default_factory=list)
+
+    TIMED_SECTIONS = ("scaling", "growing", "needles", "beir", "realtext")
+
+    def measurements(self) -> dict[str, Measurement]:
+        """Every measurement of the timed sections by its key (see `Measurement.key`)."""
+        return {m.key(section): m for section in self.TIMED_SECTIONS for m in getattr(self, section)}
+
+    def default_scaling(self, system: str, regime: str = "fixed") -> list[Measurement]:
+        """One measurement per size at the system's default query parameters, by size."""
+        source = self.growing if regime == "growing" else self.scaling
+        return sorted((m for m in source if m.system == system and not m.params), key=lambda m: m.n_docs)
+
+    def to_json(self) -> str:
+        """The schema-versioned JSON of `results.json` (the raw per-pass latencies included)."""
+        data = {"schema": SCHEMA_VERSION, **_ADAPTER.dump_python(self)}
+        return json.dumps(data, indent=1, default=_plain)
+
+    @classmethod
+    def from_json(cls, text: str, *, source: str = "results") -> RunResults:
+        """Parse and validate; another schema version or a malformed file raises `ResultsFileError`."""
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as error:
+            raise ResultsFileError(f"{source} is not JSON ({error})") from None
+        version = data.get("schema", 1) if isinstance(data, dict) else None
+        if version != SCHEMA_VERSION:
+            raise ResultsFileError(
+                f"{source} has results schema {version}; this magbench reads schema {SCHEMA_VERSION} "
+                "(per-pass latencies): rerun `magbench run` with this version to compare against it"
+            )
+        data.pop("schema")
+        try:
+            return _ADAPTER.validate_python(data)
+        except ValidationError as error:
+            raise ResultsFileError(f"{source} is not a valid results file: {error}") from None
+
+    @classmethod
+    def load(cls, run: str | Path) -> RunResults:
+        """A run directory's `results.json`, or a results file."""
+        path = Path(run)
+        path = path / "results.json" if path.is_dir() else path
+        if not path.is_file():
+            raise FileNotFoundError(f"no results.json at {path}")
+        return cls.from_json(path.read_text(), source=str(path))
+
+
+_ADAPTER = TypeAdapter(RunResults)
+
+
+def _plain(value: Any) -> Any:
+    """NumPy scalars and paths that engines put into `describe()`."""
+    if hasattr(value, "tolist"):
+        return value.tolist()
+    if isinstance(value, Path):
+        return str(value)
+    raise TypeError(f"cannot serialise {type(value).__name__}")
