@@ -14,6 +14,29 @@ import numpy as np
 
 
 @dataclass(frozen=True)
+class ConflictNote:
+    """One side of a recorded contradiction, kept on the cell: the other cell, whether the other is the
+    newer statement (then this cell is superseded), the judge's reason and name, when it was found."""
+
+    other: str
+    other_is_newer: bool
+    reason: str
+    judge: str
+    found: float
+
+    def to_json(self) -> dict[str, Any]:
+        """The stored form (the keys the store has always written)."""
+        return {"with": self.other, "newer": self.other_is_newer, "reason": self.reason, "judge": self.judge,
+                "found": self.found}  # fmt: skip
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> ConflictNote:
+        return cls(
+            str(data["with"]), bool(data["newer"]), str(data["reason"]), str(data["judge"]), float(data["found"])
+        )
+
+
+@dataclass(frozen=True)
 class CellRecord:
     """Everything stored about one cell."""
 
@@ -26,8 +49,8 @@ class CellRecord:
     timestamp: float
     access_count: int
     metadata: dict[str, Any]
-    conflicts: list[dict[str, Any]]
-    """Who this cell contradicts: {"with": id, "reason": …, "judge": …, "found": epoch seconds}."""
+    conflicts: list[ConflictNote]
+    """Who this cell contradicts, and which of the two is newer."""
 
 
 @dataclass(frozen=True)
@@ -43,7 +66,7 @@ class CellBatch:
     timestamps: np.ndarray
     access: np.ndarray
     metadata: list[dict[str, Any]]
-    conflicts: list[list[dict[str, Any]]]
+    conflicts: list[list[ConflictNote]]
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -67,7 +90,7 @@ class CellTable:
         self.texts: list[str] = []
         self.kinds: list[str] = []
         self.metadata: list[dict[str, Any]] = []
-        self.conflicts: list[list[dict[str, Any]]] = []
+        self.conflicts: list[list[ConflictNote]] = []
         self.row_of: dict[str, int] = {}
 
     def __len__(self) -> int:
@@ -120,7 +143,7 @@ class CellTable:
             timestamp=float(self.timestamp[row]),
             access_count=int(self.access[row]),
             metadata=dict(self.metadata[row]),
-            conflicts=[dict(c) for c in self.conflicts[row]],
+            conflicts=list(self.conflicts[row]),
         )
 
     def _reserve(self, needed: int) -> None:
@@ -137,9 +160,9 @@ class CellTable:
         self.superseded = _grow(self.superseded, new_capacity)
 
 
-def superseded(conflicts: list[dict[str, Any]]) -> bool:
+def superseded(conflicts: list[ConflictNote]) -> bool:
     """A cell is superseded when a conflict names it as the older side."""
-    return any(c.get("newer") for c in conflicts)
+    return any(c.other_is_newer for c in conflicts)
 
 
 def _grow(array: np.ndarray, capacity: int) -> np.ndarray:

@@ -17,7 +17,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from .cells import CellBatch, CellRecord, CellTable, superseded
+from .cells import CellBatch, CellRecord, CellTable, ConflictNote, superseded
 from .clustering import GroupState, LeaderClustering
 from .config import MemoryConfig
 from .consolidation import ConsolidationReport, GroupSizes, Regrouping, final_groups, plan_merges, plan_regrouping
@@ -393,10 +393,10 @@ class CellularMemory:
         with self._reading():
             table = self._table
             return [
-                Conflict(table.ids[row], c["with"], c["reason"], c["judge"])
+                Conflict(table.ids[row], c.other, c.reason, c.judge)
                 for row in table.live_rows().tolist()
                 for c in table.conflicts[row]
-                if c["newer"]
+                if c.other_is_newer
             ]
 
     def _plan_sleep(self) -> Regrouping:
@@ -491,11 +491,10 @@ class CellularMemory:
                 if conflict.first not in table.row_of or conflict.second not in table.row_of:
                     continue  # deleted meanwhile
                 older, newer = table.row_of[conflict.first], table.row_of[conflict.second]
-                if any(c["with"] == conflict.second for c in table.conflicts[older]):
+                if any(c.other == conflict.second for c in table.conflicts[older]):
                     continue
-                entry = {"reason": conflict.reason, "judge": conflict.judge, "found": now}
-                table.conflicts[older].append({"with": conflict.second, "newer": True, **entry})
-                table.conflicts[newer].append({"with": conflict.first, "newer": False, **entry})
+                table.conflicts[older].append(ConflictNote(conflict.second, True, conflict.reason, conflict.judge, now))
+                table.conflicts[newer].append(ConflictNote(conflict.first, False, conflict.reason, conflict.judge, now))
                 table.superseded[older] = superseded(table.conflicts[older])
                 changed |= {older, newer}
                 new.append(conflict)

@@ -18,7 +18,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from .cells import CellBatch, CellRecord
+from .cells import CellBatch, CellRecord, ConflictNote
 from .chroma import backend_errors, guarded
 from .errors import BackendUnavailableError, DimensionMismatchError, EncoderMismatchError, VectorSegmentUnreadableError
 
@@ -115,7 +115,7 @@ class ChromaCellStore:
             timestamps=np.asarray([m["timestamp"] for m in metas], dtype=np.float64),
             access=np.asarray([m["access"] for m in metas], dtype=np.int64),
             metadata=[json.loads(m["meta"]) for m in metas],
-            conflicts=[json.loads(m.get("conflicts", "[]")) for m in metas],
+            conflicts=[[ConflictNote.from_json(c) for c in json.loads(m.get("conflicts", "[]"))] for m in metas],
         )
 
     def _read(self) -> dict[str, Any]:
@@ -177,7 +177,8 @@ class ChromaCellStore:
     def update(self, records: Sequence[CellRecord]) -> None:
         """Rewrite the mutable engine fields (group, access count, conflicts)."""
         metadatas = [
-            {"group": r.group_id, "access": r.access_count, "conflicts": json.dumps(r.conflicts)} for r in records
+            {"group": r.group_id, "access": r.access_count, "conflicts": json.dumps([c.to_json() for c in r.conflicts])}
+            for r in records
         ]
         self._update([r.id for r in records], metadatas)
 
@@ -224,7 +225,7 @@ class ChromaCellStore:
                 "timestamp": float(batch.timestamps[i]),
                 "access": int(batch.access[i]),
                 "meta": json.dumps(batch.metadata[i], ensure_ascii=False),
-                "conflicts": json.dumps(batch.conflicts[i]),
+                "conflicts": json.dumps([c.to_json() for c in batch.conflicts[i]]),
                 "vec": _vector_text(batch.vectors[i]),
             }
             for i in range(start, stop)

@@ -124,8 +124,8 @@ def test_conflicts_are_recorded_on_both_cells_and_nothing_is_deleted():
         report = memory.consolidate()
         assert [(c.first, c.second) for c in report.conflicts] == [(old, new)]
         assert len(memory) == 3
-        assert memory.get(old).conflicts[0]["with"] == new and memory.get(old).conflicts[0]["newer"]
-        assert memory.get(new).conflicts[0]["with"] == old
+        assert memory.get(old).conflicts[0].other == new and memory.get(old).conflicts[0].other_is_newer
+        assert memory.get(new).conflicts[0].other == old and not memory.get(new).conflicts[0].other_is_newer
         assert [(c.first, c.second) for c in memory.conflicts()] == [(old, new)]
         hits = memory.search("Where does Maria Lopez live?", k=2, mode="memory")
         assert hits[0].id == new  # the newer fact outranks the older one
