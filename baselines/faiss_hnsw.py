@@ -12,7 +12,7 @@ from harness.protocol import Document, Query, SearchHit, SystemContext
 from reference.errors import BackendUnavailableError
 from reference.validation import check_k
 
-from .vectors import stack_unit
+from .vectors import stack_unit, vector_of
 
 
 class FaissHNSW:
@@ -25,7 +25,7 @@ class FaissHNSW:
             import faiss
         except ImportError:
             raise BackendUnavailableError("faiss is not installed; pip install 'magnetic-bench[faiss]'") from None
-        self._index = faiss.IndexHNSWFlat(context.dim, m, faiss.METRIC_INNER_PRODUCT)
+        self._index = faiss.IndexHNSWFlat(context.vector_dim(), m, faiss.METRIC_INNER_PRODUCT)
         self._index.hnsw.efConstruction = ef_construction
         self.ef_search = self.default_ef_search = ef_search
         self._ids: list[str] = []
@@ -37,7 +37,7 @@ class FaissHNSW:
     def search(self, query: Query, *, k: int) -> list[SearchHit]:
         k = check_k(k)
         self._index.hnsw.efSearch = max(self.ef_search, k)
-        scores, rows = self._index.search(query.vector[None, :].astype(np.float32), k)
+        scores, rows = self._index.search(vector_of(query)[None, :].astype(np.float32), k)
         return [SearchHit(self._ids[r], float(s)) for s, r in zip(scores[0], rows[0]) if r >= 0]
 
     def set_query_params(self, **params: Any) -> None:

@@ -11,7 +11,7 @@ from harness.protocol import Document, Query, SearchHit, SystemContext
 from reference.errors import BackendUnavailableError
 from reference.validation import check_k
 
-from .vectors import stack_unit
+from .vectors import stack_unit, vector_of
 
 
 class FaissIVF:
@@ -25,11 +25,11 @@ class FaissIVF:
         except ImportError:
             raise BackendUnavailableError("faiss is not installed; pip install 'magnetic-bench[faiss]'") from None
         self._faiss = faiss
-        self.dim = context.dim
+        self.dim = context.vector_dim()
         self.nlist = nlist
         self.nprobe = self.default_nprobe = nprobe
         self._ids: list[str] = []
-        self._index = None
+        self._index: Any = None  # built on the first batch (faiss has no type hints)
 
     def add(self, docs: Sequence[Document]) -> None:
         """Trains on the first batch (nlist = 4·sqrt(N), at least 39 points per list), then adds."""
@@ -45,7 +45,7 @@ class FaissIVF:
 
     def search(self, query: Query, *, k: int) -> list[SearchHit]:
         k = check_k(k)
-        vector = query.vector[None, :].astype(np.float32)
+        vector = vector_of(query)[None, :].astype(np.float32)
         scores, rows = self._index.search(vector, k)
         if (rows[0] < 0).any() and len(self._ids) > (rows[0] >= 0).sum():  # the probed lists held fewer than k
             self._index.nprobe = self._index.nlist

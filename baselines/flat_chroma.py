@@ -6,9 +6,10 @@ from collections.abc import Sequence
 
 from harness.protocol import Document, Query, SearchHit, SystemContext
 from reference.chroma import guarded, persistent_client
+from reference.errors import BackendUnavailableError
 from reference.validation import check_k
 
-from .vectors import stack_unit
+from .vectors import stack_unit, vector_of
 
 
 class FlatChroma:
@@ -43,12 +44,14 @@ class FlatChroma:
         result = guarded(
             "querying the flat collection",
             self._collection.query,
-            query_embeddings=query.vector[None, :],
+            query_embeddings=vector_of(query)[None, :],
             n_results=k,
             include=["distances"],
         )
-        return [SearchHit(i, 1.0 - d) for i, d in zip(result["ids"][0], result["distances"][0])]
+        distances = result["distances"]
+        if distances is None:
+            raise BackendUnavailableError("Chroma answered the flat collection's query without distances")
+        return [SearchHit(i, 1.0 - d) for i, d in zip(result["ids"][0], distances[0])]
 
     def close(self) -> None:
-        self._collection = None
         self._client.close()

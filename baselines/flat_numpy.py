@@ -9,7 +9,7 @@ import numpy as np
 from harness.protocol import Document, Query, SearchHit, SystemContext
 from reference.validation import check_k
 
-from .vectors import similarities, stack_unit, top_k
+from .vectors import similarities, stack_unit, top_k, vector_of
 
 
 class FlatNumpy:
@@ -26,7 +26,7 @@ class FlatNumpy:
 
     def search(self, query: Query, *, k: int) -> list[SearchHit]:
         k = check_k(k)
-        scores = similarities(self._matrix, query.vector)
+        scores = similarities(self._matrix, vector_of(query))
         return [SearchHit(self._ids[i], float(scores[i])) for i in top_k(scores, k).tolist()]
 
     def close(self) -> None:

@@ -12,7 +12,7 @@ from reference.fusion import reciprocal_rank
 from reference.lexical import LexicalIndex
 from reference.validation import check_k
 
-from .vectors import similarities, stack_unit, top_k
+from .vectors import similarities, stack_unit, top_k, vector_of
 
 
 class HybridRRF:
@@ -33,7 +33,7 @@ class HybridRRF:
 
     def search(self, query: Query, *, k: int) -> list[SearchHit]:
         k = check_k(k)
-        similarity = similarities(self._matrix, query.vector)
+        similarity = similarities(self._matrix, vector_of(query))
         dense = top_k(similarity, min(self.depth, len(self._ids)))
         rows, scores = reciprocal_rank(
             (dense, similarity[dense]), self._lexical.search(query.text, self.depth), rrf_k=self.rrf_k

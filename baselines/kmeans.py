@@ -19,7 +19,7 @@ from sklearn.cluster import KMeans
 from harness.protocol import Document, Query, SearchHit, SystemContext
 from reference.validation import check_k
 
-from .vectors import similarities, stack_unit, top_k
+from .vectors import similarities, stack_unit, top_k, vector_of
 
 
 class KMeansGroups:
@@ -49,13 +49,14 @@ class KMeansGroups:
 
     def search(self, query: Query, *, k: int) -> list[SearchHit]:
         k = check_k(k)
-        similarity = similarities(self.centroids, query.vector)
+        similarity = similarities(self.centroids, vector_of(query))
         groups = top_k(similarity, self.nprobe)
         if self._sizes[groups].sum() < min(k, len(self._ids)):  # too few cells for k hits: probe further
             ranked = top_k(similarity, len(similarity))
             groups = ranked[: int(np.searchsorted(np.cumsum(self._sizes[ranked]), min(k, len(self._ids)))) + 1]
         rows = np.concatenate([self._blocks[g][0] for g in groups])
-        scores = np.concatenate([similarities(self._blocks[g][1], query.vector) for g in groups])
+        vector = vector_of(query)
+        scores = np.concatenate([similarities(self._blocks[g][1], vector) for g in groups])
         best = top_k(scores, k)
         return [SearchHit(str(self._ids[rows[i]]), float(scores[i])) for i in best.tolist()]
 

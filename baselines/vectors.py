@@ -7,13 +7,14 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from harness.protocol import Document
+from harness.protocol import Document, vector_of
 from reference.index import similarities, top_k
 
-__all__ = ["similarities", "stack_unit", "top_k"]
+__all__ = ["similarities", "stack_unit", "top_k", "vector_of"]
 
 
 def stack_unit(docs: Sequence[Document]) -> np.ndarray:
     """The documents' vectors as one float32 matrix of unit rows."""
-    matrix = np.stack([d.vector for d in docs]).astype(np.float32)
-    return matrix / np.linalg.norm(matrix, axis=1, keepdims=True)
+    matrix = np.stack([vector_of(d) for d in docs]).astype(np.float32)
+    unit: np.ndarray = matrix / np.linalg.norm(matrix, axis=1, keepdims=True)
+    return unit

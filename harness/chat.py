@@ -146,10 +146,10 @@ def run_chat(
 ) -> int:
     client = server_client(server) if server else None
     encoder = make_encoder(encoder_name, ollama_host=ollama_host)
-    llm: OllamaLLM | None = OllamaLLM(model, host=ollama_host, timeout=timeout)
-    if not llm.reachable():
-        print(f"No language model reachable at {llm.host} (model {model}): chat is off, memory commands work.")
-        llm = None
+    probe = OllamaLLM(model, host=ollama_host, timeout=timeout)
+    llm = probe if probe.reachable() else None
+    if llm is None:
+        print(f"No language model reachable at {probe.host} (model {model}): chat is off, memory commands work.")
     where = f"Chroma server {server}" if server else f"memory at {db}" if db else "in memory"
     with CellularMemory(path=db, encoder=encoder, client=client) as memory:
         agent = MemoryAgent(memory, llm)

@@ -113,7 +113,8 @@ def _locomo_conversations(file: Path, data: Any, fmt: TurnFormat) -> Iterator[Ev
             query_id = f"{name}/q{index}"
             queries.append(Query(query_id, str(qa["question"])))
             qrels[query_id] = dict.fromkeys(evidence, 1.0)
-            category[query_id] = LOCOMO_CATEGORIES.get(qa.get("category"), str(qa.get("category")))
+            code = qa.get("category")
+            category[query_id] = LOCOMO_CATEGORIES.get(code, str(code)) if isinstance(code, int) else str(code)
         if queries:
             yield EvalSet(name, docs, queries, qrels, info={"session_of": session_of, "category": category})
 

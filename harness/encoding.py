@@ -24,8 +24,8 @@ CACHE = Path("datasets") / "cache"
 
 def fingerprint(evalset: EvalSet, encoder_name: str) -> str:
     digest = hashlib.sha256(encoder_name.encode())
-    for item in (*evalset.docs, *evalset.queries):
-        digest.update(b"\x00" + item.text.encode("utf-8"))
+    for text in [d.text for d in evalset.docs] + [q.text for q in evalset.queries]:
+        digest.update(b"\x00" + text.encode("utf-8"))
     return digest.hexdigest()[:20]
 
 

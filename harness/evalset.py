@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 import numpy as np
 
@@ -19,7 +20,7 @@ class EvalSet:
     queries: list[Query]
     qrels: Mapping[str, Mapping[str, float]]
     labels: np.ndarray | None = None
-    info: Mapping[str, object] = field(default_factory=dict)
+    info: Mapping[str, Any] = field(default_factory=dict)
 
     def relevant(self) -> list[list[str]]:
         """Relevant doc ids per query, in query order."""

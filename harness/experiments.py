@@ -58,12 +58,14 @@ def grouping(plan: RunPlan, encoders: dict[str, Encoder], progress: Progress) ->
         for system in progress(GROUPING_SYSTEMS, f"grouping ({encoder_name})"):
             options = {"n_clusters": len(evalset.info["topics"])} if system == "kmeans" else {}
             labels = group_labels(system, evalset, encoder=encoder_name, options=options)
+            if evalset.labels is None:
+                raise ValueError(f"{evalset.name} has no true topics to compare groups with")
             rows.append(
                 GroupingRow(
                     system + (f" (k={options['n_clusters']})" if options else ""),
                     encoder_name,
                     len(evalset.docs),
-                    agreement(evalset.labels, labels),
+                    agreement(evalset.labels.tolist(), labels),
                     group_stats(labels),
                 )
             )
@@ -172,8 +174,8 @@ def dialogue(
             level = "session" + (
                 f" ({too_few_sessions} haystacks of ≤ {k} sessions left out)" if too_few_sessions else ""
             )
-            found, wanted = [f for f, _ in sessions], [w for _, w in sessions]
-            rows.append(DialogueRow(system, level, subset, evidence_scores(found, wanted, k), p50))
+            session_scores = evidence_scores([f for f, _ in sessions], [w for _, w in sessions], k)
+            rows.append(DialogueRow(system, level, subset, session_scores, p50))
     return data, rows
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -71,7 +71,7 @@ def hits_at_k(retrieved: Sequence[Sequence[str]], relevant: Sequence[Sequence[st
     return sum(bool(set(found[:k]) & set(wanted)) for found, wanted in zip(retrieved, relevant))
 
 
-def mrr(retrieved: Sequence[Sequence[str]], relevant: Sequence[Sequence[str]]) -> float:
+def mrr(retrieved: Sequence[Sequence[str]], relevant: Sequence[Collection[str]]) -> float:
     """Mean reciprocal rank of the first relevant document (0 when none is retrieved)."""
     ranks = []
     for found, wanted in zip(retrieved, relevant):

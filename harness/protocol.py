@@ -44,6 +44,13 @@ class SearchHit:
     score: float
 
 
+def vector_of(item: Document | Query) -> np.ndarray:
+    """The item's vector, for systems that take vectors: an item without one is an error, never a zero."""
+    if item.vector is None:
+        raise ValueError(f"{type(item).__name__.lower()} {item.id} has no vector; encode the evaluation set first")
+    return item.vector
+
+
 @runtime_checkable
 class MemorySystem(Protocol):
     name: str
@@ -88,3 +95,9 @@ class SystemContext:
     workdir: Path
     encoder: str = "mock"
     options: Mapping[str, Any] = field(default_factory=dict)
+
+    def vector_dim(self) -> int:
+        """The dimension, for systems that take vectors (a run without vectors has none)."""
+        if self.dim is None:
+            raise ValueError("this system takes vectors, and the evaluation set has none; encode it first")
+        return self.dim

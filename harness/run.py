@@ -111,7 +111,7 @@ def _git(*args: str) -> str:
 
 
 def _machine() -> Machine:
-    versions = {}
+    versions: dict[str, str | None] = {}
     for package in ("numpy", "chromadb", "faiss-cpu", "scikit-learn", "sentence-transformers", "torch"):
         try:
             versions[package] = metadata.version(package)

@@ -16,13 +16,13 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from .checking import check_documents, check_hits
 from .evalset import EvalSet
 from .metrics import capped_recall_at_k, hits_at_k, mrr, ndcg_at_k, recall_at_k
 from .progress import Progress, silent
-from .protocol import MemorySystem, SystemContext, TunableSystem
+from .protocol import GroupingSystem, MemorySystem, SystemContext, TunableSystem
 from .registry import check_declaration, resolve
 from .results import Measurement
 from .slowdown import Slowed
@@ -85,7 +85,7 @@ def measure_together(
             for index in [*range(start, len(units)), *range(start)]:
                 item, params = units[index]
                 if item.job.sweep and "tunable" in item.system.capabilities:
-                    item.system.set_query_params(**params)  # {} restores the defaults
+                    cast(TunableSystem, item.system).set_query_params(**params)  # {} restores the defaults
                 retrieved, latencies = _run_queries(item.system, item.job.evalset, k)
                 timings[index].append(latencies)
                 answers[index] = answers[index] or retrieved
@@ -114,7 +114,7 @@ def group_labels(spec: str, evalset: EvalSet, *, encoder: str, options: Mapping[
             if "groups" not in system.capabilities:
                 raise ValueError(f"{spec} does not declare the 'groups' capability")
             system.add(evalset.docs)
-            return list(system.group_labels([d.id for d in evalset.docs]))
+            return list(cast(GroupingSystem, system).group_labels([d.id for d in evalset.docs]))
         finally:
             system.close()
 
@@ -138,11 +138,11 @@ def _build(job: Job) -> Iterator[_Built]:
             system.close()
 
 
-def _settings(system: TunableSystem) -> list[dict[str, Any]]:
+def _settings(system: MemorySystem) -> list[dict[str, Any]]:
     """One dict per value of the system's query parameter (none for a system that is not tunable)."""
     if "tunable" not in system.capabilities:
         return []
-    (name, values), *others = system.query_params.items()
+    (name, values), *others = cast(TunableSystem, system).query_params.items()
     if others:
         raise ValueError(f"{system.name}: sweeps take one query parameter")
     return [{name: value} for value in values]
@@ -180,7 +180,7 @@ def _score(item: _Built, params: dict[str, Any], retrieved: list[list[str]], tim
         ndcg_at_10=ndcg_at_k(retrieved, [evalset.qrels.get(q.id, {}) for q in evalset.queries], 10),
         found_at={k: hits_at_k(retrieved, relevant, k) for k in FOUND_KS},
         queries=len(evalset.queries),
-        describe=system.describe() if "groups" in system.capabilities else {},
+        describe=cast(GroupingSystem, system).describe() if "groups" in system.capabilities else {},
         retrieved=retrieved,
     )
 

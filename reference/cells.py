@@ -6,7 +6,8 @@ stable for the group and entity indexes that point at them.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import os
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -169,3 +170,15 @@ def _grow(array: np.ndarray, capacity: int) -> np.ndarray:
     grown = np.zeros((capacity, *array.shape[1:]), dtype=array.dtype)
     grown[: len(array)] = array
     return grown
+
+
+def seen_text(text: str, metadata: Mapping[str, Any]) -> str:
+    """What the encoder and the lexical index see: the cell's context (if any), then its text."""
+    context = metadata.get("context")
+    return f"{context} {text}" if isinstance(context, str) else text
+
+
+def new_ids(count: int) -> list[str]:
+    """Random 128-bit hex ids (one system call for the whole batch)."""
+    pool = os.urandom(16 * count).hex()
+    return [pool[32 * i : 32 * i + 32] for i in range(count)]

@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from .errors import BackendUnavailableError
+
+if TYPE_CHECKING:
+    from chromadb.api.client import Client as ClientAPI
 
 T = TypeVar("T")
 INSTALL_HINT = "pip install 'magnetic-bench'"
 
 
-def _chromadb():
+def _chromadb() -> tuple[Any, Any]:
     try:
         import chromadb
         from chromadb.config import Settings
@@ -20,31 +23,34 @@ def _chromadb():
     return chromadb, Settings(anonymized_telemetry=False)
 
 
-def persistent_client(path: str):
+def persistent_client(path: str) -> ClientAPI:
     """An embedded Chroma store in directory `path`."""
     chromadb, settings = _chromadb()
-    return guarded(f"opening Chroma at {path}", chromadb.PersistentClient, path=path, settings=settings)
+    client: ClientAPI = guarded(f"opening Chroma at {path}", chromadb.PersistentClient, path=path, settings=settings)
+    return client
 
 
-def ephemeral_client():
+def ephemeral_client() -> ClientAPI:
     """An in-process, in-memory Chroma client (shared by the whole process)."""
     chromadb, settings = _chromadb()
-    return chromadb.EphemeralClient(settings=settings)
+    client: ClientAPI = chromadb.EphemeralClient(settings=settings)
+    return client
 
 
-def http_client(host: str, port: int):
+def http_client(host: str, port: int) -> ClientAPI:
     """A client of a Chroma server; fails now, with a clear error, when the server is not there."""
     chromadb, settings = _chromadb()
-    return guarded(
+    client: ClientAPI = guarded(
         f"connecting to the Chroma server at {host}:{port}",
         chromadb.HttpClient,
         host=host,
         port=port,
         settings=settings,
     )
+    return client
 
 
-def server_client(address: str):
+def server_client(address: str) -> ClientAPI:
     """A client of the Chroma server at "host:port" (the CLI's `--chroma-server`)."""
     host, _, port = address.rpartition(":")
     if not host or not port.isdigit():

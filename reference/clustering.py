@@ -163,6 +163,7 @@ class LeaderClustering:
     def _assign_chunk(self, state: GroupState, block: np.ndarray, bound: int) -> np.ndarray:
         """Vectorised against the chunk-start centroids; only cells that found no group loop."""
         existing = state.active_ids()
+        groups: np.ndarray
         if len(existing):
             similarity = block @ state.active_centroids().T
             best_column = similarity.argmax(axis=1)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any, Literal
 
 from .errors import InvalidInputError
@@ -12,6 +12,8 @@ GroupBackend = Literal["numpy", "chroma"]
 Grouping = Literal["adaptive", "threshold"]
 Probing = Literal["budget", "top_k"]
 Fusion = Literal["rrf", "score"]
+QUERY_TIME = {"query_time": True}
+"""Field metadata of the settings `CellularMemory.set_search_options` may change on an open memory."""
 
 
 @dataclass(frozen=True)
@@ -65,28 +67,28 @@ class MemoryConfig:
     group_size_per_sqrt_n: float = 0.5
     split_factor: float = 2.0
     fragment_divisor: float = 4.0
-    probing: Probing = "budget"
-    probe_per_k: int = 60
-    probe_per_sqrt_n: float = 16.0
-    probe_margin: float = 0.2
-    group_top_k: int = 3
-    min_score: float = 0.0
-    lexical: bool = True
-    fusion: Fusion = "rrf"
-    fusion_depth: int = 100
-    rrf_k: int = 5
-    lexical_weight: float = 0.3
-    entity_boost: float = 1.0
-    use_entities: bool = True
+    probing: Probing = field(default="budget", metadata=QUERY_TIME)
+    probe_per_k: int = field(default=60, metadata=QUERY_TIME)
+    probe_per_sqrt_n: float = field(default=16.0, metadata=QUERY_TIME)
+    probe_margin: float = field(default=0.2, metadata=QUERY_TIME)
+    group_top_k: int = field(default=3, metadata=QUERY_TIME)
+    min_score: float = field(default=0.0, metadata=QUERY_TIME)
+    lexical: bool = field(default=True, metadata=QUERY_TIME)
+    fusion: Fusion = field(default="rrf", metadata=QUERY_TIME)
+    fusion_depth: int = field(default=100, metadata=QUERY_TIME)
+    rrf_k: int = field(default=5, metadata=QUERY_TIME)
+    lexical_weight: float = field(default=0.3, metadata=QUERY_TIME)
+    entity_boost: float = field(default=1.0, metadata=QUERY_TIME)
+    use_entities: bool = field(default=True, metadata=QUERY_TIME)
     merge_threshold: float = 0.85
-    weights: ScoringWeights = field(default_factory=ScoringWeights)
-    half_life_days: float = 7.0
-    access_saturation: int = 10
-    score_threshold: float = 0.0
-    superseded_penalty: float = 0.2
+    weights: ScoringWeights = field(default_factory=ScoringWeights, metadata=QUERY_TIME)
+    half_life_days: float = field(default=7.0, metadata=QUERY_TIME)
+    access_saturation: int = field(default=10, metadata=QUERY_TIME)
+    score_threshold: float = field(default=0.0, metadata=QUERY_TIME)
+    superseded_penalty: float = field(default=0.2, metadata=QUERY_TIME)
     kind_importance: dict[str, float] = field(default_factory=lambda: {"episodic": 0.3, "fact": 0.9})
     search_threads: int = 4
-    parallel_min_cells: int = 8192
+    parallel_min_cells: int = field(default=8192, metadata=QUERY_TIME)
     group_backend: GroupBackend = "numpy"
     namespace: str = "mem"
     ingest_chunk: int = 2048
@@ -159,6 +161,10 @@ class MemoryConfig:
         except (KeyError, TypeError):
             known = ", ".join(sorted(self.kind_importance))
             raise InvalidInputError(f"unknown kind {kind!r}; use one of: {known}") from None
+
+
+SEARCH_OPTIONS = frozenset(f.name for f in fields(MemoryConfig) if f.metadata.get("query_time"))
+"""The names of the query-time settings."""
 
 
 def _valid_namespace(name: str) -> bool:

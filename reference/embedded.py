@@ -133,9 +133,9 @@ def _open_repairing(
 def set_aside_vector_segment(root: Path, collection: str) -> Path | None:
     """Move the collection's vector segment directory to `<root>/set-aside/`; None when it has none."""
     segment = _vector_segment(root, collection)
-    source = root / segment if segment else None
-    if source is None or not source.is_dir():
+    if segment is None or not (root / segment).is_dir():
         return None
+    source = root / segment
     target = root / "set-aside" / segment
     shutil.rmtree(target, ignore_errors=True)  # only the last one is kept
     target.parent.mkdir(exist_ok=True)

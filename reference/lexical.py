@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -31,7 +32,7 @@ class LexicalIndex:
         self._bm25s = bm25s
         self._texts: dict[int, str] = {}
         self._tokens: dict[int, list[str]] = {}
-        self._built: tuple[np.ndarray, object] | None = None
+        self._built: tuple[np.ndarray, Any] | None = None
         self._lock = threading.Lock()
         self.builds = 0
 
@@ -62,7 +63,7 @@ class LexicalIndex:
         best = best[scores[best] > 0]
         return rows[best], scores[best]
 
-    def _index(self) -> tuple[np.ndarray, object]:
+    def _index(self) -> tuple[np.ndarray, Any]:
         with self._lock:
             if self._built is None:
                 new = [row for row in self._texts if row not in self._tokens]

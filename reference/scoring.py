@@ -27,7 +27,8 @@ def recency(timestamps: np.ndarray, now: float, half_life_days: float) -> np.nda
 
 def access_level(counts: np.ndarray, saturation: int) -> np.ndarray:
     """log-scaled access count in [0, 1], reaching 1 at `saturation` returns."""
-    return np.minimum(np.log1p(counts) / np.log1p(saturation), 1.0)
+    level: np.ndarray = np.minimum(np.log1p(counts) / np.log1p(saturation), 1.0)
+    return level
 
 
 def memory_scores(

@@ -12,13 +12,16 @@ Stage 3 looks the query's entities up in the exact-match index: cells that menti
 scored directly and boosted by `entity_boost` times the share of the query's entities they
 mention. Stage 4, for text queries: the best `fusion_depth` dense candidates are fused with the
 lexical index's (BM25) best (`fusion.py`); vector-only queries stay dense.
+Stage 5 ranks: in similarity mode the best k as they stand; in memory mode `MEMORY_MODE_POOL` · k
+candidates re-scored by importance, recency and access (`scoring.py`), superseded cells penalised,
+scores under `score_threshold` dropped. Every ranking rule of the engine is here.
 """
 
 from __future__ import annotations
 
-import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from typing import Literal
 
 import numpy as np
 
@@ -28,7 +31,12 @@ from .config import MemoryConfig
 from .entities import EntityIndex
 from .fusion import calibrated_scores, reciprocal_rank
 from .index import GroupIndex, NumpyGroupIndex, similarities, top_k
-from .lexical import LexicalIndex
+from .scoring import Clock, memory_scores
+from .state import EngineState
+
+Mode = Literal["similarity", "memory"]
+MEMORY_MODE_POOL = 4
+"""In memory mode the dense and lexical stages fetch this many times k candidates to re-rank."""
 
 
 @dataclass(frozen=True)
@@ -39,42 +47,56 @@ class Candidates:
     scores: np.ndarray
 
 
-class SearchCounters:
-    """How many searches ran and how many of them read every cell (thread-safe)."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self.searches = 0
-        self.flat = 0
-
-    def count(self, *, flat: bool) -> None:
-        with self._lock:
-            self.searches += 1
-            self.flat += flat
-
-
 class ThreeStageSearch:
     """Runs the pipeline over the engine's derived state (read-only)."""
 
-    def __init__(self, config: MemoryConfig, pool: ThreadPoolExecutor, counters: SearchCounters) -> None:
+    def __init__(self, config: MemoryConfig, pool: ThreadPoolExecutor) -> None:
         self.config = config
         self.pool = pool
-        self.counters = counters
 
-    def run(
+    def ranked(
         self,
+        state: EngineState,
         query: np.ndarray,
         k: int,
         query_entities: frozenset[str],
         *,
-        table: CellTable,
-        groups: GroupState,
-        index: GroupIndex,
-        entities: EntityIndex,
-        lexical: LexicalIndex | None = None,
+        mode: Mode,
+        query_text: str | None,
+        clock: Clock,
+    ) -> Candidates:
+        """The best `k` cells for one query, ranked for `mode` (call under the state's read lock)."""
+        if len(state.table) == 0:
+            return Candidates(np.empty(0, dtype=np.int64), np.empty(0))
+        if mode == "similarity":
+            return self.run(state, query, k, query_entities, query_text)
+        found = self.run(state, query, k * MEMORY_MODE_POOL, query_entities, query_text)
+        config, table, rows = self.config, state.table, found.rows
+        scores = (
+            memory_scores(
+                found.scores,
+                table.importance[rows],
+                table.timestamp[rows],
+                table.access[rows],
+                now=clock(),
+                config=config,
+            )
+            - config.superseded_penalty * table.superseded[rows]
+        )
+        keep = scores >= config.score_threshold
+        order = np.argsort(-scores[keep], kind="stable")[:k]
+        return Candidates(rows[keep][order], scores[keep][order])
+
+    def run(
+        self,
+        state: EngineState,
+        query: np.ndarray,
+        k: int,
+        query_entities: frozenset[str],
         query_text: str | None = None,
     ) -> Candidates:
-        config = self.config
+        """Stages 1–4: similarity-mode candidates (cosine, entity boost, lexical fusion), best first."""
+        config, table, lexical = self.config, state.table, state.lexical
         fusing = config.lexical and lexical is not None and query_text is not None
         depth = max(k, config.fusion_depth) if fusing else k
         budget = config.probe_candidates(k, len(table)) if config.probing == "budget" else 0
@@ -82,9 +104,9 @@ class ThreeStageSearch:
         if flat:
             rows, scores = flat_search(query, depth, table)
         else:
-            rows, scores = self._group_stage(query, k, depth, budget, groups, index)
+            rows, scores = self._group_stage(query, k, depth, budget, state.groups, state.index)
         if config.use_entities and query_entities:
-            rows, scores = _merge_best(rows, scores, *self._entity_stage(query, query_entities, table, entities))
+            rows, scores = _merge_best(rows, scores, *self._entity_stage(query, query_entities, table, state.entities))
         best = top_k(scores, depth)
         rows, scores = rows[best], scores[best]
         if not flat and config.probing == "top_k" and np.count_nonzero(scores[:k] > config.min_score) < k:
@@ -106,7 +128,7 @@ class ThreeStageSearch:
                     lexical_weight=config.lexical_weight,
                 )
         best = top_k(scores, k)
-        self.counters.count(flat=flat)
+        state.counters.count(flat=flat)
         return Candidates(rows[best], scores[best])
 
     def _group_stage(

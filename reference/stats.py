@@ -5,10 +5,9 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from .clustering import GroupState
 from .config import MemoryConfig
 from .consolidation import GroupSizes
-from .search import SearchCounters
+from .state import EngineState
 
 
 @dataclass(frozen=True)
@@ -35,18 +34,10 @@ class MemoryStats:
         return asdict(self)
 
 
-def memory_stats(
-    *,
-    cells: int,
-    groups: GroupState,
-    entities: int,
-    counters: SearchCounters,
-    config: MemoryConfig,
-    dim: int,
-    encoder: str,
-    persistent: bool,
-) -> MemoryStats:
-    sizes = GroupSizes.of(groups.counts)
+def memory_stats(state: EngineState, config: MemoryConfig, *, encoder: str, dim: int) -> MemoryStats:
+    """The shape of the state (call under its read lock)."""
+    cells, counters = len(state.table), state.counters
+    sizes = GroupSizes.of(state.groups.counts)
     return MemoryStats(
         cells=cells,
         groups=sizes.groups,
@@ -59,9 +50,9 @@ def memory_stats(
         group_capacity=config.group_capacity(cells) if config.adaptive else 0,
         searches=counters.searches,
         flat_searches=counters.flat,
-        entities=entities,
+        entities=len(state.entities),
         dim=dim,
         encoder=encoder,
         group_backend=config.group_backend,
-        persistent=persistent,
+        persistent=state.store.persistent,
     )

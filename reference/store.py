@@ -128,7 +128,8 @@ class ChromaCellStore:
         `embedded.open_embedded` repairs.
         """
         try:
-            return self._collection.get(include=["documents", "metadatas"])
+            found: dict[str, Any] = self._collection.get(include=["documents", "metadatas"])
+            return found
         except backend_errors() as error:
             if "hnsw" not in str(error).lower():
                 raise BackendUnavailableError(f"Chroma failed while reading {self.name}: {error}") from error

@@ -1,18 +1,21 @@
-"""Checks on everything that enters the engine: texts, vectors, ids and k.
+"""Checks on everything that enters the engine: texts, vectors, ids, k, importance, metadata, timestamps.
 
 Each check raises a typed error before any state changes, so a failed call loses nothing.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any
+import json
+from collections.abc import Callable, Mapping, Sequence
+from datetime import datetime
+from typing import Any, TypeVar
 
 import numpy as np
 
 from .errors import DimensionMismatchError, InvalidInputError
 
 MAX_TEXT_CHARS = 1_000_000
+T = TypeVar("T")
 
 
 def check_texts(texts: Any) -> list[str]:
@@ -46,8 +49,10 @@ def unit_vector(vector: Any, *, dim: int, what: str = "query vector") -> np.ndar
         wide = vector.astype(np.float64)
         square = float(wide @ wide)
         if 0.0 < square < np.inf:
-            return (wide / np.sqrt(square)).astype(np.float32)
-    return unit_rows(vector, dim=dim, what=what)[0]
+            unit: np.ndarray = (wide / np.sqrt(square)).astype(np.float32)
+            return unit
+    first: np.ndarray = unit_rows(vector, dim=dim, what=what)[0]
+    return first
 
 
 def unit_rows(vectors: Any, *, dim: int | None, what: str = "vectors") -> np.ndarray:
@@ -75,8 +80,9 @@ def unit_rows(vectors: Any, *, dim: int | None, what: str = "vectors") -> np.nda
         raise InvalidInputError(f"{what}[{int(np.flatnonzero(scale == 0)[0])}] is a zero vector; it has no direction")
     if matrix.dtype != np.float32 or (scale > 1e18).any() or (scale < 1e-18).any():
         matrix = (matrix / scale[:, None]).astype(np.float32)  # rescale first: no float32 overflow
-    norms = np.sqrt(np.einsum("ij,ij->i", matrix, matrix))
-    return matrix / norms[:, None]
+    norms: np.ndarray = np.sqrt(np.einsum("ij,ij->i", matrix, matrix))
+    unit: np.ndarray = matrix / norms[:, None]
+    return unit
 
 
 def check_k(k: Any) -> int:
@@ -103,3 +109,37 @@ def check_same_length(name: str, values: Sequence[Any] | None, expected: int) ->
         raise InvalidInputError(f"{name} must be a list with one item per text, got {type(values).__name__}")
     if len(values) != expected:
         raise InvalidInputError(f"{name} has {len(values)} items but there are {expected} texts")
+
+
+def per_item(name: str, value: Any, count: int, default: T, check: Callable[[Any], T]) -> list[T]:
+    """Broadcast one value (or None → default) to every item, or check a per-item list."""
+    if value is None:
+        return [default] * count
+    if isinstance(value, (Mapping, int, float)):
+        return [check(value)] * count
+    check_same_length(name, value, count)
+    return [check(v) for v in value]
+
+
+def check_importance(value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 1:
+        raise InvalidInputError(f"importance must be a number in [0, 1], got {value!r}")
+    return float(value)
+
+
+def check_metadata(value: Any) -> dict[str, Any]:
+    if not isinstance(value, Mapping) or not all(isinstance(key, str) for key in value):
+        raise InvalidInputError("metadata must be a mapping with string keys")
+    try:
+        json.dumps(value, allow_nan=False)
+    except (TypeError, ValueError) as error:
+        raise InvalidInputError(f"metadata must be JSON-serialisable: {error}") from None
+    return dict(value)
+
+
+def check_timestamp(value: Any) -> float:
+    if isinstance(value, datetime):
+        return value.timestamp()
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not np.isfinite(value):
+        raise InvalidInputError(f"timestamps must be datetimes or finite epoch seconds, got {value!r}")
+    return float(value)

@@ -93,7 +93,7 @@ def needle_set(
     if len(depths) != needles:
         raise ValueError("give one depth per needle")
     texts = topic_haystack(haystack_size - needles, seed=seed).texts
-    placed = []
+    placed: list[Needle] = []
     for index, depth in enumerate(depths):
         text, question, answer = KINDS[kinds[index % len(kinds)]](fake)
         position = min(round(depth * len(texts)), len(texts))

@@ -13,7 +13,7 @@ query without text (synthetic vector sets) is always a vector query.
 from __future__ import annotations
 
 import zlib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -21,8 +21,9 @@ import numpy as np
 from reference import CellularMemory, MemoryConfig
 from reference.chroma import server_client
 from reference.encoders import MockEncoder
+from reference.search import Mode
 
-from ..protocol import Document, Query, SearchHit, SystemContext
+from ..protocol import Document, Query, SearchHit, SystemContext, vector_of
 
 BASE_CAPABILITIES = frozenset({"text", "vectors", "memory_scoring", "tunable", "groups", "consolidate", "delete"})
 
@@ -61,7 +62,7 @@ class ReferenceSystem:
         self.sleep_after_add = sleep_after_add
         self.capabilities = BASE_CAPABILITIES | ({"persist"} if persist or server else set())
         encoder = _GivenVectorsOnly(context.dim)
-        make_config = {"default": MemoryConfig, "prototype": MemoryConfig.prototype}[preset]
+        make_config: Callable[..., MemoryConfig] = MemoryConfig.prototype if preset == "prototype" else MemoryConfig
         self.query_params = QUERY_PARAMS[preset]
         if server:
             namespace = f"mb{zlib.crc32(str(context.workdir).encode()):08x}"
@@ -77,7 +78,7 @@ class ReferenceSystem:
         now = self.memory.clock()
         self.memory.add(
             [d.text for d in docs],
-            vectors=np.stack([d.vector for d in docs]),
+            vectors=np.stack([vector_of(d) for d in docs]),
             ids=[d.id for d in docs],
             metadata=[dict(d.metadata) for d in docs],
             timestamps=[float(d.metadata.get("timestamp", now)) for d in docs],
@@ -88,11 +89,11 @@ class ReferenceSystem:
         if self.sleep_after_add:
             self.memory.consolidate()
 
-    def search(self, query: Query, *, k: int, mode: str = "similarity") -> list[SearchHit]:
+    def search(self, query: Query, *, k: int, mode: Mode = "similarity") -> list[SearchHit]:
         if self.text_queries and query.text:
             hits = self.memory.search(query.text, k=k, vector=query.vector, mode=mode)
         else:
-            hits = self.memory.search(query.vector, k=k, mode=mode)
+            hits = self.memory.search(vector_of(query), k=k, mode=mode)
         return [SearchHit(h.id, h.score) for h in hits]
 
     def delete(self, doc_ids: Sequence[str]) -> None:

@@ -35,7 +35,8 @@ class OllamaEncoder:
         norms = np.linalg.norm(vectors, axis=1, keepdims=True)
         if not np.isfinite(vectors).all() or (norms == 0).any():
             raise BackendUnavailableError(f"Ollama model {self.model!r} returned NaN, infinite or zero vectors")
-        return vectors / norms
+        unit: np.ndarray = vectors / norms
+        return unit
 
     def reachable(self) -> bool:
         """True when the server answers and has the model."""

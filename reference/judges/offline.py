@@ -20,6 +20,7 @@ import re
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import date
 from itertools import combinations
 
 from dateutil import parser as dateparser
@@ -192,10 +193,11 @@ def same_value(a: str, b: str) -> bool:
     return date_a is not None and date_a == date_b
 
 
-def _date(value: str):
+def _date(value: str) -> date | None:
     if not re.search(r"\d", value):
         return None
     try:
-        return dateparser.parse(value, fuzzy=False, default=None).date()
+        found: date = dateparser.parse(value, fuzzy=False, default=None).date()
+        return found
     except (ValueError, OverflowError, TypeError, AttributeError):
         return None

@@ -34,12 +34,14 @@ def test_reopen_restores_cells_groups_entities_and_access(tmp_path, backend):
         mem.add(TEXTS, metadata=[{"i": i} for i in range(len(TEXTS))])
         mem.delete(mem.ids()[:3])
         stats_before, ids_before = mem.stats(), mem.ids()
-        centroids_before = mem._groups.centroids()[mem._groups.active_ids()]
+        centroids_before = mem._state.groups.centroids()[mem._state.groups.active_ids()]
         before = answers(mem)
         accessed = {i: mem.get(i).access_count for i in ids_before}
     with CellularMemory(path=str(tmp_path), encoder=MockEncoder(), config=config) as mem:
         assert mem.stats() == stats_before and mem.ids() == ids_before
-        np.testing.assert_allclose(mem._groups.centroids()[mem._groups.active_ids()], centroids_before, atol=1e-6)
+        np.testing.assert_allclose(
+            mem._state.groups.centroids()[mem._state.groups.active_ids()], centroids_before, atol=1e-6
+        )
         assert {i: mem.get(i).access_count for i in ids_before} == accessed
         assert mem.get(ids_before[0]).metadata == {"i": 3}
         assert answers(mem) == before
@@ -81,7 +83,7 @@ def test_a_failed_store_write_adds_nothing(tmp_path, monkeypatch, stored_before_
     fails applying its log to a damaged vector segment): either way the batch leaves no trace."""
     with CellularMemory(path=str(tmp_path), encoder=MockEncoder()) as mem:
         mem.add(TEXTS[:3])
-        collection = mem._store._collection
+        collection = mem._state.store._collection
         real_add = collection.add
         calls = []
 
@@ -93,7 +95,7 @@ def test_a_failed_store_write_adds_nothing(tmp_path, monkeypatch, stored_before_
                 real_add(**kwargs)
             raise RuntimeError("disk full")
 
-        monkeypatch.setattr(mem._store, "_batch", 2)
+        monkeypatch.setattr(mem._state.store, "_batch", 2)
         monkeypatch.setattr(collection, "add", fail_second_chunk)
         with pytest.raises(BackendUnavailableError, match="disk full"):
             mem.add(TEXTS[3:8])
@@ -110,9 +112,9 @@ class Killed(BaseException):
 def test_a_split_batch_whose_writer_died_is_absent_on_reopen(tmp_path, monkeypatch, dies_in):
     with CellularMemory(path=str(tmp_path), encoder=MockEncoder()) as mem:
         mem.add(TEXTS[:3])
-        monkeypatch.setattr(mem._store, "_batch", 2)  # so a 6-cell batch takes three writes
+        monkeypatch.setattr(mem._state.store, "_batch", 2)  # so a 6-cell batch takes three writes
         mem.add(TEXTS[3:9])  # a split batch that finishes stays whole
-        collection = mem._store._collection
+        collection = mem._state.store._collection
         real = getattr(collection, dies_in)
         calls = []
 

@@ -24,7 +24,7 @@ def texts(batch: int) -> list[str]:
 
 
 def consistent(memory: CellularMemory) -> None:
-    groups = memory._groups
+    groups = memory._state.groups
     members = np.bincount([memory.get(i).group_id for i in memory.ids()], minlength=groups.n_slots)
     assert members.tolist() == groups.counts.tolist()
 
@@ -54,7 +54,7 @@ def test_sleep_searches_and_adds_run_together_and_end_where_a_sequential_replay_
         assert len(memory.sleep_reports) > 0 and not memory.sleep_errors
         memory.consolidate()
         consistent(memory)
-        assert plan_merges(memory._groups, config.merge_threshold) == []  # fully consolidated
+        assert plan_merges(memory._state.groups, config.merge_threshold) == []  # fully consolidated
         concurrent_state = {i: memory.get(i).text for i in memory.ids()}
 
     with CellularMemory(encoder=MockEncoder(32), config=config) as replay:
@@ -62,6 +62,6 @@ def test_sleep_searches_and_adds_run_together_and_end_where_a_sequential_replay_
         for batch in range(ADD_BATCHES):
             replay.add(texts(batch), vectors=batch_vectors(batch))
         replay.consolidate()
-        assert plan_merges(replay._groups, config.merge_threshold) == []
+        assert plan_merges(replay._state.groups, config.merge_threshold) == []
         assert sorted(concurrent_state.values()) == sorted(replay.get(i).text for i in replay.ids())
         assert len(concurrent_state) == len(replay) == 5 * (ADD_BATCHES + 1)

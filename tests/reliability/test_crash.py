@@ -32,7 +32,7 @@ INGEST = textwrap.dedent(
     path, trial, BATCH, CHUNK = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
     with CellularMemory(path=path, encoder=MockEncoder(64)) as memory:
         if CHUNK:
-            memory._store._batch = CHUNK  # as if the batch exceeded Chroma's write limit
+            memory._state.store._batch = CHUNK  # as if the batch exceeded Chroma's write limit
         print("READY", flush=True)
         for batch in range(10_000):
             tag = f"t{trial}b{batch}"

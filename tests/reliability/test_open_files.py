@@ -25,8 +25,9 @@ def test_more_groups_than_chroma_can_hold_open():
             found = 0
             for _ in range(2):
                 found += sum(memory.search(v, k=1)[0].id == i for v, i in zip(vectors, ids))
+            index = memory._state.index
             print(json.dumps({{"groups": memory.stats().groups, "found": int(found),
-                              "collections_built": memory._index.builds, "capacity": memory._index.capacity}}))
+                              "collections_built": index.builds, "capacity": index.capacity}}))
     """)
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]

@@ -92,7 +92,7 @@ def test_merges_survive_reopen(tmp_path):
 
 def test_a_crash_in_the_middle_of_a_merge_leaves_a_consistent_store(tmp_path, monkeypatch):
     memory, ids = make_fragmented_memory(str(tmp_path))
-    store = memory._store
+    store = memory._state.store
     real_update = store._collection.update
     calls = []
 
@@ -107,7 +107,7 @@ def test_a_crash_in_the_middle_of_a_merge_leaves_a_consistent_store(tmp_path, mo
     with pytest.raises(Exception, match="power cut"):
         memory.consolidate()
     assert_consistent(memory)  # memory is unchanged: the store is written first
-    memory._closed = True  # the process "dies": nothing more is written
+    memory._state.closed = True  # the process "dies": nothing more is written
     with CellularMemory(path=str(tmp_path), encoder=MockEncoder(32), config=FRAGMENTING) as reopened:
         assert sorted(reopened.ids()) == sorted(ids)
         assert_consistent(reopened)

@@ -159,7 +159,9 @@ def _inside(path: Path, real_root: Path) -> bool:
 
 def _chunks(text: str, size: int) -> list[tuple[int, str]]:
     """Consecutive line blocks of at most `size` characters (a longer line is cut), with first line numbers."""
-    chunks, lines, length, first = [], [], 0, 1
+    chunks: list[tuple[int, str]] = []
+    lines: list[str] = []
+    length, first = 0, 1
     for number, line in enumerate(text.splitlines(), 1):
         while len(line) > size:  # a minified or generated line
             chunks.append((number, line[:size]))

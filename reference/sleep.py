@@ -1,0 +1,171 @@
+"""One sleep pass over an engine's state: regroup (plan under the read lock, apply under the write
+lock), then judge the groups that changed for conflicts and record them on both cells.
+
+The regrouping policy itself (merges, k-means step, splits) is `consolidation.py`'s; this module
+orchestrates it against the state and the store.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Hashable, Mapping
+from dataclasses import replace
+
+import numpy as np
+
+from .cells import ConflictNote, superseded
+from .config import MemoryConfig
+from .consolidation import ConsolidationReport, GroupSizes, Regrouping, final_groups, plan_merges, plan_regrouping
+from .errors import BackendUnavailableError, InvalidInputError
+from .judges import Conflict, ConflictJudge, JudgeError, Statement
+from .scoring import Clock
+from .state import EngineState
+
+
+def consolidate(
+    state: EngineState,
+    config: MemoryConfig,
+    judge: ConflictJudge,
+    clock: Clock,
+    labels: Mapping[str, Hashable] | None = None,
+) -> ConsolidationReport:
+    """Regroup, then judge changed groups. The plan is made under the read lock (searches go on);
+    only applying it takes the write lock, and a write in between makes it plan again."""
+    started = time.perf_counter()
+    with state.reading():
+        version, sizes_before = state.version, GroupSizes.of(state.groups.counts)
+        ari_before = agreement(state, labels)
+        plan = plan_sleep(state, config)
+    with state.writing():
+        if state.version != version:  # written to meanwhile: plan again, now that nothing can change
+            plan = plan_sleep(state, config)
+        moved = regroup(state, plan)
+        touched, state.touched = state.touched, set()
+        sizes_after = GroupSizes.of(state.groups.counts)
+    with state.reading():
+        ari_after = agreement(state, labels)
+    conflicts, errors = find_conflicts(state, touched, judge, clock)
+    return ConsolidationReport(
+        plan.merges,
+        sizes_before.groups,
+        sizes_after.groups,
+        moved,
+        len(touched),
+        conflicts,
+        errors,
+        time.perf_counter() - started,
+        plan.splits,
+        sizes_before,
+        sizes_after,
+        ari_before,
+        ari_after,
+    )
+
+
+def plan_sleep(state: EngineState, config: MemoryConfig) -> Regrouping:
+    """The regrouping plan for the current state (adaptive: merges, k-means step, splits)."""
+    table = state.table
+    live = table.live_rows()
+    groups = table.group[live]
+    if not config.adaptive:
+        merges = plan_merges(state.groups, config.merge_threshold)
+        target = final_groups(merges)
+        after = np.asarray([target.get(g, g) for g in groups.tolist()], dtype=np.int64)
+        moved = after != groups
+        return Regrouping(merges, live[moved], after[moved], 0)
+    cells = len(table)
+    return plan_regrouping(
+        state.groups,
+        live,
+        table.vectors[live],
+        groups,
+        threshold=config.merge_threshold,
+        capacity=config.group_capacity(cells),
+        fragment=int(config.target_group_size(cells) / config.fragment_divisor),
+        max_groups=config.max_groups,
+    )
+
+
+def regroup(state: EngineState, plan: Regrouping) -> int:
+    """Move cells to their planned groups (store first, then memory); returns how many moved."""
+    rows, after = plan.rows, plan.groups
+    if not len(rows):
+        return 0
+    table = state.table
+    state.store.update([replace(table.record(r), group_id=g) for r, g in zip(rows.tolist(), after.tolist())])
+    before, vectors = table.group[rows].copy(), table.vectors[rows]
+    groups = state.groups.copy()
+    groups.new_slots(max(0, int(after.max()) + 1 - groups.n_slots))
+    groups.remove_members(before, vectors)
+    groups.add_members(after, vectors)
+    state.groups = groups
+    state.move(rows, after)
+    state.touched.update(np.unique(after).tolist())
+    state.version += 1
+    return len(rows)
+
+
+def agreement(state: EngineState, labels: Mapping[str, Hashable] | None) -> float | None:
+    """ARI of the groups of the labelled live cells against their labels."""
+    if labels is None:
+        return None
+    from sklearn.metrics import adjusted_rand_score
+
+    table = state.table
+    known = [(table.group[table.row_of[i]], label) for i, label in labels.items() if i in table.row_of]
+    if not known:
+        raise InvalidInputError("labels name no stored cell")
+    found, true = zip(*known)
+    return float(adjusted_rand_score([str(t) for t in true], list(found)))
+
+
+def find_conflicts(
+    state: EngineState, groups: set[int], judge: ConflictJudge, clock: Clock
+) -> tuple[list[Conflict], list[str]]:
+    """Judge each group's statements (outside any lock: a judge may be slow); record what it finds."""
+    with state.reading():
+        table = state.table
+        live = table.live_rows()
+        members = {g: live[table.group[live] == g] for g in groups}
+        batches = {
+            g: [Statement(table.ids[r], table.texts[r], float(table.timestamp[r])) for r in rows.tolist()]
+            for g, rows in members.items()
+            if len(rows) > 1
+        }
+    found, errors = [], []
+    for group, statements in batches.items():
+        try:
+            found += judge.judge(statements)
+        except (JudgeError, BackendUnavailableError) as error:
+            errors.append(f"group {group}: {error}")
+    return record_conflicts(state, found, clock()), errors
+
+
+def record_conflicts(state: EngineState, conflicts: list[Conflict], now: float) -> list[Conflict]:
+    """Note each new conflict on both cells (the older one as superseded); returns the new ones."""
+    with state.writing():
+        table, new, changed = state.table, [], set()
+        for conflict in conflicts:
+            if conflict.first not in table.row_of or conflict.second not in table.row_of:
+                continue  # deleted meanwhile
+            older, newer = table.row_of[conflict.first], table.row_of[conflict.second]
+            if any(c.other == conflict.second for c in table.conflicts[older]):
+                continue
+            table.conflicts[older].append(ConflictNote(conflict.second, True, conflict.reason, conflict.judge, now))
+            table.conflicts[newer].append(ConflictNote(conflict.first, False, conflict.reason, conflict.judge, now))
+            table.superseded[older] = superseded(table.conflicts[older])
+            changed |= {older, newer}
+            new.append(conflict)
+        state.store.update([table.record(row) for row in sorted(changed)])
+    return new
+
+
+def recorded_conflicts(state: EngineState) -> list[Conflict]:
+    """Every recorded conflict once, older cell first (call under the read lock)."""
+    table = state.table
+    return [
+        Conflict(table.ids[row], c.other, c.reason, c.judge)
+        for row in table.live_rows().tolist()
+        for c in table.conflicts[row]
+        if c.other_is_newer
+    ]
