@@ -179,6 +179,10 @@ def _at(results: RunResults, system: str, n: int | None = None, regime: str = "f
     return found[0]
 
 
+def _setting(m: Measurement) -> str:
+    return ", ".join(f"{name} {value}" for name, value in m.params.items()) or "its defaults"
+
+
 def _times(ratio: float) -> str:
     """A speed ratio in words: "3.1× faster" or, below 1, "2.5× slower" (never "0.4× faster")."""
     return f"{ratio:.1f}× faster" if ratio >= 1 else f"{1 / ratio:.1f}× slower"
@@ -211,7 +215,7 @@ def _near_faiss(results: RunResults, system: str) -> Finding:
     return Finding(
         judge(ratio, 2.0, at_least=False),
         f"N={n:,}: {ours.latency.p50_ms:.3f} ms at recall {ours.recall_at_10:.3f} vs faiss-ivf "
-        f"{best.latency.p50_ms:.3f} ms at recall {best.recall_at_10:.3f} ({best.params}): {ratio.text('×')}",
+        f"{best.latency.p50_ms:.3f} ms at recall {best.recall_at_10:.3f} ({_setting(best)}): {ratio.text('×')}",
     )
 
 

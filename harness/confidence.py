@@ -2,10 +2,12 @@
 
 Each measurement's latencies form a matrix, timing passes × queries. A bootstrap round resamples
 both with replacement (`ROUNDS` rounds, seeded) — the passes, so that the machine's drift between
-passes widens the interval, and the queries — and takes the median of what it drew. A figure
-computed from medians (a ratio, a slope) gets one value per round, and its 95% interval is the
-2.5th–97.5th percentile of those. A bar inside the interval gives INCONCLUSIVE, never a verdict
-that a rerun could flip.
+passes widens the interval, and the queries — and takes the median of what it drew. The draws are
+paired: measurements of one section were timed in the same interleaved passes on the same queries,
+so a round takes the same passes and query positions from each of them (a slow pass slows both
+sides of a ratio, as it did on the machine). A figure computed from medians (a ratio, a slope) gets
+one value per round, and its 95% interval is the 2.5th–97.5th percentile of those. A bar inside the
+interval gives INCONCLUSIVE, never a verdict that a rerun could flip.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
+from scipy.stats import t as t_distribution
 
 ROUNDS = 1000
 LEVEL = 0.95
@@ -46,12 +49,18 @@ def _matrix(pass_latencies_ns: PassLatencies) -> np.ndarray:
 def resampled_medians(measurements: Sequence[PassLatencies], *, seed: int = 0) -> np.ndarray:
     """Medians in ms of `ROUNDS` resamples (passes and queries) of each measurement: shape (ROUNDS, measurements)."""
     rng = np.random.default_rng(seed)
+    draws: dict[tuple[int, int], tuple[np.ndarray, np.ndarray]] = {}
     columns = []
     for latencies in measurements:
         values = _matrix(latencies)
         passes, queries = values.shape
-        rows = rng.integers(0, passes, size=(ROUNDS, passes, 1))
-        columns.append(np.median(values[rows, rng.integers(0, queries, size=(ROUNDS, 1, queries))], axis=(1, 2)))
+        if values.shape not in draws:  # one draw per shape: measurements timed together share it
+            draws[values.shape] = (
+                rng.integers(0, passes, size=(ROUNDS, passes, 1)),
+                rng.integers(0, queries, size=(ROUNDS, 1, queries)),
+            )
+        rows, columns_drawn = draws[values.shape]
+        columns.append(np.median(values[rows, columns_drawn], axis=(1, 2)))
     return np.stack(columns, axis=1)
 
 
@@ -59,10 +68,16 @@ def estimate(
     measurements: Sequence[PassLatencies], figure: Callable[[np.ndarray], np.ndarray], *, seed: int = 0
 ) -> Estimate:
     """`figure` maps an array of medians (last axis: the measurements) to one value per row."""
-    point = np.asarray([np.median(_matrix(m)) for m in measurements])
+    matrices = [_matrix(m) for m in measurements]
+    point = np.asarray([np.median(m) for m in matrices])
     rounds = figure(resampled_medians(measurements, seed=seed))
     tail = (1 - LEVEL) / 2 * 100
     low, high = np.percentile(rounds, [tail, 100 - tail])
+    passes = {len(m) for m in matrices}
+    if len(passes) == 1 and (count := passes.pop()) > 1:  # timed together: the figure of each pass
+        per_pass = figure(np.stack([np.median(m, axis=1) for m in matrices], axis=1))
+        half = t_distribution.ppf(1 - (1 - LEVEL) / 2, count - 1) * per_pass.std(ddof=1) / np.sqrt(count)
+        low, high = min(low, per_pass.mean() - half), max(high, per_pass.mean() + half)
     return Estimate(float(figure(point[None, :])[0]), float(low), float(high))
 
 
