@@ -10,6 +10,15 @@ import pytest
 from reference.encoders import MockEncoder
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
+SLOW_SUITES = ("tests/reliability/", "tests/integration/test_cli.py", "tests/integration/test_sleep_concurrency.py")
+"""Crash, soak, fuzz, churn, the CLI's benchmark runs and the sleep races: most of the suite's time."""
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark the slow suites `slow`: the README's test command runs them; `-m "not slow"` leaves them out."""
+    for item in items:
+        if item.nodeid.startswith(SLOW_SUITES):
+            item.add_marker(pytest.mark.slow)
 
 
 @pytest.fixture(scope="session")
