@@ -1,13 +1,17 @@
 """`magbench compare A B`: what changed between two runs, failing only on a regression beyond noise.
 
 Compared per (section, system, dataset, encoder, size, parameters), over every timed section the runs
-share (`RunResults.TIMED_SECTIONS`): latency is a regression only when B's per-query
-latencies are slower than A's by a one-sided Mann–Whitney U test (p < `alpha`) *and* B's median is
-more than `latency_tolerance` (relative) above A's — the test keeps a noisy machine from failing a
-run, the effect size keeps a tiny but significant difference from failing it. Recall@10 is a
-regression when B is lower by more than `recall_tolerance` (absolute). Verdicts that flipped are
-listed, and a difference between the two runs' machines is named: latency across machines is not
-comparable.
+share (`RunResults.TIMED_SECTIONS`). A shared machine runs a whole run faster or slower, and a run times
+the systems measured on the same data together, interleaved: so a system's latency is judged against
+its *drift*, the median B/A ratio of the other systems' medians on the same data in that section (1 when
+there are none). Latency is a regression only when B's median over A's exceeds the drift by more than
+`latency_tolerance` (relative) *and* the slowdown lies outside both runs' noise: with several timing
+passes, B's fastest pass (divided by the drift) is slower than A's slowest pass; with one pass, a
+one-sided Mann–Whitney U test on the per-query latencies gives p < `alpha`. The drift keeps a busier
+machine from failing a run, the noise rule keeps a jittery one from failing it, and the effect size
+keeps a tiny but real difference from failing it. Recall@10 is a regression when B is lower by more
+than `recall_tolerance` (absolute). Verdicts that flipped are listed, and a difference between the two
+runs' machines is named: latency across machines is not comparable.
 """
 
 from __future__ import annotations
@@ -31,6 +35,7 @@ class Change:
     after: float
     regression: bool
     p_value: float | None = None
+    drift: float = 1.0
 
 
 @dataclass(frozen=True)
@@ -59,9 +64,10 @@ def compare(
     """The metric changes (regressions flagged), the verdicts that flipped, and how the machines differ."""
     changes = []
     before, after = a.measurements(), b.measurements()
-    for key in sorted(before.keys() & after.keys()):
+    shared = sorted(before.keys() & after.keys())
+    for key in shared:
         old, new = before[key], after[key]
-        changes.append(_latency_change(key, old, new, latency_tolerance, alpha))
+        changes.append(_latency_change(key, old, new, _drift(key, shared, before, after), latency_tolerance, alpha))
         worse = new.recall_at_10 < old.recall_at_10 - recall_tolerance
         changes.append(Change(key, "recall_at_10", old.recall_at_10, new.recall_at_10, worse))
     old_verdicts = {(v.claim, v.system): v.verdict for v in [*a.claims, *a.targets]}
@@ -73,15 +79,37 @@ def compare(
     return Comparison(changes, flips, a.run.machine.differences(b.run.machine))
 
 
-def _latency_change(key: str, old: Measurement, new: Measurement, tolerance: float, alpha: float) -> Change:
-    """Slower beyond both the noise (a one-sided rank test on per-query latencies) and the tolerance."""
+def _drift(key: str, shared: list[str], before: dict[str, Measurement], after: dict[str, Measurement]) -> float:
+    """How much slower B's machine ran the other systems on the same data (same section, dataset, encoder
+    and size, timed together with this one): the median B/A ratio of their medians; 1 when there are none."""
+    section, system, *data = key.split(":")[:5]
+    ratios = [
+        after[other].latency.p50_ms / before[other].latency.p50_ms
+        for other in shared
+        if (parts := other.split(":"))[0] == section
+        and parts[1] != system
+        and parts[2:5] == data
+        and before[other].latency.p50_ms > 0
+    ]
+    return float(np.median(ratios)) if ratios else 1.0
+
+
+def _latency_change(
+    key: str, old: Measurement, new: Measurement, drift: float, tolerance: float, alpha: float
+) -> Change:
+    """Slower than the section's drift beyond both runs' noise and the tolerance."""
     p50_old, p50_new = old.latency.p50_ms, new.latency.p50_ms
-    large = p50_new > p50_old * (1 + tolerance)
-    samples_old, samples_new = old.latencies_ns, new.latencies_ns
+    large = p50_new > p50_old * drift * (1 + tolerance)
+    if len(old.pass_latencies_ns) > 1 and len(new.pass_latencies_ns) > 1:
+        passes_old = np.asarray([np.median(p) for p in old.pass_latencies_ns])
+        passes_new = np.asarray([np.median(p) for p in new.pass_latencies_ns]) / drift
+        p_value = float(mannwhitneyu(passes_new, passes_old, alternative="greater").pvalue)
+        return Change(key, "p50_ms", p50_old, p50_new, large and passes_new.min() > passes_old.max(), p_value, drift)
+    samples_old, samples_new = np.asarray(old.latencies_ns), np.asarray(new.latencies_ns) / drift
     if len(samples_old) < 5 or len(samples_new) < 5:  # too few latencies for a test: the effect size alone decides
-        return Change(key, "p50_ms", p50_old, p50_new, large)
-    p_value = float(mannwhitneyu(np.asarray(samples_new), np.asarray(samples_old), alternative="greater").pvalue)
-    return Change(key, "p50_ms", p50_old, p50_new, large and p_value < alpha, p_value)
+        return Change(key, "p50_ms", p50_old, p50_new, large, drift=drift)
+    p_value = float(mannwhitneyu(samples_new, samples_old, alternative="greater").pvalue)
+    return Change(key, "p50_ms", p50_old, p50_new, large and p_value < alpha, p_value, drift)
 
 
 def render(comparison: Comparison) -> str:
@@ -92,12 +120,17 @@ def render(comparison: Comparison) -> str:
             f"{c.before:.4g}",
             f"{c.after:.4g}",
             _delta(c),
+            f"{c.drift:.2f}×" if c.metric == "p50_ms" else "",
             "" if c.p_value is None else f"{c.p_value:.3g}",
             "REGRESSION" if c.regression else "",
         ]
         for c in comparison.changes
     ]
-    text = tabulate(rows, headers=["measurement", "metric", "A", "B", "change", "p (B slower)", ""], tablefmt="github")
+    text = tabulate(
+        rows,
+        headers=["measurement", "metric", "A", "B", "change", "section drift", "p (B slower; passes)", ""],
+        tablefmt="github",
+    )
     if comparison.machine_differences:
         text += (
             "\n\nWarning: the runs were made on different machines or package versions, so their latencies "

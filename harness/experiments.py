@@ -46,7 +46,8 @@ def needles(
     for encoder_name, encoder in encoders.items():
         for seed in progress(plan.needle_seeds, f"needles ({encoder_name})"):
             evalset = encode_evalset(needles_evalset(200, 5, seed=seed), encoder)
-            results += measure_together([_job(plan, system, evalset, encoder_name) for system in systems])
+            jobs = [_job(plan, system, evalset, encoder_name) for system in systems]
+            results += measure_together(jobs, passes=plan.passes)
     return results
 
 

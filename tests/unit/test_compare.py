@@ -83,3 +83,31 @@ def test_a_file_of_another_schema_or_shape_is_refused_with_what_to_do():
         RunResults.from_json(text.replace('"recall_at_10"', '"recall"'))
     with pytest.raises(ResultsFileError, match="not JSON"):
         RunResults.from_json("{")
+
+
+def test_a_busier_machine_is_drift_and_one_slowed_system_is_a_regression():
+    """Systems timed together on the same data: all slower is the machine, one slower is the system."""
+
+    def section(factors: dict[str, float]) -> RunResults:
+        drift = (1.0, 1.3, 0.9, 1.1, 1.2)  # the machine moved between passes
+        return results(
+            scaling=[
+                measured(system, 1000, noisy(1.0, seed=i) * factor, pass_factors=drift)
+                for i, (system, factor) in enumerate(factors.items())
+            ]
+        )
+
+    base = section({"reference": 1.0, "flat-numpy": 1.0, "faiss-ivf": 1.0})
+    busier = section({"reference": 1.6, "flat-numpy": 1.6, "faiss-ivf": 1.6})
+    assert not compare(base, busier, latency_tolerance=0.25, recall_tolerance=0.01).regressions
+    slowed = section({"reference": 1.0, "flat-numpy": 2.0, "faiss-ivf": 1.0})
+    [regression] = compare(base, slowed, latency_tolerance=0.25, recall_tolerance=0.01).regressions
+    assert regression.key.startswith("scaling:flat-numpy") and regression.drift == 1.0
+
+
+def test_passes_that_overlap_are_noise_not_a_regression():
+    """35 % slower on the median, but B's fastest pass is not slower than A's slowest."""
+    a = results(scaling=[measured("reference", 1000, noisy(1.0), pass_factors=(1.0, 1.0, 1.4, 1.0, 1.0))])
+    b = results(scaling=[measured("reference", 1000, noisy(1.0), pass_factors=(1.35,) * 5)])
+    [change, _] = compare(a, b, latency_tolerance=0.25, recall_tolerance=0.01).changes
+    assert change.after / change.before > 1.25 and not change.regression
