@@ -16,9 +16,11 @@ from .results import Measurement, RunResults, Verdict
 UNMEASURED = "NOT MEASURED"
 TARGET_SOURCE = "MagneticBench's own target for the reference engine"
 MEANING = {
-    SUPPORTED: "the 95% confidence interval of the measured figure meets the claim's bar",
-    REFUTED: "the whole interval misses the bar: the claim does not hold here (a result, not a test failure)",
-    INCONCLUSIVE: "the interval straddles the bar: this machine's noise cannot tell (rerun on a quieter machine)",
+    SUPPORTED: "the 95% confidence interval of the measured figure clears the claim's bar by 10% or more",
+    REFUTED: "the whole interval misses the bar by 10% or more: the claim does not hold here (a result, not a "
+    "test failure)",
+    INCONCLUSIVE: "the interval reaches within 10% of the bar: this machine's noise cannot tell (rerun on a "
+    "quieter machine)",
     UNMEASURED: "the run did not measure what the claim needs (e.g. --quick stops below 100K)",
 }
 FLAT_RAG = "flat-chroma"
