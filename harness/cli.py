@@ -12,6 +12,7 @@ from reference.encoders import ENCODER_NAMES
 from reference.errors import MagneticError
 
 from .beir import DatasetFormatError
+from .compare import LATENCY_TOLERANCE
 from .dialogue import TurnFormat
 from .metrics import CutoffError
 from .registry import SystemSpecError, resolve
@@ -71,8 +72,9 @@ def build_parser() -> argparse.ArgumentParser:
     compare.add_argument(
         "--latency-tolerance",
         type=float,
-        default=0.25,
-        help="relative slowdown of the median allowed (a regression must also pass a rank test, p < 0.01)",
+        default=LATENCY_TOLERANCE,
+        help="relative slowdown of the median allowed beyond the drift of the other systems (default 0.5; a "
+        "regression must also lie outside both runs' pass-to-pass noise)",
     )
     compare.add_argument("--recall-tolerance", type=float, default=0.01, help="absolute recall@10 drop allowed")
 
