@@ -10,17 +10,17 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .confidence import INCONCLUSIVE, REFUTED, SUPPORTED, Estimate, estimate, judge
+from .confidence import INCONCLUSIVE, MARGIN, REFUTED, SUPPORTED, Estimate, estimate, judge
 from .results import Measurement, RunResults, Verdict
 
 UNMEASURED = "NOT MEASURED"
 TARGET_SOURCE = "MagneticBench's own target for the reference engine"
 MEANING = {
-    SUPPORTED: "the 95% confidence interval of the measured figure clears the claim's bar by 10% or more",
-    REFUTED: "the whole interval misses the bar by 10% or more: the claim does not hold here (a result, not a "
-    "test failure)",
-    INCONCLUSIVE: "the interval reaches within 10% of the bar: this machine's noise cannot tell (rerun on a "
-    "quieter machine)",
+    SUPPORTED: f"the 95% confidence interval of the measured figure clears the claim's bar by {MARGIN:.0%} or more",
+    REFUTED: f"the whole interval misses the bar by {MARGIN:.0%} or more: the claim does not hold here (a result, "
+    "not a test failure)",
+    INCONCLUSIVE: f"the interval reaches within {MARGIN:.0%} of the bar: this machine's noise cannot tell (rerun on "
+    "a quieter machine)",
     UNMEASURED: "the run did not measure what the claim needs (e.g. --quick stops below 100K)",
 }
 FLAT_RAG = "flat-chroma"

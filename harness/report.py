@@ -17,6 +17,7 @@ import matplotlib.pyplot as plt
 from tabulate import tabulate
 
 from .claims import INCONCLUSIVE, MEANING, REFUTED, SUPPORTED
+from .confidence import MARGIN
 from .results import DialogueRow, Measurement, RunResults, Verdict
 
 SCALING_COLUMNS = [
@@ -235,7 +236,8 @@ def _reading(claims: list[Verdict], targets: list[Verdict]) -> list[str]:
         unsure = [v for v in verdicts if v.verdict == INCONCLUSIVE]
         lines.append(
             f"- Of {len(verdicts)} {label} verdicts, {len(held)} are supported, {len(failed)} are not supported "
-            f"and {len(unsure)} are inconclusive (the interval straddles the bar) on this run's measurements."
+            f"and {len(unsure)} are inconclusive (the interval reaches within {MARGIN:.0%} of the bar) on this run's "
+            "measurements."
         )
         lines += [f"  - **{v.claim}** for `{v.system}` does not hold: {v.measured}." for v in failed]
         lines += [
