@@ -1,10 +1,10 @@
 """Three-stage search: centroids → per-group searches → entity boost (→ flat search where cheaper).
 
 Stage 1 ranks the live groups' centroids. With budget probing (the default) groups are taken in
-centroid order until they hold `MemoryConfig.probe_candidates(k, N)` cells; a memory no larger
-than that budget is searched flat, which is exact and cheaper than probing. With `top_k` probing
-the best `group_top_k` groups are taken, and a flat search fills in when fewer than `k`
-candidates score above `min_score` (the seed design).
+centroid order until they hold `MemoryConfig.probe_candidates(k, N)` cells; a memory small enough
+that probing would cost more (`MemoryConfig.flat_is_cheaper`) is searched flat, which is also exact.
+With `top_k` probing the best `group_top_k` groups are taken, and a flat search fills in when fewer
+than `k` candidates score above `min_score` (the seed design).
 Stage 2 scores the chosen groups' cells: the `numpy` index in one pass over their blocks; the
 `chroma` index one group query at a time, in parallel on the thread pool when the groups hold at
 least `parallel_min_cells` cells (below that the hand-off costs more than a NumPy block product).
@@ -100,7 +100,7 @@ class ThreeStageSearch:
         fusing = config.lexical and lexical is not None and query_text is not None
         depth = max(k, config.fusion_depth) if fusing else k
         budget = config.probe_candidates(k, len(table)) if config.probing == "budget" else 0
-        flat = budget >= len(table)
+        flat = bool(budget) and config.flat_is_cheaper(k, len(table))
         if flat:
             rows, scores = flat_search(query, depth, table)
         else:
