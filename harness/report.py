@@ -140,7 +140,8 @@ def _markdown(results: RunResults, tables: dict[str, list], plots: list[Path]) -
             "scaling",
             f"Scaling (synthetic): 100 clustered topics at every N, spread {run.plan.spread}, k = 10, "
             "recall against exact search",
-            "Latency is single-query wall time measured around `search` after 10 warm-up queries, pooled over the "
+            "Latency is single-query wall time measured around `search` (blocks of 25 queries taken in turn by every "
+            "system, 3 warm-up queries before each), pooled over the "
             "timing passes (`pass_spread`: slowest over fastest pass median, minus one); build time and memory "
             "(RSS growth per document, approximate; nan when RSS shrank) are measured separately.",
         ),

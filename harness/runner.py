@@ -2,9 +2,10 @@
 
 Every system of a job list is built first (build time and memory measured one by one); then each
 query setting of every system (its defaults, and with `sweep` each value of its query parameter)
-answers all queries once per pass, the order rotating from pass to pass, so a hiccup of a shared
-machine falls on all of them alike. Warm-up queries before each block stay out of timing; every
-answer goes through `check_hits`.
+answers all queries once per pass. A pass goes through the queries in blocks of `BLOCK_QUERIES`, every
+setting answering each block in turn (the order rotating from pass to pass), so each setting's
+timing is spread over the whole pass and a burst of load on a shared machine falls on all of them
+alike. Warm-up queries before each block stay out of timing; every answer goes through `check_hits`.
 """
 
 from __future__ import annotations
@@ -22,12 +23,15 @@ from .checking import check_documents, check_hits
 from .evalset import EvalSet
 from .metrics import capped_recall_at_k, hits_at_k, mrr, ndcg_at_k, recall_at_k
 from .progress import Progress, silent
-from .protocol import GroupingSystem, MemorySystem, SystemContext, TunableSystem
+from .protocol import GroupingSystem, MemorySystem, Query, SystemContext, TunableSystem
 from .registry import check_declaration, resolve
 from .results import Measurement
 from .slowdown import Slowed
 
-WARMUP_QUERIES = 10
+WARMUP_QUERIES = 3
+"""Untimed queries before each block (the evaluation set's first ones)."""
+BLOCK_QUERIES = 25
+"""Timed queries a setting answers before the next setting takes over."""
 FOUND_KS = (1, 3, 10)
 
 
@@ -78,17 +82,27 @@ def measure_together(
     with ExitStack() as stack:
         built = [stack.enter_context(_build(job)) for job in progress(jobs, f"{label}: build")]
         units = [(b, params) for b in built for params in [{}, *(_settings(b.system) if b.job.sweep else [])]]
+        known = [{d.id for d in item.job.evalset.docs} for item, _ in units]
         timings: list[list[list[int]]] = [[] for _ in units]
         answers: list[list[list[str]]] = [[] for _ in units]
+        longest = max(len(item.job.evalset.queries) for item, _ in units)
         for one_pass in progress(range(passes), f"{label}: timing passes over {len(units)} settings"):
             start = one_pass * len(units) // passes
-            for index in [*range(start, len(units)), *range(start)]:
-                item, params = units[index]
-                if item.job.sweep and "tunable" in item.system.capabilities:
-                    cast(TunableSystem, item.system).set_query_params(**params)  # {} restores the defaults
-                retrieved, latencies = _run_queries(item.system, item.job.evalset, k)
-                timings[index].append(latencies)
-                answers[index] = answers[index] or retrieved
+            order = [*range(start, len(units)), *range(start)]
+            for index in order:
+                timings[index].append([])
+            for block in range(0, longest, BLOCK_QUERIES):
+                for index in order:
+                    item, params = units[index]
+                    queries = item.job.evalset.queries[block : block + BLOCK_QUERIES]
+                    if not queries:
+                        continue
+                    if item.job.sweep and "tunable" in item.system.capabilities:
+                        cast(TunableSystem, item.system).set_query_params(**params)  # {} restores the defaults
+                    retrieved, latencies = _run_queries(item.system, item.job.evalset, queries, known[index], k)
+                    timings[index][-1] += latencies
+                    if one_pass == 0:
+                        answers[index] += retrieved
         return [_score(item, params, answers[i], timings[i]) for i, (item, params) in enumerate(units)]
 
 
@@ -148,12 +162,14 @@ def _settings(system: MemorySystem) -> list[dict[str, Any]]:
     return [{name: value} for value in values]
 
 
-def _run_queries(system: MemorySystem, evalset: EvalSet, k: int) -> tuple[list[list[str]], list[int]]:
-    known = {d.id for d in evalset.docs}
+def _run_queries(
+    system: MemorySystem, evalset: EvalSet, queries: Sequence[Query], known: set[str], k: int
+) -> tuple[list[list[str]], list[int]]:
+    """Warm up, then time and check each of `queries`."""
     for query in evalset.queries[:WARMUP_QUERIES]:
         system.search(query, k=k)
     retrieved, latencies = [], []
-    for query in evalset.queries:
+    for query in queries:
         started = time.perf_counter_ns()
         hits = system.search(query, k=k)
         latencies.append(time.perf_counter_ns() - started)
