@@ -52,13 +52,13 @@ def _matrix(pass_latencies_ns: PassLatencies) -> np.ndarray:
     return values
 
 
-def resampled_medians(measurements: Sequence[PassLatencies], *, seed: int = 0) -> np.ndarray:
-    """Medians in ms of `ROUNDS` resamples (passes and queries) of each measurement: shape (ROUNDS, measurements)."""
+def resampled_medians(matrices: Sequence[np.ndarray], *, seed: int = 0) -> np.ndarray:
+    """Medians in ms of `ROUNDS` resamples (passes and queries) of each passes × queries matrix in ms:
+    shape (ROUNDS, measurements)."""
     rng = np.random.default_rng(seed)
     draws: dict[tuple[int, int], tuple[np.ndarray, np.ndarray]] = {}
     columns = []
-    for latencies in measurements:
-        values = _matrix(latencies)
+    for values in matrices:
         passes, queries = values.shape
         if values.shape not in draws:  # one draw per shape: measurements timed together share it
             draws[values.shape] = (
@@ -76,7 +76,7 @@ def estimate(
     """`figure` maps an array of medians (last axis: the measurements) to one value per row."""
     matrices = [_matrix(m) for m in measurements]
     point = np.asarray([np.median(m) for m in matrices])
-    rounds = figure(resampled_medians(measurements, seed=seed))
+    rounds = figure(resampled_medians(matrices, seed=seed))
     tail = (1 - LEVEL) / 2 * 100
     low, high = np.percentile(rounds, [tail, 100 - tail])
     passes = {len(m) for m in matrices}

@@ -59,6 +59,7 @@ class _Built:
     system: MemorySystem
     build_s: float
     rss_per_doc: float
+    known_ids: frozenset[str]
 
 
 def open_system(
@@ -82,7 +83,6 @@ def measure_together(
     with ExitStack() as stack:
         built = [stack.enter_context(_build(job)) for job in progress(jobs, f"{label}: build")]
         units = [(b, params) for b in built for params in [{}, *(_settings(b.system) if b.job.sweep else [])]]
-        known = [{d.id for d in item.job.evalset.docs} for item, _ in units]
         timings: list[list[list[int]]] = [[] for _ in units]
         answers: list[list[list[str]]] = [[] for _ in units]
         longest = max(len(item.job.evalset.queries) for item, _ in units)
@@ -99,7 +99,7 @@ def measure_together(
                         continue
                     if item.job.sweep and "tunable" in item.system.capabilities:
                         cast(TunableSystem, item.system).set_query_params(**params)  # {} restores the defaults
-                    retrieved, latencies = _run_queries(item.system, item.job.evalset, queries, known[index], k)
+                    retrieved, latencies = _run_queries(item.system, item.job.evalset, queries, item.known_ids, k)
                     timings[index][-1] += latencies
                     if one_pass == 0:
                         answers[index] += retrieved
@@ -147,7 +147,8 @@ def _build(job: Job) -> Iterator[_Built]:
             system.add(job.evalset.docs)
             build_s = time.perf_counter() - started
             grown = _rss_bytes() - rss_before  # the allocator may hand memory back: a drop is no reading
-            yield _Built(job, system, build_s, grown / len(job.evalset.docs) if grown >= 0 else float("nan"))
+            rss_per_doc = grown / len(job.evalset.docs) if grown >= 0 else float("nan")
+            yield _Built(job, system, build_s, rss_per_doc, frozenset(d.id for d in job.evalset.docs))
         finally:
             system.close()
 
@@ -163,7 +164,7 @@ def _settings(system: MemorySystem) -> list[dict[str, Any]]:
 
 
 def _run_queries(
-    system: MemorySystem, evalset: EvalSet, queries: Sequence[Query], known: set[str], k: int
+    system: MemorySystem, evalset: EvalSet, queries: Sequence[Query], known: frozenset[str], k: int
 ) -> tuple[list[list[str]], list[int]]:
     """Warm up, then time and check each of `queries`."""
     for query in evalset.queries[:WARMUP_QUERIES]:
