@@ -17,7 +17,7 @@ REGIMES: dict[str, Callable[[int], int]] = {"fixed": lambda n: 100, "growing": l
 
 SCALING_SYSTEMS = ("reference", "reference-chroma", "flat-numpy", "flat-chroma", "kmeans", "faiss-ivf", "faiss-hnsw")
 NEEDLE_SYSTEMS = ("reference", "reference-no-entities", "flat-chroma", "flat-numpy", "kmeans")
-GROUPING_SYSTEMS = ("reference", "reference-slept", "kmeans")
+GROUPING_SYSTEMS = ("reference", "reference-slept", "reference-concepts", "kmeans")
 GROWING_SYSTEMS = ("reference", "flat-numpy", "faiss-ivf", "faiss-hnsw")
 REALTEXT_SYSTEMS = (
     "reference-dense",

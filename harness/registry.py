@@ -54,6 +54,14 @@ SYSTEMS: dict[str, Factory] = {
         text_queries=False,
         sleep_after_add=True,
     ),
+    "reference-concepts": _lazy(
+        "harness.systems.reference",
+        "ReferenceSystem",
+        name="reference-concepts",
+        text_queries=False,
+        sleep_after_add=True,
+        concept_labels=True,
+    ),
     "reference-prototype": _lazy(
         "harness.systems.reference", "ReferenceSystem", name="reference-prototype", preset="prototype"
     ),

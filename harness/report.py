@@ -163,7 +163,8 @@ def _markdown(results: RunResults, tables: dict[str, list], plots: list[Path]) -
             "k-means is given the true number of topics; the reference engine finds its groups online with no k "
             "(`reference-slept`: after one sleep pass). Its groups are sized for search (about 0.5·√N cells), "
             "so a topic spans several groups: homogeneity near 1 with low completeness means pure but fragmented "
-            "groups, which ARI penalises.",
+            "groups, which ARI penalises. `reference-concepts` scores the layer above the groups after the same "
+            "sleep: groups gathered by Ward linkage of their centroids, cut at the largest gap (no k given).",
         ),
         (
             "judges",

@@ -1,6 +1,7 @@
 """MagneticBench's reference engine: cellular agent memory with online concept groups."""
 
 from .cells import CellRecord as Cell
+from .concepts import Concept
 from .config import MemoryConfig, ScoringWeights
 from .errors import BackendUnavailableError, DimensionMismatchError, InvalidInputError, MagneticError, NotFoundError
 from .hit import Hit
@@ -11,6 +12,7 @@ __all__ = [
     "BackendUnavailableError",
     "Cell",
     "CellularMemory",
+    "Concept",
     "DimensionMismatchError",
     "Hit",
     "InvalidInputError",

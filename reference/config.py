@@ -56,6 +56,10 @@ class MemoryConfig:
     2,000). With `probing="top_k"` the best `group_top_k` groups are searched and a flat search fills in
     when fewer than k hits score above `min_score` (the seed design).
 
+    Concepts (`concepts.py`) gather groups into the memory's topics: Ward linkage of the centroids,
+    cut at the largest gap; at most `concept_limit` groups are linked (O(G²)), the rest join the
+    concept of their nearest linked centroid.
+
     Text queries are hybrid (`lexical=True`): the dense stages' best `fusion_depth` candidates and the
     lexical index's (BM25 over cell texts) are fused by reciprocal rank (`fusion="rrf"`, constant
     `rrf_k`) or by calibrated scores (`fusion="score"`, `lexical_weight` on BM25 / the query's best
@@ -95,6 +99,7 @@ class MemoryConfig:
     group_backend: GroupBackend = "numpy"
     namespace: str = "mem"
     ingest_chunk: int = 2048
+    concept_limit: int = 2048
 
     def __post_init__(self) -> None:
         checks = {
@@ -123,6 +128,7 @@ class MemoryConfig:
             "search_threads must be >= 1": self.search_threads >= 1,
             "parallel_min_cells must be >= 0": self.parallel_min_cells >= 0,
             "ingest_chunk must be >= 1": self.ingest_chunk >= 1,
+            "concept_limit must be >= 3": self.concept_limit >= 3,
             "group_backend must be 'numpy' or 'chroma'": self.group_backend in ("numpy", "chroma"),
             "namespace must be 3-40 characters of [a-zA-Z0-9_-]": _valid_namespace(self.namespace),
             "kind_importance values must be in [0, 1]": all(0 <= v <= 1 for v in self.kind_importance.values()),

@@ -70,6 +70,10 @@ class ConsolidationReport:
     ari_before: float | None = None
     """Adjusted Rand index of the groups against labels given to `consolidate(labels=...)`."""
     ari_after: float | None = None
+    concepts: int = 0
+    """Concepts (topics: groups gathered by `concepts.py`) after the pass."""
+    concept_ari: float | None = None
+    """ARI of the concepts after the pass against the labels."""
 
 
 @dataclass(frozen=True)

@@ -21,6 +21,7 @@ import numpy as np
 from . import sleep
 from .cells import CellBatch, CellRecord, CellTable, new_ids, seen_text
 from .clustering import GroupState, LeaderClustering
+from .concepts import Concept, concepts_of
 from .config import SEARCH_OPTIONS, MemoryConfig
 from .consolidation import ConsolidationReport
 from .embedded import EmbeddedStore, open_embedded
@@ -238,6 +239,12 @@ class CellularMemory:
         with self._state.reading():
             table = self._state.table
             return [table.ids[row] for row in table.live_rows().tolist()]
+
+    def concepts(self) -> list[Concept]:
+        """The memory's topics: groups gathered by their centroids (`concepts.py`), numbered in order
+        of their first group. Computed on each call, O(G²) in the groups linked."""
+        with self._state.reading():
+            return concepts_of(self._state.groups, limit=self.config.concept_limit)
 
     def stats(self) -> MemoryStats:
         """Counts, group-size distribution and configuration, for reports and dashboards."""

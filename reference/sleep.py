@@ -14,6 +14,7 @@ from dataclasses import replace
 import numpy as np
 
 from .cells import ConflictNote, superseded
+from .concepts import concepts_of
 from .config import MemoryConfig
 from .consolidation import ConsolidationReport, GroupSizes, Regrouping, final_groups, plan_merges, plan_regrouping
 from .errors import BackendUnavailableError, InvalidInputError
@@ -44,6 +45,9 @@ def consolidate(
         sizes_after = GroupSizes.of(state.groups.counts)
     with state.reading():
         ari_after = agreement(state, labels)
+        concepts = concepts_of(state.groups, limit=config.concept_limit)
+        concept_of = {group: concept.id for concept in concepts for group in concept.groups}
+        concept_ari = agreement(state, labels, concept_of)
     conflicts, errors = find_conflicts(state, touched, judge, clock)
     return ConsolidationReport(
         plan.merges,
@@ -59,6 +63,8 @@ def consolidate(
         sizes_after,
         ari_before,
         ari_after,
+        len(concepts),
+        concept_ari,
     )
 
 
@@ -105,14 +111,19 @@ def regroup(state: EngineState, plan: Regrouping) -> int:
     return len(rows)
 
 
-def agreement(state: EngineState, labels: Mapping[str, Hashable] | None) -> float | None:
-    """ARI of the groups of the labelled live cells against their labels."""
+def agreement(
+    state: EngineState, labels: Mapping[str, Hashable] | None, concept_of: Mapping[int, int] | None = None
+) -> float | None:
+    """ARI of the groups (or, given `concept_of`, their concepts) of the labelled live cells against
+    their labels."""
     if labels is None:
         return None
     from sklearn.metrics import adjusted_rand_score
 
     table = state.table
-    known = [(table.group[table.row_of[i]], label) for i, label in labels.items() if i in table.row_of]
+    known = [(int(table.group[table.row_of[i]]), label) for i, label in labels.items() if i in table.row_of]
+    if concept_of is not None:
+        known = [(concept_of[group], label) for group, label in known]
     if not known:
         raise InvalidInputError("labels name no stored cell")
     found, true = zip(*known)

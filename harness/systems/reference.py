@@ -6,8 +6,9 @@ reopening with the same context finds the same cells). Either declares the "pers
 Document metadata may carry "timestamp" (epoch seconds) and "importance" for memory-mode scoring.
 `preset="prototype"` measures the seed design (`MemoryConfig.prototype()`); other options are
 `MemoryConfig` fields. `sleep_after_add=True` runs one sleep pass after every add (its time counts
-as build time). `text_queries=False` searches with the query vector alone (the dense-only path); a
-query without text (synthetic vector sets) is always a vector query.
+as build time). `concept_labels=True` labels each document with its concept instead of its group
+(the grouping experiment). `text_queries=False` searches with the query vector alone (the
+dense-only path); a query without text (synthetic vector sets) is always a vector query.
 """
 
 from __future__ import annotations
@@ -52,6 +53,7 @@ class ReferenceSystem:
         server: str | None = None,
         text_queries: bool = True,
         sleep_after_add: bool = False,
+        concept_labels: bool = False,
         preset: str = "default",
         **config: Any,
     ) -> None:
@@ -60,6 +62,7 @@ class ReferenceSystem:
         self.name = name
         self.text_queries = text_queries
         self.sleep_after_add = sleep_after_add
+        self.concept_labels = concept_labels
         self.capabilities = BASE_CAPABILITIES | ({"persist"} if persist or server else set())
         encoder = _GivenVectorsOnly(context.dim)
         make_config: Callable[..., MemoryConfig] = MemoryConfig.prototype if preset == "prototype" else MemoryConfig
@@ -107,7 +110,12 @@ class ReferenceSystem:
         self.memory.set_search_options(**{**self._default_params, **params})
 
     def group_labels(self, doc_ids: Sequence[str]) -> list[int]:
-        return [self.memory.get(doc_id).group_id for doc_id in doc_ids]
+        """Each document's group or, with `concept_labels=True`, its concept (the topic layer)."""
+        groups = [self.memory.get(doc_id).group_id for doc_id in doc_ids]
+        if not self.concept_labels:
+            return groups
+        concept_of = {group: concept.id for concept in self.memory.concepts() for group in concept.groups}
+        return [concept_of[group] for group in groups]
 
     def describe(self) -> dict[str, Any]:
         """Figures a report shows next to this system's results."""
