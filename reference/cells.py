@@ -112,7 +112,9 @@ class CellTable:
         self.timestamp[start:stop] = batch.timestamps
         self.access[start:stop] = batch.access
         self.alive[start:stop] = True
-        self.superseded[start:stop] = [superseded(row_conflicts) for row_conflicts in batch.conflicts]
+        self.superseded[start:stop] = (
+            [superseded(row_conflicts) for row_conflicts in batch.conflicts] if any(batch.conflicts) else False
+        )
         self.ids.extend(batch.ids)
         self.texts.extend(batch.texts)
         self.kinds.extend(batch.kinds)
