@@ -74,10 +74,17 @@ class CellBatch:
 
 
 class CellTable:
-    """Columns of all cells ever added, with a live mask and an id → row map."""
+    """Columns of all cells ever added, with a live mask and an id → row map.
 
-    def __init__(self, dim: int) -> None:
+    The table keeps a contiguous copy of the vectors (flat search reads it in one NumPy call) up to
+    `vector_rows` rows; past that it drops the copy for good, and the NumPy group index holds the only
+    one (read vectors through `EngineState.index.vectors_of`). `None` keeps the copy always.
+    """
+
+    def __init__(self, dim: int, *, vector_rows: int | None = None) -> None:
         self.dim = dim
+        self.vector_rows = vector_rows
+        self.keep_vectors = True
         self._size = 0
         self.vectors = np.zeros((0, dim), dtype=np.float32)
         self.group = np.zeros(0, dtype=np.int64)
@@ -105,8 +112,11 @@ class CellTable:
     def append(self, batch: CellBatch) -> np.ndarray:
         """Add one row per cell of `batch`; returns their row numbers."""
         start, stop = self._size, self._size + len(batch)
+        if self.vector_rows is not None and stop > self.vector_rows:
+            self.keep_vectors, self.vectors = False, self.vectors[:0]
         self._reserve(stop)
-        self.vectors[start:stop] = batch.vectors
+        if self.keep_vectors:
+            self.vectors[start:stop] = batch.vectors
         self.group[start:stop] = batch.groups
         self.importance[start:stop] = batch.importance
         self.timestamp[start:stop] = batch.timestamps
@@ -134,12 +144,12 @@ class CellTable:
         """Row numbers of all live cells, in insertion order."""
         return np.flatnonzero(self.alive[: self._size])
 
-    def record(self, row: int) -> CellRecord:
-        """The full record of one row."""
+    def record(self, row: int, vector: np.ndarray) -> CellRecord:
+        """The full record of one row, whose vector is `vector`."""
         return CellRecord(
             id=self.ids[row],
             text=self.texts[row],
-            vector=self.vectors[row].copy(),
+            vector=vector,
             group_id=int(self.group[row]),
             kind=self.kinds[row],
             importance=float(self.importance[row]),
@@ -154,7 +164,8 @@ class CellTable:
         if needed <= capacity:
             return
         new_capacity = max(needed, 2 * capacity, 1024)
-        self.vectors = _grow(self.vectors, new_capacity)
+        if self.keep_vectors:
+            self.vectors = _grow(self.vectors, new_capacity)
         self.group = _grow(self.group, new_capacity)
         self.importance = _grow(self.importance, new_capacity)
         self.timestamp = _grow(self.timestamp, new_capacity)

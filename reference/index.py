@@ -3,7 +3,8 @@
 `NumpyGroupIndex` keeps each group's vectors in one contiguous float32 block (IVF-style);
 `ChromaGroupIndex` keeps one ephemeral Chroma collection per group (`{ns}_grp_{id}`), rebuilt
 from the master store each session and bounded in number (see its docstring). Both answer
-`search(group, query, k)` with (rows, cosines).
+`search(group, query, k)` with (rows, cosines) and `vectors_of(rows)`: the NumPy blocks are the
+memory's only copy of the vectors in a large memory, the Chroma index reads the cell table's.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ class GroupIndex(Protocol):
     def remove(self, groups: np.ndarray, rows: np.ndarray) -> None: ...
     def members(self, group: int) -> np.ndarray: ...
     def search(self, group: int, query: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]: ...
+    def vectors_of(self, rows: np.ndarray) -> np.ndarray: ...
     def close(self) -> None: ...
 
 
@@ -52,62 +54,85 @@ def top_k(scores: np.ndarray, k: int) -> np.ndarray:
 
 
 class _Block:
-    """One group's vectors, contiguous, with swap-remove."""
+    """One group's vectors and rows, contiguous, with swap-remove."""
 
     def __init__(self, dim: int) -> None:
         self.vectors = np.zeros((8, dim), dtype=np.float32)
         self.rows = np.zeros(8, dtype=np.int64)
         self.size = 0
-        self.slot_of: dict[int, int] = {}
 
-    def extend(self, rows: np.ndarray, vectors: np.ndarray) -> None:
-        needed = self.size + len(rows)
+    def extend(self, rows: np.ndarray, vectors: np.ndarray) -> int:
+        """Append; returns the slot of the first appended row."""
+        start, needed = self.size, self.size + len(rows)
         if needed > len(self.rows):
             capacity = max(needed, 2 * len(self.rows))
             grown = np.zeros((capacity, self.vectors.shape[1]), dtype=np.float32)
-            grown[: self.size] = self.vectors[: self.size]
+            grown[:start] = self.vectors[:start]
             self.vectors = grown
-            self.rows = np.concatenate([self.rows[: self.size], np.zeros(capacity - self.size, dtype=np.int64)])
-        self.vectors[self.size : needed] = vectors
-        self.rows[self.size : needed] = rows
-        for offset, row in enumerate(rows.tolist()):
-            self.slot_of[row] = self.size + offset
+            self.rows = np.concatenate([self.rows[:start], np.zeros(capacity - start, dtype=np.int64)])
+        self.vectors[start:needed] = vectors
+        self.rows[start:needed] = rows
         self.size = needed
+        return start
 
-    def discard(self, row: int) -> None:
-        slot, last = self.slot_of.pop(row), self.size - 1
-        if slot != last:
-            moved = int(self.rows[last])
-            self.vectors[slot] = self.vectors[last]
-            self.rows[slot] = moved
-            self.slot_of[moved] = slot
+    def discard(self, slot: int) -> int | None:
+        """Free a slot by moving the last row into it; returns that moved row, if any."""
+        last = self.size - 1
         self.size = last
+        if slot == last:
+            return None
+        self.vectors[slot] = self.vectors[last]
+        self.rows[slot] = self.rows[last]
+        return int(self.rows[slot])
 
 
 class NumpyGroupIndex:
-    """Exact search inside each group over a contiguous block (the default backend)."""
+    """Exact search inside each group over a contiguous block (the default backend).
+
+    The blocks are the memory's only copy of the cell vectors (the cell table keeps none with this
+    backend): `vectors_of(rows)` reads them back through each row's group and slot.
+    """
 
     def __init__(self, dim: int) -> None:
         self.dim = dim
         self._blocks: dict[int, _Block] = {}
+        self._group_of = np.zeros(0, dtype=np.int64)
+        self._slot_of = np.zeros(0, dtype=np.int64)
 
     def add(self, groups: np.ndarray, rows: np.ndarray, vectors: np.ndarray) -> None:
+        if not len(rows):
+            return
+        self._track(int(rows.max()) + 1)
         order = np.argsort(groups, kind="stable")
         boundaries = np.flatnonzero(np.diff(groups[order])) + 1
         for part in np.split(order, boundaries):
             group = int(groups[part[0]])
-            self._blocks.setdefault(group, _Block(self.dim)).extend(rows[part], vectors[part])
+            start = self._blocks.setdefault(group, _Block(self.dim)).extend(rows[part], vectors[part])
+            self._group_of[rows[part]] = group
+            self._slot_of[rows[part]] = np.arange(start, start + len(part))
 
     def remove(self, groups: np.ndarray, rows: np.ndarray) -> None:
         for group, row in zip(groups.tolist(), rows.tolist()):
             block = self._blocks[group]
-            block.discard(row)
+            moved = block.discard(int(self._slot_of[row]))
+            if moved is not None:
+                self._slot_of[moved] = self._slot_of[row]
             if block.size == 0:
                 del self._blocks[group]
 
     def members(self, group: int) -> np.ndarray:
         block = self._blocks.get(group)
         return np.zeros(0, dtype=np.int64) if block is None else block.rows[: block.size].copy()
+
+    def vectors_of(self, rows: np.ndarray) -> np.ndarray:
+        """The vectors of these (indexed) rows, in their order: one gather per group they fall in."""
+        rows = np.asarray(rows, dtype=np.int64)
+        out = np.empty((len(rows), self.dim), dtype=np.float32)
+        groups = self._group_of[rows]
+        order = np.argsort(groups, kind="stable")
+        for part in np.split(order, np.flatnonzero(np.diff(groups[order])) + 1) if len(rows) else ():
+            out[part] = self._blocks[int(groups[part[0]])].vectors[self._slot_of[rows[part]]]
+        return out
 
     def search(self, group: int, query: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
         block = self._blocks.get(group)
@@ -125,8 +150,19 @@ class NumpyGroupIndex:
         scores = np.concatenate([similarities(b.vectors[: b.size], query) for b in blocks])
         return np.concatenate([b.rows[: b.size] for b in blocks]), scores
 
+    def scan_all(self, query: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Every indexed cell with its cosine."""
+        return self.scan(list(self._blocks), query)
+
     def close(self) -> None:
         self._blocks.clear()
+
+    def _track(self, rows: int) -> None:
+        """Room for row numbers below `rows` in the row → (group, slot) columns."""
+        if rows > len(self._slot_of):
+            capacity = max(rows, 2 * len(self._slot_of), 1024)
+            self._group_of = np.concatenate([self._group_of, np.zeros(capacity - len(self._group_of), np.int64)])
+            self._slot_of = np.concatenate([self._slot_of, np.zeros(capacity - len(self._slot_of), np.int64)])
 
 
 def chroma_capacity() -> int:
@@ -181,6 +217,10 @@ class ChromaGroupIndex:
 
     def members(self, group: int) -> np.ndarray:
         return np.asarray(sorted(self._members.get(group, ())), dtype=np.int64)
+
+    def vectors_of(self, rows: np.ndarray) -> np.ndarray:
+        """The vectors of these rows (the memory's cell table keeps them with this backend)."""
+        return self._vectors_of(np.asarray(rows, dtype=np.int64))
 
     def remove(self, groups: np.ndarray, rows: np.ndarray) -> None:
         for group in np.unique(groups).tolist():

@@ -105,7 +105,7 @@ class CellularMemory:
         elif client is not None:
             store = ChromaCellStore(client, config.namespace, identity)
             cells = store.load()
-        table = CellTable(self.dim)
+        table = CellTable(self.dim, vector_rows=config.flat_copy_rows if config.group_backend == "numpy" else None)
         self._state = EngineState(
             table=table,
             groups=GroupState.empty(self.dim),
@@ -226,7 +226,7 @@ class CellularMemory:
         if not isinstance(cell_id, str):
             raise InvalidInputError(f"get takes one id (a str), got {type(cell_id).__name__}")
         with self._state.reading():
-            return self._state.table.record(int(self._state.rows_of(check_ids(cell_id))[0]))
+            return self._state.record(int(self._state.rows_of(check_ids(cell_id))[0]))
 
     def __len__(self) -> int:
         return len(self._state.table)
@@ -323,7 +323,7 @@ class CellularMemory:
         """Persist access counts and moves gathered since the last flush."""
         state = self._state
         with state.writing():
-            state.store.update([state.table.record(row) for row in sorted(state.dirty)])
+            state.store.update(state.records(sorted(state.dirty)))
             state.dirty.clear()
 
     def close(self) -> None:
@@ -373,7 +373,8 @@ class CellularMemory:
 
 
 def _group_index(config: MemoryConfig, dim: int, table: CellTable) -> GroupIndex:
-    """Where groups' cells are searched: NumPy blocks in memory, or a Chroma collection per group."""
+    """Where groups' cells are searched: NumPy blocks in memory (the only copy of the vectors), or a
+    Chroma collection per group (the table keeps the vectors)."""
     if config.group_backend == "chroma":
         return ChromaGroupIndex(config.namespace, lambda rows: table.vectors[rows])
     return NumpyGroupIndex(dim)

@@ -25,10 +25,8 @@ from typing import Literal
 
 import numpy as np
 
-from .cells import CellTable
 from .clustering import GroupState
 from .config import MemoryConfig
-from .entities import EntityIndex
 from .fusion import calibrated_scores, reciprocal_rank
 from .index import GroupIndex, NumpyGroupIndex, similarities, top_k
 from .scoring import Clock, memory_scores
@@ -102,16 +100,16 @@ class ThreeStageSearch:
         budget = config.probe_candidates(k, len(table)) if config.probing == "budget" else 0
         flat = bool(budget) and config.flat_is_cheaper(k, len(table))
         if flat:
-            rows, scores = flat_search(query, depth, table)
+            rows, scores = flat_search(query, depth, state)
         else:
             rows, scores = self._group_stage(query, k, depth, budget, state.groups, state.index)
         if config.use_entities and query_entities:
-            rows, scores = _merge_best(rows, scores, *self._entity_stage(query, query_entities, table, state.entities))
+            rows, scores = _merge_best(rows, scores, *self._entity_stage(query, query_entities, state))
         best = top_k(scores, depth)
         rows, scores = rows[best], scores[best]
         if not flat and config.probing == "top_k" and np.count_nonzero(scores[:k] > config.min_score) < k:
             flat = True
-            rows, scores = _merge_best(rows, scores, *flat_search(query, depth, table))
+            rows, scores = _merge_best(rows, scores, *flat_search(query, depth, state))
             best = top_k(scores, depth)
             rows, scores = rows[best], scores[best]
         if fusing:
@@ -124,7 +122,7 @@ class ThreeStageSearch:
                     rows,
                     lexical_rows,
                     lexical_scores,
-                    lambda chosen: similarities(table.vectors[chosen], query).astype(np.float64),
+                    lambda chosen: similarities(state.index.vectors_of(chosen), query).astype(np.float64),
                     lexical_weight=config.lexical_weight,
                 )
         best = top_k(scores, k)
@@ -167,12 +165,13 @@ class ThreeStageSearch:
         return rows, np.concatenate([s for _, s in results]).astype(np.float64)
 
     def _entity_stage(
-        self, query: np.ndarray, query_entities: frozenset[str], table: CellTable, entities: EntityIndex
+        self, query: np.ndarray, query_entities: frozenset[str], state: EngineState
     ) -> tuple[np.ndarray, np.ndarray]:
-        matched = entities.matches(query_entities)
+        matched = state.entities.matches(query_entities)
         rows = np.fromiter(matched, dtype=np.int64, count=len(matched))
         shares = np.fromiter(matched.values(), dtype=np.float64, count=len(matched)) / len(query_entities)
-        return rows, similarities(table.vectors[rows], query).astype(np.float64) + self.config.entity_boost * shares
+        cosines = similarities(state.index.vectors_of(rows), query).astype(np.float64)
+        return rows, cosines + self.config.entity_boost * shares
 
 
 def _probe_order(centroid_scores: np.ndarray, sizes: np.ndarray, budget: int) -> np.ndarray:
@@ -186,12 +185,21 @@ def _probe_order(centroid_scores: np.ndarray, sizes: np.ndarray, budget: int) ->
         guess = min(len(sizes), 2 * guess)
 
 
-def flat_search(query: np.ndarray, k: int, table: CellTable) -> tuple[np.ndarray, np.ndarray]:
-    """Exact top-k over every live cell."""
-    scores = similarities(table.vectors[: table.size], query)
-    scores[~table.alive[: table.size]] = -np.inf
+def flat_search(query: np.ndarray, k: int, state: EngineState) -> tuple[np.ndarray, np.ndarray]:
+    """Exact top-k over every live cell (ties go to the earlier row): one product over the table's
+    contiguous copy of the vectors where it keeps one, else over every group block."""
+    table = state.table
+    if table.keep_vectors:
+        rows = np.arange(table.size)
+        scores = similarities(table.vectors[: table.size], query)
+        scores[~table.alive[: table.size]] = -np.inf
+    else:
+        assert isinstance(state.index, NumpyGroupIndex)  # the only index that holds the vectors
+        rows, scores = state.index.scan_all(query)
+        order = np.argsort(rows, kind="stable")
+        rows, scores = rows[order], scores[order]
     best = top_k(scores, min(k, len(table)))
-    return best, scores[best].astype(np.float64)
+    return rows[best], scores[best].astype(np.float64)
 
 
 def _merge_best(

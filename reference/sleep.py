@@ -83,7 +83,7 @@ def plan_sleep(state: EngineState, config: MemoryConfig) -> Regrouping:
     return plan_regrouping(
         state.groups,
         live,
-        table.vectors[live],
+        state.index.vectors_of(live),
         groups,
         threshold=config.merge_threshold,
         capacity=config.group_capacity(cells),
@@ -98,8 +98,8 @@ def regroup(state: EngineState, plan: Regrouping) -> int:
     if not len(rows):
         return 0
     table = state.table
-    state.store.update([replace(table.record(r), group_id=g) for r, g in zip(rows.tolist(), after.tolist())])
-    before, vectors = table.group[rows].copy(), table.vectors[rows]
+    state.store.update([replace(record, group_id=g) for record, g in zip(state.records(rows.tolist()), after.tolist())])
+    before, vectors = table.group[rows].copy(), state.index.vectors_of(rows)
     groups = state.groups.copy()
     groups.new_slots(max(0, int(after.max()) + 1 - groups.n_slots))
     groups.remove_members(before, vectors)
@@ -167,7 +167,7 @@ def record_conflicts(state: EngineState, conflicts: list[Conflict], now: float) 
             table.superseded[older] = superseded(table.conflicts[older])
             changed |= {older, newer}
             new.append(conflict)
-        state.store.update([table.record(row) for row in sorted(changed)])
+        state.store.update(state.records(sorted(changed)))
     return new
 
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .cells import CellBatch, CellTable, seen_text
+from .cells import CellBatch, CellRecord, CellTable, seen_text
 from .clustering import GroupState
 from .entities import EntityIndex, extract_entities
 from .errors import InvalidInputError, InvariantError, NotFoundError
@@ -97,7 +97,7 @@ class EngineState:
     def remove(self, rows: np.ndarray) -> None:
         """Take deleted cells out of the groups, the indexes and the table."""
         groups = self.table.group[rows]
-        self.groups.remove_members(groups, self.table.vectors[rows])
+        self.groups.remove_members(groups, self.index.vectors_of(rows))
         self.index.remove(groups, rows)
         if self.lexical is not None:
             self.lexical.remove(rows)
@@ -110,14 +110,24 @@ class EngineState:
         """Point cells at other groups in the table and the group index (the group state is the caller's)."""
         if not len(rows):
             return
+        vectors = self.index.vectors_of(rows)
         self.index.remove(self.table.group[rows], rows)
         self.table.group[rows] = groups
-        self.index.add(groups, rows, self.table.vectors[rows])
+        self.index.add(groups, rows, vectors)
 
     def members(self, group: int) -> tuple[np.ndarray, np.ndarray]:
         """A group's rows and their vectors."""
         rows = self.index.members(group)
-        return rows, self.table.vectors[rows]
+        return rows, self.index.vectors_of(rows)
+
+    def record(self, row: int) -> CellRecord:
+        """Everything about one live cell."""
+        return self.table.record(row, self.index.vectors_of(np.asarray([row]))[0])
+
+    def records(self, rows: Sequence[int]) -> list[CellRecord]:
+        """The records of these live cells (their vectors read in one pass)."""
+        vectors = self.index.vectors_of(np.asarray(rows, dtype=np.int64))
+        return [self.table.record(row, vector) for row, vector in zip(rows, vectors)]
 
     def index_texts(self) -> None:
         """Build the lexical index over every stored cell (when it is switched on later)."""
@@ -159,7 +169,7 @@ class EngineState:
         if len(counts) != groups.n_slots or (counts != groups.counts).any():
             problems.append("group member counts differ from the cells' groups")
         sums = np.zeros_like(groups.sums)
-        np.add.at(sums, table.group[live], table.vectors[live].astype(np.float64))
+        np.add.at(sums, table.group[live], self.index.vectors_of(live).astype(np.float64))
         if not np.allclose(sums, groups.sums, atol=1e-3):
             problems.append("a centroid is not the mean of its group's cells")
         for group in groups.active_ids().tolist():
