@@ -52,3 +52,8 @@ def concepts_of(groups: GroupState, *, limit: int) -> list[Concept]:
     labels = concept_labels(groups.active_centroids(), groups.counts[active], limit=limit)
     members = [active[labels == concept] for concept in range(int(labels.max(initial=-1)) + 1)]
     return [Concept(number, ids.tolist(), int(groups.counts[ids].sum())) for number, ids in enumerate(members)]
+
+
+def concept_of_group(concepts: list[Concept]) -> dict[int, int]:
+    """Group id → the id of the concept that holds it."""
+    return {group: concept.id for concept in concepts for group in concept.groups}

@@ -103,9 +103,7 @@ class NumpyGroupIndex:
         if not len(rows):
             return
         self._track(int(rows.max()) + 1)
-        order = np.argsort(groups, kind="stable")
-        boundaries = np.flatnonzero(np.diff(groups[order])) + 1
-        for part in np.split(order, boundaries):
+        for part in _by_group(groups):
             group = int(groups[part[0]])
             start = self._blocks.setdefault(group, _Block(self.dim)).extend(rows[part], vectors[part])
             self._group_of[rows[part]] = group
@@ -129,8 +127,7 @@ class NumpyGroupIndex:
         rows = np.asarray(rows, dtype=np.int64)
         out = np.empty((len(rows), self.dim), dtype=np.float32)
         groups = self._group_of[rows]
-        order = np.argsort(groups, kind="stable")
-        for part in np.split(order, np.flatnonzero(np.diff(groups[order])) + 1) if len(rows) else ():
+        for part in _by_group(groups):
             out[part] = self._blocks[int(groups[part[0]])].vectors[self._slot_of[rows[part]]]
         return out
 
@@ -163,6 +160,14 @@ class NumpyGroupIndex:
             capacity = max(rows, 2 * len(self._slot_of), 1024)
             self._group_of = np.concatenate([self._group_of, np.zeros(capacity - len(self._group_of), np.int64)])
             self._slot_of = np.concatenate([self._slot_of, np.zeros(capacity - len(self._slot_of), np.int64)])
+
+
+def _by_group(groups: np.ndarray) -> list[np.ndarray]:
+    """Positions into `groups`, one array per distinct group (in input order within each)."""
+    if not len(groups):
+        return []
+    order = np.argsort(groups, kind="stable")
+    return np.split(order, np.flatnonzero(np.diff(groups[order])) + 1)
 
 
 def chroma_capacity() -> int:

@@ -14,7 +14,7 @@ from dataclasses import replace
 import numpy as np
 
 from .cells import ConflictNote, superseded
-from .concepts import concepts_of
+from .concepts import concept_of_group, concepts_of
 from .config import MemoryConfig
 from .consolidation import ConsolidationReport, GroupSizes, Regrouping, final_groups, plan_merges, plan_regrouping
 from .errors import BackendUnavailableError, InvalidInputError
@@ -46,8 +46,7 @@ def consolidate(
     with state.reading():
         ari_after = agreement(state, labels)
         concepts = concepts_of(state.groups, limit=config.concept_limit)
-        concept_of = {group: concept.id for concept in concepts for group in concept.groups}
-        concept_ari = agreement(state, labels, concept_of)
+        concept_ari = agreement(state, labels, concept_of_group(concepts))
     conflicts, errors = find_conflicts(state, touched, judge, clock)
     return ConsolidationReport(
         plan.merges,
@@ -98,8 +97,10 @@ def regroup(state: EngineState, plan: Regrouping) -> int:
     if not len(rows):
         return 0
     table = state.table
-    state.store.update([replace(record, group_id=g) for record, g in zip(state.records(rows.tolist()), after.tolist())])
     before, vectors = table.group[rows].copy(), state.index.vectors_of(rows)
+    state.store.update(
+        [replace(table.record(r, v), group_id=g) for r, v, g in zip(rows.tolist(), vectors, after.tolist())]
+    )
     groups = state.groups.copy()
     groups.new_slots(max(0, int(after.max()) + 1 - groups.n_slots))
     groups.remove_members(before, vectors)

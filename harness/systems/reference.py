@@ -21,6 +21,7 @@ import numpy as np
 
 from reference import CellularMemory, MemoryConfig
 from reference.chroma import server_client
+from reference.concepts import concept_of_group
 from reference.encoders import MockEncoder
 from reference.search import Mode
 
@@ -114,7 +115,7 @@ class ReferenceSystem:
         groups = [self.memory.get(doc_id).group_id for doc_id in doc_ids]
         if not self.concept_labels:
             return groups
-        concept_of = {group: concept.id for concept in self.memory.concepts() for group in concept.groups}
+        concept_of = concept_of_group(self.memory.concepts())
         return [concept_of[group] for group in groups]
 
     def describe(self) -> dict[str, Any]:
