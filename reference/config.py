@@ -41,8 +41,9 @@ class MemoryConfig:
     the cosine exceeds `join_threshold`, and also when N / t(N) groups already exist (G stays bound
     to N); otherwise it founds a group. A group above `split_factor` · t(N) cells is split in two
     (one 2-means step) at ingest; sleep merges fragments (below t(N) / `fragment_divisor`) and
-    groups above `merge_threshold` into their nearest neighbour, splits what is still too large and
-    moves every cell to its nearest centroid. `max_groups` is a hard cap in both policies.
+    groups above `merge_threshold` into their nearest neighbour, then runs k-means steps over every
+    cell (up to `sleep_rounds`, until at most a `sleep_settled` share moves), and splits what is
+    still too large. `max_groups` is a hard cap in both policies.
     With `grouping="threshold"` only the threshold and `max_groups` apply (the seed design).
 
     Probing (`probing="budget"`): groups are searched in centroid order until they hold
@@ -78,6 +79,8 @@ class MemoryConfig:
     group_size_per_sqrt_n: float = 0.5
     split_factor: float = 2.0
     fragment_divisor: float = 4.0
+    sleep_rounds: int = 10
+    sleep_settled: float = 0.005
     probing: Probing = field(default="budget", metadata=QUERY_TIME)
     probe_per_k: int = field(default=60, metadata=QUERY_TIME)
     probe_per_sqrt_n: float = field(default=16.0, metadata=QUERY_TIME)
@@ -118,6 +121,8 @@ class MemoryConfig:
             "group_size_per_sqrt_n must be >= 0": self.group_size_per_sqrt_n >= 0,
             "split_factor must be > 1": self.split_factor > 1,
             "fragment_divisor must be > 1": self.fragment_divisor > 1,
+            "sleep_rounds must be >= 1": self.sleep_rounds >= 1,
+            "sleep_settled must be in [0, 1]": 0 <= self.sleep_settled <= 1,
             "probe_per_k must be >= 1": self.probe_per_k >= 1,
             "probe_per_sqrt_n must be >= 0": self.probe_per_sqrt_n >= 0,
             "probe_margin must be >= 0": self.probe_margin >= 0,

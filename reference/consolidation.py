@@ -7,8 +7,8 @@ larger group absorb the smaller (the lower id on a tie), recompute the merged ce
 mean of both, and refresh its similarities, so chains A~B~C resolve against up-to-date centroids.
 Then each fragment (fewer than `fragment` cells), smallest first, joins its most similar group
 that it fits in. With adaptive grouping the pass goes on over the cells (`plan_regrouping`):
-one k-means step moves every cell to its nearest centroid, and groups above the capacity are
-split in two (`clustering.split_in_two`) until none is.
+k-means steps move every cell to its nearest centroid until few move, and groups above the
+capacity are split in two (`clustering.split_in_two`) until none is.
 """
 
 from __future__ import annotations
@@ -141,23 +141,29 @@ def plan_regrouping(
     capacity: int,
     fragment: int,
     max_groups: int,
+    rounds: int,
+    settled: float,
     block: int = 8192,
 ) -> Regrouping:
-    """Merges, then one k-means step over the live cells, then splits: the group of each moved row.
+    """Merges, then up to `rounds` k-means steps over the live cells (fewer once at most a `settled`
+    share of them moves), then splits: the group of each moved row.
 
     `rows`, `vectors`, `groups` are the live cells; new groups take ids from `state.n_slots` on.
     """
     merges = plan_merges(state, threshold, capacity=capacity, fragment=fragment)
     target = final_groups(merges)
-    merged = np.asarray([target.get(g, g) for g in groups.tolist()], dtype=np.int64)
+    nearest = np.asarray([target.get(g, g) for g in groups.tolist()], dtype=np.int64)
     after = state.copy()
     after.remove_members(groups, vectors)
-    after.add_members(merged, vectors)
-    live = after.active_ids()
-    centroids = after.active_centroids()
-    nearest = np.empty(len(rows), dtype=np.int64)
-    for start in range(0, len(rows), block):
-        nearest[start : start + block] = live[np.argmax(vectors[start : start + block] @ centroids.T, axis=1)]
+    after.add_members(nearest, vectors)
+    for _ in range(rounds):
+        moved_to = _nearest_centroids(vectors, after, block)
+        moved = np.flatnonzero(moved_to != nearest)
+        after.remove_members(nearest[moved], vectors[moved])
+        after.add_members(moved_to[moved], vectors[moved])
+        nearest = moved_to
+        if len(moved) <= settled * len(rows):
+            break
     slot, splits = state.n_slots, 0
     sizes = np.bincount(nearest, minlength=slot)
     queue, active = [int(g) for g in np.flatnonzero(sizes > capacity)], int(np.count_nonzero(sizes))
@@ -170,6 +176,15 @@ def plan_regrouping(
         slot, splits = slot + 1, splits + 1
     moved = nearest != groups
     return Regrouping(merges, rows[moved], nearest[moved], splits)
+
+
+def _nearest_centroids(vectors: np.ndarray, groups: GroupState, block: int) -> np.ndarray:
+    """Each row's most similar live centroid (one k-means assignment step), `block` rows at a time."""
+    live, centroids = groups.active_ids(), groups.active_centroids()
+    nearest = np.empty(len(vectors), dtype=np.int64)
+    for start in range(0, len(vectors), block):
+        nearest[start : start + block] = live[np.argmax(vectors[start : start + block] @ centroids.T, axis=1)]
+    return nearest
 
 
 def final_groups(merges: list[Merge]) -> dict[int, int]:

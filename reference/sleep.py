@@ -68,7 +68,7 @@ def consolidate(
 
 
 def plan_sleep(state: EngineState, config: MemoryConfig) -> Regrouping:
-    """The regrouping plan for the current state (adaptive: merges, k-means step, splits)."""
+    """The regrouping plan for the current state (adaptive: merges, k-means steps, splits)."""
     table = state.table
     live = table.live_rows()
     groups = table.group[live]
@@ -88,6 +88,8 @@ def plan_sleep(state: EngineState, config: MemoryConfig) -> Regrouping:
         capacity=config.group_capacity(cells),
         fragment=int(config.target_group_size(cells) / config.fragment_divisor),
         max_groups=config.max_groups,
+        rounds=config.sleep_rounds,
+        settled=config.sleep_settled,
     )
 
 

@@ -94,6 +94,29 @@ def test_sleep_moves_cells_to_better_groups_and_reports_sizes_and_agreement():
     assert again.ari_after >= report.ari_after - 0.01  # a second pass does not undo the first
 
 
+def _fit(config: MemoryConfig, data) -> tuple[float, float]:
+    """After one sleep: the mean cosine of a cell to its group's centroid, and the share of cells
+    whose nearest centroid is another group's."""
+    with memory(config) as mem:
+        ids = mem.add([f"cell {i}" for i in range(len(data.vectors))], vectors=data.vectors)
+        mem.consolidate()
+        mem.check_invariants()
+        _, own = np.unique([mem.get(cell).group_id for cell in ids], return_inverse=True)
+    sums = np.zeros((own.max() + 1, DIM))
+    np.add.at(sums, own, data.vectors)
+    centroids = sums / np.linalg.norm(sums, axis=1, keepdims=True)
+    fit = float(np.mean(np.sum(data.vectors * centroids[own], axis=1)))
+    return fit, float(np.mean(np.argmax(data.vectors @ centroids.T, axis=1) != own))
+
+
+def test_sleep_runs_k_means_steps_until_few_cells_move():
+    data = clustered_unit_vectors(6_000, DIM, clusters=20, spread=1.2, seed=5)
+    one_step, off_after_one = _fit(MemoryConfig(sleep_rounds=1), data)
+    settled, off_after_settling = _fit(MemoryConfig(), data)
+    assert settled > one_step
+    assert off_after_settling < off_after_one / 2
+
+
 def test_sleep_merges_fragments_into_their_nearest_group():
     data = clustered_unit_vectors(2_000, DIM, clusters=4, spread=0.5, seed=3)
     with memory() as mem:
