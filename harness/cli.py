@@ -53,6 +53,11 @@ def build_parser() -> argparse.ArgumentParser:
         "--passes", type=_at_least_one, help="timing passes over every system, interleaved (default 5; --quick 3)"
     )
     run.add_argument(
+        "--max-passes",
+        type=_at_least_one,
+        help="more passes, up to this many, while the medians are unsettled (default 12; --quick 3)",
+    )
+    run.add_argument(
         "--slow-down",
         action="append",
         default=[],
@@ -163,6 +168,8 @@ def _run(args: argparse.Namespace, argv: list[str] | None) -> int:
         plan = replace(plan, spread=args.spread, slow_down=_slow_down(args.slow_down))
         if args.passes is not None:
             plan = replace(plan, passes=args.passes)
+        if args.max_passes is not None:
+            plan = replace(plan, max_passes=args.max_passes)
         run_benchmark(
             plan,
             out=args.out,

@@ -9,7 +9,8 @@ sides of a ratio, as it did on the machine). A figure computed from medians (a r
 one value per round, and its 95% interval is the 2.5th–97.5th percentile of those. A bootstrap over a
 handful of passes under-covers, so the interval is widened to a Student-t interval over the per-pass
 figures where that is wider. An interval that reaches into the bar's indifference zone (`MARGIN`)
-gives INCONCLUSIVE, not a verdict that a rerun could flip.
+gives INCONCLUSIVE, not a verdict that a rerun could flip. The runner times more passes while the
+medians are unsettled (`unsettled`), so that a loaded machine narrows its intervals by measuring longer.
 """
 
 from __future__ import annotations
@@ -27,6 +28,14 @@ MARGIN = 0.1
 """A bar is judged with an indifference zone of ±10 %: between two identical default runs here a median
 moved by up to 16 % (the engine's p50 at 100K: 0.564 vs 0.656 ms) while each run's interval was
 narrower, so an interval that ends within 10 % of the bar is too close to call."""
+
+
+SETTLED = 0.05
+"""Timing goes on past the planned passes (up to the plan's `max_passes`) while a typical measurement's
+median is known less precisely than ±5 %: half the indifference zone, so that on a loaded machine a figure
+well away from its bar gets a verdict instead of an interval widened by a few slow passes. A quiet
+machine stops at the planned passes. (Deciding when to stop from the data itself makes the interval a
+little optimistic; the zone absorbs that.)"""
 
 
 @dataclass(frozen=True)
@@ -80,11 +89,27 @@ def estimate(
     tail = (1 - LEVEL) / 2 * 100
     low, high = np.percentile(rounds, [tail, 100 - tail])
     passes = {len(m) for m in matrices}
-    if len(passes) == 1 and (count := passes.pop()) > 1:  # timed together: the figure of each pass
+    if len(passes) == 1 and passes.pop() > 1:  # timed together: the figure of each pass
         per_pass = figure(np.stack([np.median(m, axis=1) for m in matrices], axis=1))
-        half = t_distribution.ppf(1 - (1 - LEVEL) / 2, count - 1) * per_pass.std(ddof=1) / np.sqrt(count)
+        half = _half_width(per_pass)
         low, high = min(low, per_pass.mean() - half), max(high, per_pass.mean() + half)
     return Estimate(float(figure(point[None, :])[0]), float(low), float(high))
+
+
+def unsettled(measurements: Sequence[PassLatencies]) -> bool:
+    """Whether the typical measurement's median is still known less precisely than ±`SETTLED`: the
+    Student-t half-width over its per-pass medians, relative to their mean, median over `measurements`
+    (which need at least two passes each)."""
+    relative = [
+        _half_width(per_pass) / per_pass.mean() for per_pass in (np.median(_matrix(m), axis=1) for m in measurements)
+    ]
+    return bool(np.median(relative) > SETTLED)
+
+
+def _half_width(per_pass: np.ndarray) -> float:
+    """Half the Student-t `LEVEL` interval of the mean of per-pass figures."""
+    count = len(per_pass)
+    return float(t_distribution.ppf(1 - (1 - LEVEL) / 2, count - 1) * per_pass.std(ddof=1) / np.sqrt(count))
 
 
 def judge(value: Estimate, bar: float, *, at_least: bool) -> str:

@@ -32,7 +32,9 @@ def scaling(plan: RunPlan, systems: tuple[str, ...], progress: Progress, *, regi
         )
         sweep = plan.sweep and size == largest and regime == "fixed"
         jobs += [_job(plan, system, evalset, "vectors", sweep=sweep) for system in plan.systems_at(size, systems)]
-    return measure_together(jobs, passes=plan.passes, progress=progress, label=f"scaling ({regime})")
+    return measure_together(
+        jobs, passes=plan.passes, max_passes=plan.max_passes, progress=progress, label=f"scaling ({regime})"
+    )
 
 
 def needles(
@@ -47,7 +49,7 @@ def needles(
         for seed in progress(plan.needle_seeds, f"needles ({encoder_name})"):
             evalset = encode_evalset(needles_evalset(200, 5, seed=seed), encoder)
             jobs = [_job(plan, system, evalset, encoder_name) for system in systems]
-            results += measure_together(jobs, passes=plan.passes)
+            results += measure_together(jobs, passes=plan.passes, max_passes=plan.max_passes)
     return results
 
 
@@ -109,7 +111,9 @@ def beir(
     """Any BEIR-format directory: recall@10, MRR and nDCG@10 from its qrels, with latency."""
     evalset = encode_evalset(load_beir(directory), encoder)
     jobs = [_job(plan, system, evalset, encoder_name) for system in systems]
-    return measure_together(jobs, passes=plan.passes, progress=progress, label=f"BEIR {evalset.name}")
+    return measure_together(
+        jobs, passes=plan.passes, max_passes=plan.max_passes, progress=progress, label=f"BEIR {evalset.name}"
+    )
 
 
 def realtext(
@@ -127,7 +131,9 @@ def realtext(
         sweep = plan.sweep and size == sizes[-1]
         jobs += [_job(plan, system, evalset, encoder_name, sweep=sweep) for system in plan.systems_at(size, systems)]
     label = f"real text ({corpus.name})"
-    return corpus, measure_together(jobs, passes=plan.passes, progress=progress, label=label)
+    return corpus, measure_together(
+        jobs, passes=plan.passes, max_passes=plan.max_passes, progress=progress, label=label
+    )
 
 
 def dialogue(

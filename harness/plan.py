@@ -54,6 +54,8 @@ class RunPlan:
     realtext_systems: tuple[str, ...] = REALTEXT_SYSTEMS
     passes: int = 5
     """Timing passes over every system of a regime, interleaved (see `runner.measure_together`)."""
+    max_passes: int = 12
+    """More passes, up to this many, while the timing is unsettled (`confidence.SETTLED`)."""
     slow_down: dict[str, float] = field(default_factory=dict)
     """Systems deliberately slowed by a factor (`--slow-down`), to check that `compare` catches it."""
 
@@ -66,6 +68,7 @@ class RunPlan:
             topic_docs=600,
             realtext_sizes=(1_000,),
             passes=3,
+            max_passes=3,
         )
 
     def systems_at(self, size: int, systems: tuple[str, ...]) -> list[str]:

@@ -204,16 +204,19 @@ def _markdown(results: RunResults, tables: dict[str, list], plots: list[Path]) -
 def _timing_lines(results: RunResults) -> list[str]:
     """How latency was timed, how much the machine moved between passes, and anything slowed on purpose."""
     passes = {
-        section: max(len(m.pass_latencies_ns) for m in measured)
+        section: (min(counts), max(counts))
         for section in results.TIMED_SECTIONS
-        if (measured := getattr(results, section))
+        if (counts := [len(m.pass_latencies_ns) for m in getattr(results, section)])
     }
     spreads = np.asarray([m.pass_spread for m in results.measurements().values() if len(m.pass_latencies_ns) > 1])
     lines = []
     if passes:
         lines.append(
-            "- timing passes (every system of a section, interleaved in a rotating order): "
-            + ", ".join(f"{section} {count}" for section, count in passes.items())
+            "- timing passes (every system of a section, interleaved in a rotating order; more, up to "
+            f"{results.run.plan.max_passes}, while the medians are unsettled): "
+            + ", ".join(
+                f"{section} {low}" + (f"–{high}" if high > low else "") for section, (low, high) in passes.items()
+            )
         )
     if spreads.size:
         lines.append(

@@ -5,7 +5,9 @@ query setting of every system (its defaults, and with `sweep` each value of its 
 answers all queries once per pass. A pass goes through the queries in blocks of `BLOCK_QUERIES`, every
 setting answering each block in turn (the order rotating from pass to pass), so each setting's
 timing is spread over the whole pass and a burst of load on a shared machine falls on all of them
-alike. Warm-up queries before each block stay out of timing; every answer goes through `check_hits`.
+alike. When the planned passes leave the medians unsettled (a loaded machine), more passes follow, up
+to a cap (`confidence.SETTLED`). Warm-up queries before each block stay out of timing; every answer goes
+through `check_hits`.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from pathlib import Path
 from typing import Any, cast
 
 from .checking import check_documents, check_hits
+from .confidence import unsettled
 from .evalset import EvalSet
 from .metrics import capped_recall_at_k, hits_at_k, mrr, ndcg_at_k, recall_at_k
 from .progress import Progress, silent
@@ -75,9 +78,16 @@ def open_system(
 
 
 def measure_together(
-    jobs: Sequence[Job], *, k: int = 10, passes: int = 1, progress: Progress = silent, label: str = "measure"
+    jobs: Sequence[Job],
+    *,
+    k: int = 10,
+    passes: int = 1,
+    max_passes: int = 0,
+    progress: Progress = silent,
+    label: str = "measure",
 ) -> list[Measurement]:
-    """Build every job's system, then time all their query settings in `passes` interleaved passes."""
+    """Build every job's system, then time all their query settings in `passes` interleaved passes, and
+    in more (up to `max_passes`) while the timing is unsettled (`confidence.unsettled`)."""
     if passes < 1:
         raise ValueError(f"passes must be at least 1, not {passes}")
     with ExitStack() as stack:
@@ -86,8 +96,9 @@ def measure_together(
         timings: list[list[list[int]]] = [[] for _ in units]
         answers: list[list[list[str]]] = [[] for _ in units]
         longest = max(len(item.job.evalset.queries) for item, _ in units)
-        for one_pass in progress(range(passes), f"{label}: timing passes over {len(units)} settings"):
-            start = one_pass * len(units) // passes
+
+        def time_pass(one_pass: int) -> None:
+            start = one_pass * len(units) // passes % len(units)
             order = [*range(start, len(units)), *range(start)]
             for index in order:
                 timings[index].append([])
@@ -103,6 +114,14 @@ def measure_together(
                     timings[index][-1] += latencies
                     if one_pass == 0:
                         answers[index] += retrieved
+
+        for one_pass in progress(range(passes), f"{label}: timing passes over {len(units)} settings"):
+            time_pass(one_pass)
+        for one_pass in range(passes, max_passes):
+            if passes < 2 or not unsettled(timings):  # one planned pass: no spread to judge by
+                break
+            for _ in progress([one_pass + 1], f"{label}: timing unsettled, another pass"):
+                time_pass(one_pass)
         return [_score(item, params, answers[i], timings[i]) for i, (item, params) in enumerate(units)]
 
 

@@ -1,0 +1,42 @@
+"""Timing passes: more of them while the medians are unsettled, never fewer than planned."""
+
+import itertools
+
+import pytest
+
+from harness import runner
+from harness.confidence import unsettled
+from harness.datasets import vectors_evalset
+from harness.runner import Job, measure_together
+
+STEADY = (1.0, 1.01, 0.99, 1.0, 1.0)
+DRIFTING = (0.75, 1.0, 1.25, 0.8, 1.2)
+
+
+def passes_of(factors: tuple[float, ...], queries: int = 40) -> list[list[int]]:
+    return [[int(1e6 * factor)] * queries for factor in factors]
+
+
+def test_medians_that_drift_between_passes_are_unsettled():
+    assert not unsettled([passes_of(STEADY), passes_of(STEADY[::-1])])
+    assert unsettled([passes_of(DRIFTING), passes_of(DRIFTING[::-1])])
+    assert not unsettled([passes_of(STEADY), passes_of(STEADY), passes_of(DRIFTING)])  # the typical one decides
+
+
+@pytest.mark.parametrize(("factors", "expected"), [(STEADY, 5), (DRIFTING, 9)])
+def test_unsettled_timing_gets_more_passes_up_to_the_cap(monkeypatch, factors, expected):
+    """Latencies come from a stand-in clock: the planned 5 passes, then more while they drift."""
+    drift = itertools.cycle(factors)
+    timed = runner._run_queries
+
+    def run_queries(*args, **kwargs):
+        retrieved, latencies = timed(*args, **kwargs)
+        return retrieved, [int(1e6 * next(drift))] * len(latencies)
+
+    monkeypatch.setattr(runner, "_run_queries", run_queries)
+    evalset = vectors_evalset(500, queries=runner.BLOCK_QUERIES, dim=16, clusters=5)  # one block: a factor per pass
+    jobs = [Job("flat-numpy", evalset, "vectors")]
+    (measurement,) = measure_together(jobs, passes=5, max_passes=9)
+    assert len(measurement.pass_latencies_ns) == expected
+    (single,) = measure_together(jobs, passes=1, max_passes=9)  # one planned pass: no spread to judge by
+    assert len(single.pass_latencies_ns) == 1
