@@ -210,10 +210,13 @@ def _timing_lines(results: RunResults) -> list[str]:
     }
     spreads = np.asarray([m.pass_spread for m in results.measurements().values() if len(m.pass_latencies_ns) > 1])
     lines = []
+    plan = results.run.plan
     if passes:
+        more = (
+            f"; more, up to {plan.max_passes}, while the medians are unsettled" if plan.max_passes > plan.passes else ""
+        )
         lines.append(
-            "- timing passes (every system of a section, interleaved in a rotating order; more, up to "
-            f"{results.run.plan.max_passes}, while the medians are unsettled): "
+            f"- timing passes (every system of a section, interleaved in a rotating order{more}): "
             + ", ".join(
                 f"{section} {low}" + (f"–{high}" if high > low else "") for section, (low, high) in passes.items()
             )
@@ -225,7 +228,7 @@ def _timing_lines(results: RunResults) -> list[str]:
         )
     lines += [
         f"- **deliberately slowed** (`--slow-down`, to check `compare`): `{system}` ×{factor:g}"
-        for system, factor in results.run.plan.slow_down.items()
+        for system, factor in plan.slow_down.items()
     ]
     return lines
 
