@@ -65,6 +65,12 @@ class GroupState:
             self._cache["active_centroids"] = np.ascontiguousarray(self.centroids()[self.active_ids()])
         return self._cache["active_centroids"]
 
+    def active_sizes(self) -> np.ndarray:
+        """Cell counts of the non-empty groups, in `active_ids()` order (cached)."""
+        if "active_sizes" not in self._cache:
+            self._cache["active_sizes"] = self.counts[self.active_ids()]
+        return self._cache["active_sizes"]
+
     def copy(self) -> GroupState:
         return GroupState(self.sums.copy(), self.counts.copy())
 

@@ -49,7 +49,7 @@ def concept_labels(centroids: np.ndarray, sizes: np.ndarray, *, limit: int) -> n
 def concepts_of(groups: GroupState, *, limit: int) -> list[Concept]:
     """The concepts of the live groups, numbered in order of their first group id."""
     active = groups.active_ids()
-    labels = concept_labels(groups.active_centroids(), groups.counts[active], limit=limit)
+    labels = concept_labels(groups.active_centroids(), groups.active_sizes(), limit=limit)
     members = [active[labels == concept] for concept in range(int(labels.max(initial=-1)) + 1)]
     return [Concept(number, ids.tolist(), int(groups.counts[ids].sum())) for number, ids in enumerate(members)]
 

@@ -138,8 +138,8 @@ class ThreeStageSearch:
         if not budget:
             chosen = active[top_k(centroid_scores, self.config.group_top_k)]
             return self._search_groups(chosen, query, depth, groups, index)
-        ranked = _probe_order(centroid_scores, groups.counts[active], budget)
-        first = int(np.searchsorted(np.cumsum(groups.counts[active[ranked]]), self.config.probe_per_k * k)) + 1
+        ranked, reached = _probe_order(centroid_scores, groups.active_sizes(), budget)
+        first = int(np.searchsorted(reached, self.config.probe_per_k * k)) + 1
         rows, scores = self._search_groups(active[ranked[:first]], query, depth, groups, index)
         rest = ranked[first:]
         if len(rest) and len(scores) >= k:  # past the floor: only groups that may still hold a top-k cell
@@ -174,14 +174,16 @@ class ThreeStageSearch:
         return rows, cosines + self.config.entity_boost * shares
 
 
-def _probe_order(centroid_scores: np.ndarray, sizes: np.ndarray, budget: int) -> np.ndarray:
-    """Positions of the best groups, in centroid order, until their sizes reach `budget` cells."""
-    guess = min(len(sizes), max(8, 4 * int(np.ceil(budget * len(sizes) / max(1, int(sizes.sum()))))))
+def _probe_order(centroid_scores: np.ndarray, sizes: np.ndarray, budget: int) -> tuple[np.ndarray, np.ndarray]:
+    """Positions of the best groups, in centroid order, until their sizes reach `budget` cells, and the
+    running total of their sizes."""
+    guess = min(len(sizes), max(8, 4 * budget * len(sizes) // max(1, int(sizes.sum()))))
     while True:
         ranked = top_k(centroid_scores, guess)
-        reached = np.cumsum(sizes[ranked]) >= budget
-        if reached.any() or guess == len(sizes):
-            return ranked[: int(np.argmax(reached)) + 1] if reached.any() else ranked
+        reached = np.cumsum(sizes[ranked])
+        enough = int(np.searchsorted(reached, budget)) + 1
+        if enough <= len(ranked) or guess == len(sizes):
+            return ranked[:enough], reached[:enough]
         guess = min(len(sizes), 2 * guess)
 
 
