@@ -17,7 +17,7 @@ from .vectors import stack_unit, vector_of
 class FaissIVF:
     name = "faiss-ivf"
     capabilities = frozenset({"vectors", "tunable"})
-    query_params: ClassVar[dict[str, list[int]]] = {"nprobe": [1, 2, 4, 8, 16, 32]}
+    query_params: ClassVar[dict[str, list[int]]] = {"nprobe": [1, 2, 4, 8, 12, 16, 24, 32]}
 
     def __init__(self, context: SystemContext, *, nlist: int | None = None, nprobe: int = 16) -> None:
         try:

@@ -198,10 +198,11 @@ class RunResults:
         """Every measurement of the timed sections by its key (see `Measurement.key`)."""
         return {m.key(section): m for section in self.TIMED_SECTIONS for m in getattr(self, section)}
 
-    def default_scaling(self, system: str, regime: str = "fixed") -> list[Measurement]:
-        """One measurement per size at the system's default query parameters, by size."""
-        source = self.growing if regime == "growing" else self.scaling
-        return sorted((m for m in source if m.system == system and not m.params), key=lambda m: m.n_docs)
+    def defaults(self, system: str, section: str = "scaling") -> list[Measurement]:
+        """One measurement per size at the system's default query parameters, by size, from a timed section."""
+        return sorted(
+            (m for m in getattr(self, section) if m.system == system and not m.params), key=lambda m: m.n_docs
+        )
 
     def to_json(self) -> str:
         """The schema-versioned JSON of `results.json` (the raw per-pass latencies included)."""

@@ -16,7 +16,7 @@ from typing import Any
 from reference.encoders import Encoder, make_encoder
 
 from . import experiments
-from .claims import evaluate
+from .claims import UNMEASURED, evaluate
 from .dialogue import SPEAKER_CAPTIONS, TurnFormat
 from .plan import DIALOGUE_SYSTEMS, RunPlan
 from .progress import progress
@@ -90,11 +90,15 @@ def run_benchmark(
         dataset_info=dataset_info,
     )
     results = RunResults(run=info, **sections)
-    if not dataset:
-        claims, targets = evaluate(results)
-        results = replace(results, claims=claims, targets=targets)
+    claims, targets = evaluate(results)
+    if dataset:  # one dataset measures few claims (the real-text targets): leave out what it could not judge
+        claims, targets = (
+            [v for v in claims if v.verdict != UNMEASURED],
+            [v for v in targets if v.verdict != UNMEASURED],
+        )
+    results = replace(results, claims=claims, targets=targets)
     report = write_report(out, results)
-    print(summary_table(results) if results.claims else "")
+    print(summary_table(results) if results.claims or results.targets else "")
     print(f"\nreport: {report}")
     return report, results
 

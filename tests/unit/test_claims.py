@@ -111,3 +111,22 @@ def test_an_interval_that_ends_within_the_margin_of_its_bar_is_inconclusive():
     assert judge(Estimate(17.0, 16.0, 18.0), 20.0, at_least=True) == REFUTED  # 18 < 20 / 1.1
     assert judge(Estimate(1.4, 1.3, 1.45), 1.5, at_least=False) == INCONCLUSIVE  # 1.45 > 1.5 / 1.1
     assert judge(Estimate(1.2, 1.1, 1.3), 1.5, at_least=False) == SUPPORTED
+
+
+def test_real_text_targets_need_50k_passages_and_match_faiss_at_equal_recall():
+    def realtext(n: int) -> list:
+        return [
+            measured("reference-slept", n, 0.40, recall=0.963),
+            measured("reference-dense", n, 0.45, recall=0.885),
+            measured("flat-numpy", n, 8.0),
+            measured("faiss-ivf", n, 0.20, recall=0.955, params={"nprobe": 16}),
+            measured("faiss-ivf", n, 0.25, recall=0.965, params={"nprobe": 24}),
+            measured("faiss-ivf", n, 0.31, recall=0.973, params={"nprobe": 32}),
+        ]
+
+    run = results(realtext=realtext(51_551))
+    assert verdicts(run, "realtext-vs-exact") == {"reference-slept": SUPPORTED, "reference-dense": REFUTED}
+    # equal recall: nprobe 24 (0.965 ≥ 0.963 − 0.005), not the slower nprobe 32: 0.40 / 0.25 = 1.6×
+    assert verdicts(run, "realtext-near-faiss")["reference-slept"] == INCONCLUSIVE
+    small = results(realtext=realtext(6_933))  # the default run's stdlib corpus
+    assert set(verdicts(small, "realtext-vs-exact").values()) == {UNMEASURED}
