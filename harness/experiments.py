@@ -12,9 +12,14 @@ from .encoding import encode_corpus, encode_evalset
 from .evalset import EvalSet
 from .metrics import agreement, check_cutoff, evidence_scores, group_stats, latency_stats
 from .plan import GROUPING_SYSTEMS, REGIMES, RunPlan
-from .progress import Progress
+from .progress import Progress, silent
 from .results import DialogueRow, GroupingRow, JudgeRow, Measurement
 from .runner import Job, group_labels, measure_together
+
+
+def _timed(plan: RunPlan, jobs: list[Job], progress: Progress = silent, label: str = "measure") -> list[Measurement]:
+    """`jobs` timed together with the plan's passes (and its extra passes while the timing is unsettled)."""
+    return measure_together(jobs, passes=plan.passes, max_passes=plan.max_passes, progress=progress, label=label)
 
 
 def _job(plan: RunPlan, system: str, evalset: EvalSet, encoder: str, *, sweep: bool = False) -> Job:
@@ -32,9 +37,7 @@ def scaling(plan: RunPlan, systems: tuple[str, ...], progress: Progress, *, regi
         )
         sweep = plan.sweep and size == largest and regime == "fixed"
         jobs += [_job(plan, system, evalset, "vectors", sweep=sweep) for system in plan.systems_at(size, systems)]
-    return measure_together(
-        jobs, passes=plan.passes, max_passes=plan.max_passes, progress=progress, label=f"scaling ({regime})"
-    )
+    return _timed(plan, jobs, progress, f"scaling ({regime})")
 
 
 def needles(
@@ -49,7 +52,7 @@ def needles(
         for seed in progress(plan.needle_seeds, f"needles ({encoder_name})"):
             evalset = encode_evalset(needles_evalset(200, 5, seed=seed), encoder)
             jobs = [_job(plan, system, evalset, encoder_name) for system in systems]
-            results += measure_together(jobs, passes=plan.passes, max_passes=plan.max_passes)
+            results += _timed(plan, jobs)
     return results
 
 
@@ -111,9 +114,7 @@ def beir(
     """Any BEIR-format directory: recall@10, MRR and nDCG@10 from its qrels, with latency."""
     evalset = encode_evalset(load_beir(directory), encoder)
     jobs = [_job(plan, system, evalset, encoder_name) for system in systems]
-    return measure_together(
-        jobs, passes=plan.passes, max_passes=plan.max_passes, progress=progress, label=f"BEIR {evalset.name}"
-    )
+    return _timed(plan, jobs, progress, f"BEIR {evalset.name}")
 
 
 def realtext(
@@ -130,10 +131,7 @@ def realtext(
         evalset = corpus_evalset(corpus, vectors, size, queries=plan.realtext_queries)
         sweep = plan.sweep and size == sizes[-1]
         jobs += [_job(plan, system, evalset, encoder_name, sweep=sweep) for system in plan.systems_at(size, systems)]
-    label = f"real text ({corpus.name})"
-    return corpus, measure_together(
-        jobs, passes=plan.passes, max_passes=plan.max_passes, progress=progress, label=label
-    )
+    return corpus, _timed(plan, jobs, progress, f"real text ({corpus.name})")
 
 
 def dialogue(

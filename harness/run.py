@@ -92,10 +92,7 @@ def run_benchmark(
     results = RunResults(run=info, **sections)
     claims, targets = evaluate(results)
     if dataset:  # one dataset measures few claims (the real-text targets): leave out what it could not judge
-        claims, targets = (
-            [v for v in claims if v.verdict != UNMEASURED],
-            [v for v in targets if v.verdict != UNMEASURED],
-        )
+        claims, targets = ([v for v in verdicts if v.verdict != UNMEASURED] for verdicts in (claims, targets))
     results = replace(results, claims=claims, targets=targets)
     report = write_report(out, results)
     print(summary_table(results) if results.claims or results.targets else "")

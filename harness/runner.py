@@ -5,8 +5,8 @@ query setting of every system (its defaults, and with `sweep` each value of its 
 answers all queries once per pass. A pass goes through the queries in blocks of `BLOCK_QUERIES`, every
 setting answering each block in turn (the order rotating from pass to pass), so each setting's
 timing is spread over the whole pass and a burst of load on a shared machine falls on all of them
-alike. When the planned passes leave the medians unsettled (a loaded machine), more passes follow, up
-to a cap (`confidence.SETTLED`). Warm-up queries before each block stay out of timing; every answer goes
+alike. When the planned passes leave the medians unsettled (a loaded machine; `confidence.unsettled`),
+more passes follow, up to `max_passes`. Warm-up queries before each block stay out of timing; every answer goes
 through `check_hits`.
 """
 
