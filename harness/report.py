@@ -216,7 +216,7 @@ def _timing_lines(results: RunResults) -> list[str]:
             f"; more, up to {plan.max_passes}, while the medians are unsettled" if plan.max_passes > plan.passes else ""
         )
         lines.append(
-            f"- timing passes (every system of a section, interleaved in a rotating order{more}): "
+            f"- timing passes (every system of a section, interleaved in a rotating order, queries on one core{more}): "
             + ", ".join(
                 f"{section} {low}" + (f"–{high}" if high > low else "") for section, (low, high) in passes.items()
             )

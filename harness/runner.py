@@ -6,7 +6,9 @@ answers all queries once per pass. A pass goes through the queries in blocks of 
 setting answering each block in turn (the order rotating from pass to pass), so each setting's
 timing is spread over the whole pass and a burst of load on a shared machine falls on all of them
 alike. When the planned passes leave the medians unsettled (a loaded machine; `confidence.unsettled`),
-more passes follow, up to `max_passes`. Warm-up queries before each block stay out of timing; every answer goes
+more passes follow, up to `max_passes`. Queries are timed on one core (`one_core`: BLAS and OpenMP
+pools held to one thread), as ann-benchmarks and annbench time them, so that an exact scan is not
+measured on two cores against an index on one. Warm-up queries before each block stay out of timing; every answer goes
 through `check_hits`.
 """
 
@@ -20,6 +22,8 @@ from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
+
+from threadpoolctl import threadpool_limits
 
 from .checking import check_documents, check_hits
 from .confidence import unsettled
@@ -77,6 +81,13 @@ def open_system(
     return system
 
 
+@contextmanager
+def one_core() -> Iterator[None]:
+    """Hold the BLAS and OpenMP thread pools (NumPy's, FAISS's) to one thread while queries are timed."""
+    with threadpool_limits(limits=1):
+        yield
+
+
 def measure_together(
     jobs: Sequence[Job],
     *,
@@ -115,13 +126,14 @@ def measure_together(
                     if one_pass == 0:
                         answers[index] += retrieved
 
-        for one_pass in progress(range(passes), f"{label}: timing passes over {len(units)} settings"):
-            time_pass(one_pass)
-        for one_pass in range(passes, max_passes):
-            if passes < 2 or not unsettled(timings):  # one planned pass: no spread to judge by
-                break
-            for _ in progress([one_pass + 1], f"{label}: timing unsettled, another pass"):
+        with one_core():
+            for one_pass in progress(range(passes), f"{label}: timing passes over {len(units)} settings"):
                 time_pass(one_pass)
+            for one_pass in range(passes, max_passes):
+                if passes < 2 or not unsettled(timings):  # one planned pass: no spread to judge by
+                    break
+                for _ in progress([one_pass + 1], f"{label}: timing unsettled, another pass"):
+                    time_pass(one_pass)
         return [_score(item, params, answers[i], timings[i]) for i, (item, params) in enumerate(units)]
 
 

@@ -50,7 +50,10 @@ class MemoryConfig:
     max(`probe_per_k` · k, `probe_per_sqrt_n` · √N) candidates (the budget). Past the first
     `probe_per_k` · k candidates, a group is read only if its centroid's cosine to the query is at
     least the current k-th best score minus `probe_margin`: a query deep inside a tight cluster stops
-    early, a query in diffuse data (real text) reads up to the budget. Probing itself costs about as
+    early, a query in diffuse data (real text) reads up to the budget. The margin usually ends probing
+    before the budget does; the budget caps the hard queries (raising it from 16 to 32 √N took real
+    text from recall@10 0.955 to 0.967 on the stdlib passages and 0.963 to 0.971 on BEAM, for about
+    1% more median latency, and cost 1% on the 100K synthetic memory). Probing itself costs about as
     much as scanning `probe_cost_cells` more cells (ranking centroids, one NumPy call per group), so a
     memory of at most budget + `probe_cost_cells` cells is searched flat (exact, and cheaper: measured
     here, flat 0.099 vs probing 0.159 ms at 1,000 cells, 0.160 vs 0.176 at 1,500; probing wins at
@@ -83,7 +86,7 @@ class MemoryConfig:
     sleep_settled: float = 0.005
     probing: Probing = field(default="budget", metadata=QUERY_TIME)
     probe_per_k: int = field(default=60, metadata=QUERY_TIME)
-    probe_per_sqrt_n: float = field(default=16.0, metadata=QUERY_TIME)
+    probe_per_sqrt_n: float = field(default=32.0, metadata=QUERY_TIME)
     probe_margin: float = field(default=0.2, metadata=QUERY_TIME)
     probe_cost_cells: int = field(default=1000, metadata=QUERY_TIME)
     group_top_k: int = field(default=3, metadata=QUERY_TIME)

@@ -2,16 +2,14 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 
-@dataclass(frozen=True)
-class Hit:
-    """One search result: higher `score` is better."""
+class Hit(NamedTuple):
+    """One search result: higher `score` is better (immutable; a named tuple, cheap to build per hit)."""
 
     id: str
     text: str
     score: float
     group_id: int
-    metadata: dict[str, Any] = field(default_factory=dict)
+    metadata: dict[str, Any]

@@ -18,9 +18,13 @@ class ReadWriteLock:
         self._writer: int | None = None
         self._depth = 0
         self._waiting_writers = 0
+        self._read_side = _ReadSide(self)
 
-    @contextmanager
-    def read(self) -> Iterator[None]:
+    def read(self) -> _ReadSide:
+        """The read side, as a context manager (a plain object: a search takes it on every call)."""
+        return self._read_side
+
+    def _enter_read(self) -> None:
         me = threading.get_ident()
         with self._condition:
             if self._writer == me:  # the writer may read what it is writing
@@ -29,16 +33,15 @@ class ReadWriteLock:
                 while self._writer is not None or self._waiting_writers:
                     self._condition.wait()
                 self._readers += 1
-        try:
-            yield
-        finally:
-            with self._condition:
-                if self._writer == me:
-                    self._depth -= 1
-                else:
-                    self._readers -= 1
-                    if self._readers == 0:
-                        self._condition.notify_all()
+
+    def _exit_read(self) -> None:
+        with self._condition:
+            if self._writer == threading.get_ident():
+                self._depth -= 1
+            else:
+                self._readers -= 1
+                if self._readers == 0:
+                    self._condition.notify_all()
 
     @contextmanager
     def write(self) -> Iterator[None]:
@@ -59,3 +62,14 @@ class ReadWriteLock:
                 if self._depth == 0:
                     self._writer = None
                     self._condition.notify_all()
+
+
+class _ReadSide:
+    def __init__(self, lock: ReadWriteLock) -> None:
+        self._lock = lock
+
+    def __enter__(self) -> None:
+        self._lock._enter_read()
+
+    def __exit__(self, *exc_info: object) -> None:
+        self._lock._exit_read()

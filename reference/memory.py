@@ -210,12 +210,12 @@ class CellularMemory:
         if isinstance(queries, str) or not isinstance(queries, Sequence) or len(queries) == 0:
             raise InvalidInputError("queries must be a non-empty list of strings or vectors")
         check_same_length("vectors", vectors, len(queries))
-        matrix, query_entities = self._encode_queries(queries, vectors)
+        units, query_entities = self._encode_queries(queries, vectors)
         texts = [q if isinstance(q, str) else None for q in queries]
         state = self._state
         with state.reading():
             results = []
-            for row, entities, text in zip(matrix, query_entities, texts):
+            for row, entities, text in zip(units, query_entities, texts):
                 found = self._search.ranked(state, row, k, entities, mode=mode, query_text=text, clock=self.clock)
                 state.note_access(found.rows)
                 results.append(self._hits(found))
@@ -350,18 +350,20 @@ class CellularMemory:
 
     # ---- internals -----------------------------------------------------------------------
 
-    def _encode_queries(self, queries: Sequence[str | Any], vectors: Any) -> tuple[np.ndarray, list[frozenset[str]]]:
+    def _encode_queries(
+        self, queries: Sequence[str | Any], vectors: Any
+    ) -> tuple[list[np.ndarray], list[frozenset[str]]]:
         """Unit query vectors (given, else encoded in one batch) and each text query's entities."""
         texts = [q for q in queries if isinstance(q, str)]
         for position, text in enumerate(texts):
             check_text(text, what=f"query {position}")
         if vectors is not None:
-            matrix = np.stack([unit_vector(v, dim=self.dim, what="query vectors") for v in vectors])
+            units = [unit_vector(v, dim=self.dim, what="query vectors") for v in vectors]
         else:
             encoded = iter(unit_rows(self.encoder.encode(texts), dim=self.dim)) if texts else iter(())
-            matrix = np.stack([next(encoded) if isinstance(q, str) else unit_vector(q, dim=self.dim) for q in queries])
+            units = [next(encoded) if isinstance(q, str) else unit_vector(q, dim=self.dim) for q in queries]
         entities = [extract_entities(q) if isinstance(q, str) else frozenset() for q in queries]
-        return matrix, entities
+        return units, entities
 
     def _hits(self, found: Candidates) -> list[Hit]:
         table = self._state.table

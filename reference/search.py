@@ -154,15 +154,13 @@ class ThreeStageSearch:
         self, chosen: np.ndarray, query: np.ndarray, k: int, groups: GroupState, index: GroupIndex
     ) -> tuple[np.ndarray, np.ndarray]:
         if isinstance(index, NumpyGroupIndex):
-            rows, scores = index.scan(chosen.tolist(), query)
-            return rows, scores.astype(np.float64)
+            return index.scan(chosen.tolist(), query)
         probed_cells = int(groups.counts[chosen].sum())
         if len(chosen) > 1 and probed_cells >= self.config.parallel_min_cells:
             results = list(self.pool.map(lambda group: index.search(group, query, k), chosen.tolist()))
         else:
             results = [index.search(group, query, k) for group in chosen.tolist()]
-        rows = np.concatenate([r for r, _ in results])
-        return rows, np.concatenate([s for _, s in results]).astype(np.float64)
+        return np.concatenate([r for r, _ in results]), np.concatenate([s for _, s in results])
 
     def _entity_stage(
         self, query: np.ndarray, query_entities: frozenset[str], state: EngineState
@@ -201,7 +199,7 @@ def flat_search(query: np.ndarray, k: int, state: EngineState) -> tuple[np.ndarr
         order = np.argsort(rows, kind="stable")
         rows, scores = rows[order], scores[order]
     best = top_k(scores, min(k, len(table)))
-    return rows[best], scores[best].astype(np.float64)
+    return rows[best], scores[best]
 
 
 def _merge_best(

@@ -7,11 +7,13 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from harness.generators.vectors import clustered_unit_vectors, exact_top_k
+from harness.runner import one_core
 
 N = int(os.environ.get("MAGBENCH_PERF_N", "100000"))
 QUERIES = 200
@@ -26,6 +28,12 @@ def data():
 @pytest.fixture(scope="session")
 def truth(data):
     return exact_top_k(data.vectors, data.queries, 10)
+
+
+def time_queries(benchmark, search: Callable[[], object], *, rounds: int, warmup_rounds: int) -> None:
+    """Time single queries as the harness does: on one core (BLAS and OpenMP pools held to one thread)."""
+    with one_core():
+        benchmark.pedantic(search, rounds=rounds, warmup_rounds=warmup_rounds)
 
 
 def record(name: str, value: float) -> None:

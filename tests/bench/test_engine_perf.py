@@ -18,7 +18,7 @@ from harness.metrics import recall_at_k
 from reference import CellularMemory, MemoryConfig
 from reference.encoders import MockEncoder
 from reference.index import similarities
-from tests.bench.conftest import N, record
+from tests.bench.conftest import N, record, time_queries
 
 ENCODER = MockEncoder(384)  # never called: vectors are given
 
@@ -48,7 +48,7 @@ def test_numpy_index_search(benchmark, numpy_memory, data, truth):
     recall = recall_at_10(numpy_memory, data.queries, truth)
     record("numpy_recall_at_10", recall)
     next_query = cycle(data.queries)
-    benchmark.pedantic(lambda: numpy_memory.search(next_query(), k=10), rounds=2000, warmup_rounds=50)
+    time_queries(benchmark, lambda: numpy_memory.search(next_query(), k=10), rounds=2000, warmup_rounds=50)
     record("numpy_search_s", benchmark.stats.stats.median)
     record("groups", numpy_memory.stats().groups)
     assert recall >= 0.95
@@ -63,7 +63,7 @@ def test_brute_force_search(benchmark, data, truth):
         best = np.argpartition(-scores, 9)[:10]
         return best[np.argsort(-scores[best])]
 
-    benchmark.pedantic(lambda: exact(next_query()), rounds=200, warmup_rounds=5)
+    time_queries(benchmark, lambda: exact(next_query()), rounds=200, warmup_rounds=5)
     record("brute_force_s", benchmark.stats.stats.median)
     assert all(set(exact(q).tolist()) == set(row.tolist()) for q, row in zip(data.queries[:20], truth[:20]))
 
@@ -73,7 +73,7 @@ def test_chroma_index_search(benchmark, data, truth):
         recall = recall_at_10(mem, data.queries[:50], truth[:50])
         record("chroma_recall_at_10", recall)
         next_query = cycle(data.queries)
-        benchmark.pedantic(lambda: mem.search(next_query(), k=10), rounds=300, warmup_rounds=10)
+        time_queries(benchmark, lambda: mem.search(next_query(), k=10), rounds=300, warmup_rounds=10)
         record("chroma_search_s", benchmark.stats.stats.median)
     assert recall >= 0.9
 
@@ -136,7 +136,7 @@ def test_hybrid_text_search(benchmark, data, texts, numpy_memory):
             text, vector = next(pairs)
             mem.search(text, vector=vector, k=10)
 
-        benchmark.pedantic(search, rounds=500, warmup_rounds=20)
+        time_queries(benchmark, search, rounds=500, warmup_rounds=20)
         record("hybrid_text_search_s", benchmark.stats.stats.median)
         found = sum(
             mem.search(t, vector=v, k=10)[0].id == str(i * max(1, N // 200)) for i, (t, v) in enumerate(queries[:50])
@@ -161,6 +161,6 @@ def test_diffuse_clusters(benchmark, spread):
         record(f"spread_{spread}_groups", stats.groups)
         record(f"spread_{spread}_group_bound", mem.config.group_bound(N))
         next_query = cycle(diffuse.queries)
-        benchmark.pedantic(lambda: mem.search(next_query(), k=10), rounds=1000, warmup_rounds=50)
+        time_queries(benchmark, lambda: mem.search(next_query(), k=10), rounds=1000, warmup_rounds=50)
         record(f"spread_{spread}_search_s", benchmark.stats.stats.median)
     assert recall >= 0.95

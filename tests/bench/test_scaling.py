@@ -19,6 +19,7 @@ from harness.datasets import vectors_evalset
 from harness.metrics import recall_at_k
 from harness.plan import SCALING_SYSTEMS, SLOW_SYSTEMS
 from harness.runner import open_system
+from tests.bench.conftest import time_queries
 
 SIZES = [int(n) for n in os.environ.get("MAGBENCH_SIZES", "1000,10000,25000,100000").split(",")]
 SWEEP_SIZE = max(SIZES)
@@ -55,7 +56,7 @@ def timed_queries(benchmark, system, n: int) -> None:
     retrieved = [[h.doc_id for h in system.search(q, k=10)] for q in data.queries]
     benchmark.extra_info.update(n=n, recall_at_10=recall_at_k(retrieved, data.relevant(), 10))
     next_query = itertools.cycle(data.queries).__next__
-    benchmark.pedantic(lambda: system.search(next_query(), k=10), rounds=len(data.queries), warmup_rounds=20)
+    time_queries(benchmark, lambda: system.search(next_query(), k=10), rounds=len(data.queries), warmup_rounds=20)
 
 
 @pytest.mark.parametrize("n", SIZES)

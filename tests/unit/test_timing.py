@@ -40,3 +40,22 @@ def test_unsettled_timing_gets_more_passes_up_to_the_cap(monkeypatch, factors, e
     assert len(measurement.pass_latencies_ns) == expected
     (single,) = measure_together(jobs, passes=1, max_passes=9)  # one planned pass: no spread to judge by
     assert len(single.pass_latencies_ns) == 1
+
+
+def test_queries_are_timed_on_one_core_and_builds_are_not(monkeypatch):
+    """BLAS (and OpenMP) pools are held to one thread while queries are timed, as ann-benchmarks does."""
+    from threadpoolctl import threadpool_info
+
+    threads: dict[str, set[int]] = {"timed": set()}
+    timed = runner._run_queries
+
+    def run_queries(*args, **kwargs):
+        threads["timed"].update(pool["num_threads"] for pool in threadpool_info() if pool["user_api"] == "blas")
+        return timed(*args, **kwargs)
+
+    monkeypatch.setattr(runner, "_run_queries", run_queries)
+    outside = {pool["num_threads"] for pool in threadpool_info() if pool["user_api"] == "blas"}
+    evalset = vectors_evalset(300, queries=runner.BLOCK_QUERIES, dim=16, clusters=5)
+    measure_together([Job("flat-numpy", evalset, "vectors")], passes=2)
+    assert threads["timed"] == {1}
+    assert {pool["num_threads"] for pool in threadpool_info() if pool["user_api"] == "blas"} == outside
