@@ -54,12 +54,14 @@ def top_k(scores: np.ndarray, k: int) -> np.ndarray:
 
 
 class _Block:
-    """One group's vectors and rows, contiguous, with swap-remove."""
+    """One group's vectors and rows, contiguous, with swap-remove; `live_vectors` and `live_rows` are
+    views of the filled part (kept current, so a search reads them without slicing)."""
 
     def __init__(self, dim: int) -> None:
         self.vectors = np.zeros((8, dim), dtype=np.float32)
         self.rows = np.zeros(8, dtype=np.int64)
         self.size = 0
+        self._refresh_views()
 
     def extend(self, rows: np.ndarray, vectors: np.ndarray) -> int:
         """Append; returns the slot of the first appended row."""
@@ -73,17 +75,23 @@ class _Block:
         self.vectors[start:needed] = vectors
         self.rows[start:needed] = rows
         self.size = needed
+        self._refresh_views()
         return start
 
     def discard(self, slot: int) -> int | None:
         """Free a slot by moving the last row into it; returns that moved row, if any."""
         last = self.size - 1
         self.size = last
+        self._refresh_views()
         if slot == last:
             return None
         self.vectors[slot] = self.vectors[last]
         self.rows[slot] = self.rows[last]
         return int(self.rows[slot])
+
+    def _refresh_views(self) -> None:
+        self.live_vectors = self.vectors[: self.size]
+        self.live_rows = self.rows[: self.size]
 
 
 class NumpyGroupIndex:
@@ -120,7 +128,7 @@ class NumpyGroupIndex:
 
     def members(self, group: int) -> np.ndarray:
         block = self._blocks.get(group)
-        return np.zeros(0, dtype=np.int64) if block is None else block.rows[: block.size].copy()
+        return np.zeros(0, dtype=np.int64) if block is None else block.live_rows.copy()
 
     def vectors_of(self, rows: np.ndarray) -> np.ndarray:
         """The vectors of these (indexed) rows, in their order: one gather per group they fall in."""
@@ -135,17 +143,17 @@ class NumpyGroupIndex:
         block = self._blocks.get(group)
         if block is None:
             return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
-        scores = similarities(block.vectors[: block.size], query)
+        scores = similarities(block.live_vectors, query)
         best = top_k(scores, k)
-        return block.rows[best], scores[best]
+        return block.live_rows[best], scores[best]
 
     def scan(self, groups: list[int], query: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Every cell of these groups with its cosine (one product per block, no per-group top-k)."""
-        blocks = [self._blocks[g] for g in groups if g in self._blocks]
-        if not blocks:
+        """Every cell of these (non-empty) groups with its cosine (one product per block, no per-group top-k)."""
+        if not groups:
             return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
-        scores = np.concatenate([similarities(b.vectors[: b.size], query) for b in blocks])
-        return np.concatenate([b.rows[: b.size] for b in blocks]), scores
+        blocks = [self._blocks[g] for g in groups]
+        scores = np.concatenate([similarities(b.live_vectors, query) for b in blocks])
+        return np.concatenate([b.live_rows for b in blocks]), scores
 
     def scan_all(self, query: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Every indexed cell with its cosine."""

@@ -125,9 +125,10 @@ class ThreeStageSearch:
                     lambda chosen: similarities(state.index.vectors_of(chosen), query).astype(np.float64),
                     lexical_weight=config.lexical_weight,
                 )
-        best = top_k(scores, k)
+            best = top_k(scores, k)
+            rows, scores = rows[best], scores[best]
         state.counters.count(flat=flat)
-        return Candidates(rows[best], scores[best])
+        return Candidates(rows, scores)
 
     def _group_stage(
         self, query: np.ndarray, k: int, depth: int, budget: int, groups: GroupState, index: GroupIndex
