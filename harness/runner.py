@@ -2,14 +2,16 @@
 
 Every system of a job list is built first (build time and memory measured one by one); then each
 query setting of every system (its defaults, and with `sweep` each value of its query parameter)
-answers all queries once per pass. A pass goes through the queries in blocks of `BLOCK_QUERIES`, every
-setting answering each block in turn (the order rotating from pass to pass), so each setting's
-timing is spread over the whole pass and a burst of load on a shared machine falls on all of them
-alike. When the planned passes leave the medians unsettled (a loaded machine; `confidence.unsettled`),
-more passes follow, up to `max_passes`. Queries are timed on one core (`one_core`: BLAS and OpenMP
-pools held to one thread), as ann-benchmarks and annbench time them, so that an exact scan is not
-measured on two cores against an index on one. Warm-up queries before each block stay out of timing; every answer goes
-through `check_hits`.
+answers all queries once per pass. A pass goes through the queries in blocks of `BLOCK_QUERIES`, the
+settings answering in turn (the order rotating from pass to pass), so each setting's timing is spread
+over the whole pass and a burst of load on a shared machine falls on all of them alike. Each setting
+answers a different block from the one before it: a setting timed on the queries its neighbour (often
+the same system) has just answered finds their data in cache, and ran 11–23% faster than the same
+setting timed after another system (BEAM, 51,551 passages). When the planned passes leave the
+medians unsettled (a loaded machine; `confidence.unsettled`), more passes follow, up to `max_passes`.
+Queries are timed on one core (`one_core`: BLAS and OpenMP pools held to one thread), as ann-benchmarks
+and annbench time them, so that an exact scan is not measured on two cores against an index on one.
+Warm-up queries before each block stay out of timing; every answer goes through `check_hits`.
 """
 
 from __future__ import annotations
@@ -105,16 +107,19 @@ def measure_together(
         built = [stack.enter_context(_build(job)) for job in progress(jobs, f"{label}: build")]
         units = [(b, params) for b in built for params in [{}, *(_settings(b.system) if b.job.sweep else [])]]
         timings: list[list[list[int]]] = [[] for _ in units]
-        answers: list[list[list[str]]] = [[] for _ in units]
-        longest = max(len(item.job.evalset.queries) for item, _ in units)
+        answers: list[list[list[str]]] = [[[] for _ in item.job.evalset.queries] for item, _ in units]
+        starts = range(0, max(len(item.job.evalset.queries) for item, _ in units), BLOCK_QUERIES)
 
         def time_pass(one_pass: int) -> None:
             start = one_pass * len(units) // passes % len(units)
             order = [*range(start, len(units)), *range(start)]
             for index in order:
-                timings[index].append([])
-            for block in range(0, longest, BLOCK_QUERIES):
-                for index in order:
+                timings[index].append([0] * len(units[index][0].job.evalset.queries))
+            for step in range(len(starts)):
+                # Setting p takes block step + p: every block once per pass, never its neighbour's. Odd steps
+                # run backwards, so that a step's last setting and the next step's first differ too.
+                for position in range(len(order)) if step % 2 == 0 else reversed(range(len(order))):
+                    index, block = order[position], starts[(step + position) % len(starts)]
                     item, params = units[index]
                     queries = item.job.evalset.queries[block : block + BLOCK_QUERIES]
                     if not queries:
@@ -122,9 +127,9 @@ def measure_together(
                     if item.job.sweep and "tunable" in item.system.capabilities:
                         cast(TunableSystem, item.system).set_query_params(**params)  # {} restores the defaults
                     retrieved, latencies = _run_queries(item.system, item.job.evalset, queries, item.known_ids, k)
-                    timings[index][-1] += latencies
+                    timings[index][-1][block : block + len(queries)] = latencies
                     if one_pass == 0:
-                        answers[index] += retrieved
+                        answers[index][block : block + len(queries)] = retrieved
 
         with one_core():
             for one_pass in progress(range(passes), f"{label}: timing passes over {len(units)} settings"):

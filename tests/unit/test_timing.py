@@ -59,3 +59,26 @@ def test_queries_are_timed_on_one_core_and_builds_are_not(monkeypatch):
     measure_together([Job("flat-numpy", evalset, "vectors")], passes=2)
     assert threads["timed"] == {1}
     assert {pool["num_threads"] for pool in threadpool_info() if pool["user_api"] == "blas"} == outside
+
+
+def test_no_setting_is_timed_on_the_queries_its_neighbour_just_answered(monkeypatch):
+    """Consecutive settings answer different blocks (the first would leave their data in cache), and
+    every setting's latencies and answers still line up with the queries."""
+    calls: list[str] = []
+    timed = runner._run_queries
+
+    def run_queries(system, evalset, queries, known, k):
+        calls.append(queries[0].id)
+        return timed(system, evalset, queries, known, k)
+
+    monkeypatch.setattr(runner, "_run_queries", run_queries)
+    evalset = vectors_evalset(600, queries=3 * runner.BLOCK_QUERIES, dim=16, clusters=5)
+    jobs = [Job("flat-numpy", evalset, "vectors"), Job("kmeans", evalset, "vectors", sweep=True)]
+    measurements = measure_together(jobs, passes=2)
+    per_pass = 3 * len(measurements)
+    assert len(calls) == 2 * per_pass
+    for one_pass in (calls[:per_pass], calls[per_pass:]):
+        assert all(first != second for first, second in itertools.pairwise(one_pass))
+    assert all(len(one_pass) == len(evalset.queries) for m in measurements for one_pass in m.pass_latencies_ns)
+    assert all(0 not in one_pass for m in measurements for one_pass in m.pass_latencies_ns)
+    assert measurements[0].recall_at_10 == 1.0  # exact search, its answers in query order
