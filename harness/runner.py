@@ -83,11 +83,9 @@ def open_system(
     return system
 
 
-@contextmanager
-def one_core() -> Iterator[None]:
-    """Hold the BLAS and OpenMP thread pools (NumPy's, FAISS's) to one thread while queries are timed."""
-    with threadpool_limits(limits=1):
-        yield
+def one_core() -> threadpool_limits:
+    """A context that holds the BLAS and OpenMP thread pools (NumPy's, FAISS's) to one thread, for timing queries."""
+    return threadpool_limits(limits=1)
 
 
 def measure_together(

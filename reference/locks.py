@@ -24,7 +24,7 @@ class ReadWriteLock:
         """The read side, as a context manager (a plain object: a search takes it on every call)."""
         return self._read_side
 
-    def _enter_read(self) -> None:
+    def acquire_read(self) -> None:
         me = threading.get_ident()
         with self._condition:
             if self._writer == me:  # the writer may read what it is writing
@@ -34,7 +34,7 @@ class ReadWriteLock:
                     self._condition.wait()
                 self._readers += 1
 
-    def _exit_read(self) -> None:
+    def release_read(self) -> None:
         with self._condition:
             if self._writer == threading.get_ident():
                 self._depth -= 1
@@ -65,11 +65,13 @@ class ReadWriteLock:
 
 
 class _ReadSide:
+    """`with lock.read():` acquires and releases the read side."""
+
     def __init__(self, lock: ReadWriteLock) -> None:
         self._lock = lock
 
     def __enter__(self) -> None:
-        self._lock._enter_read()
+        self._lock.acquire_read()
 
     def __exit__(self, *exc_info: object) -> None:
-        self._lock._exit_read()
+        self._lock.release_read()
