@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 
+from . import kernels
 from .chroma import ephemeral_client, guarded
 
 if TYPE_CHECKING:
@@ -32,6 +33,12 @@ class GroupIndex(Protocol):
     def search(self, group: int, query: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]: ...
     def vectors_of(self, rows: np.ndarray) -> np.ndarray: ...
     def close(self) -> None: ...
+
+
+MIN_SEGMENT = 8
+"""Rows a group's first segment holds."""
+MIN_ARENA = 1024
+"""Rows of the smallest arena."""
 
 
 def similarities(rows: np.ndarray, query: np.ndarray) -> np.ndarray:
@@ -53,121 +60,142 @@ def top_k(scores: np.ndarray, k: int) -> np.ndarray:
     return np.argsort(-scores, kind="stable")[:k]
 
 
-class _Block:
-    """One group's vectors and rows, contiguous, with swap-remove; `live_vectors` and `live_rows` are
-    views of the filled part (kept current, so a search reads them without slicing)."""
-
-    def __init__(self, dim: int) -> None:
-        self.vectors = np.zeros((8, dim), dtype=np.float32)
-        self.rows = np.zeros(8, dtype=np.int64)
-        self.size = 0
-        self._refresh_views()
-
-    def extend(self, rows: np.ndarray, vectors: np.ndarray) -> int:
-        """Append; returns the slot of the first appended row."""
-        start, needed = self.size, self.size + len(rows)
-        if needed > len(self.rows):
-            capacity = max(needed, 2 * len(self.rows))
-            grown = np.zeros((capacity, self.vectors.shape[1]), dtype=np.float32)
-            grown[:start] = self.vectors[:start]
-            self.vectors = grown
-            self.rows = np.concatenate([self.rows[:start], np.zeros(capacity - start, dtype=np.int64)])
-        self.vectors[start:needed] = vectors
-        self.rows[start:needed] = rows
-        self.size = needed
-        self._refresh_views()
-        return start
-
-    def discard(self, slot: int) -> int | None:
-        """Free a slot by moving the last row into it; returns that moved row, if any."""
-        last = self.size - 1
-        self.size = last
-        self._refresh_views()
-        if slot == last:
-            return None
-        self.vectors[slot] = self.vectors[last]
-        self.rows[slot] = self.rows[last]
-        return int(self.rows[slot])
-
-    def _refresh_views(self) -> None:
-        self.live_vectors = self.vectors[: self.size]
-        self.live_rows = self.rows[: self.size]
-
-
 class NumpyGroupIndex:
-    """Exact search inside each group over a contiguous block (the default backend).
+    """Exact search inside each group, over one arena of float32 rows (IVF-style; the default backend).
 
-    The blocks are the memory's only copy of the cell vectors (the cell table keeps none with this
-    backend): `vectors_of(rows)` reads them back through each row's group and slot.
+    Group g owns the contiguous rows `starts[g] : starts[g] + sizes[g]` of `vectors` (and their cell
+    rows in `rows`), with room to grow up to `capacities[g]`. A group that outgrows its segment moves
+    to a segment twice as large at the end of the arena; a removal moves the group's last row into the
+    gap. When the arena is full, or segments left behind by moves fill a quarter of its used part, it
+    is rebuilt compactly; the unwritten rest of a segment costs no resident memory (the arena is zeroed
+    lazily by the OS). Searches run compiled over the segments (`kernels.py`). The arena is the
+    memory's only copy of the cell vectors (the cell table keeps none with this backend):
+    `vectors_of(rows)` reads them back by each row's slot.
     """
 
     def __init__(self, dim: int) -> None:
         self.dim = dim
-        self._blocks: dict[int, _Block] = {}
-        self._group_of = np.zeros(0, dtype=np.int64)
+        self.vectors = np.zeros((0, dim), dtype=np.float32)
+        self.rows = np.zeros(0, dtype=np.int64)
+        self.starts = np.zeros(0, dtype=np.int64)
+        self.sizes = np.zeros(0, dtype=np.int64)
+        self.capacities = np.zeros(0, dtype=np.int64)
+        self._end = 0
+        self._abandoned = 0
         self._slot_of = np.zeros(0, dtype=np.int64)
 
     def add(self, groups: np.ndarray, rows: np.ndarray, vectors: np.ndarray) -> None:
         if not len(rows):
             return
-        self._track(int(rows.max()) + 1)
+        self._slot_of = _grown(self._slot_of, int(rows.max()) + 1)
+        if int(groups.max()) >= len(self.sizes):
+            self.starts, self.sizes, self.capacities = (
+                _grown(column, int(groups.max()) + 1) for column in (self.starts, self.sizes, self.capacities)
+            )
         for part in _by_group(groups):
             group = int(groups[part[0]])
-            start = self._blocks.setdefault(group, _Block(self.dim)).extend(rows[part], vectors[part])
-            self._group_of[rows[part]] = group
+            size, needed = int(self.sizes[group]), int(self.sizes[group]) + len(part)
+            if needed > self.capacities[group]:
+                self._move(group, max(needed, 2 * int(self.capacities[group]), MIN_SEGMENT))
+            start = int(self.starts[group]) + size
+            self.vectors[start : start + len(part)] = vectors[part]
+            self.rows[start : start + len(part)] = rows[part]
             self._slot_of[rows[part]] = np.arange(start, start + len(part))
+            self.sizes[group] = needed
 
     def remove(self, groups: np.ndarray, rows: np.ndarray) -> None:
         for group, row in zip(groups.tolist(), rows.tolist()):
-            block = self._blocks[group]
-            moved = block.discard(int(self._slot_of[row]))
-            if moved is not None:
-                self._slot_of[moved] = self._slot_of[row]
-            if block.size == 0:
-                del self._blocks[group]
+            slot, last = int(self._slot_of[row]), int(self.starts[group] + self.sizes[group] - 1)
+            if slot != last:
+                self.vectors[slot] = self.vectors[last]
+                self.rows[slot] = self.rows[last]
+                self._slot_of[self.rows[slot]] = slot
+            self.sizes[group] -= 1
+            if self.sizes[group] == 0:
+                self._abandoned += int(self.capacities[group])
+                self.capacities[group] = 0
 
     def members(self, group: int) -> np.ndarray:
-        block = self._blocks.get(group)
-        return np.zeros(0, dtype=np.int64) if block is None else block.live_rows.copy()
+        if group >= len(self.sizes):
+            return np.zeros(0, dtype=np.int64)
+        return self.rows[self.starts[group] : self.starts[group] + self.sizes[group]].copy()
 
     def vectors_of(self, rows: np.ndarray) -> np.ndarray:
-        """The vectors of these (indexed) rows, in their order: one gather per group they fall in."""
-        rows = np.asarray(rows, dtype=np.int64)
-        out = np.empty((len(rows), self.dim), dtype=np.float32)
-        groups = self._group_of[rows]
-        for part in _by_group(groups):
-            out[part] = self._blocks[int(groups[part[0]])].vectors[self._slot_of[rows[part]]]
-        return out
+        """The vectors of these (indexed) rows, in their order."""
+        return self.vectors[self._slot_of[np.asarray(rows, dtype=np.int64)]]
 
     def search(self, group: int, query: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
-        block = self._blocks.get(group)
-        if block is None:
-            return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
-        scores = similarities(block.live_vectors, query)
+        rows, scores = self.scan(np.asarray([group]), query)
         best = top_k(scores, k)
-        return block.live_rows[best], scores[best]
+        return rows[best], scores[best]
 
-    def scan(self, groups: list[int], query: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Every cell of these (non-empty) groups with its cosine (one product per block, no per-group top-k)."""
-        if not groups:
-            return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
-        blocks = [self._blocks[g] for g in groups]
-        scores = np.concatenate([similarities(b.live_vectors, query) for b in blocks])
-        return np.concatenate([b.live_rows for b in blocks]), scores
+    def scan(self, groups: np.ndarray, query: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Every cell of these groups with its cosine (no per-group top-k)."""
+        found: tuple[np.ndarray, np.ndarray] = kernels.scan(
+            self.vectors, self.rows, self.starts, self.sizes, groups, query
+        )
+        return found
 
     def scan_all(self, query: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Every indexed cell with its cosine."""
-        return self.scan(list(self._blocks), query)
+        return self.scan(np.flatnonzero(self.sizes), query)
+
+    def probe(
+        self,
+        groups: np.ndarray,
+        centroids: np.ndarray,
+        query: np.ndarray,
+        k: int,
+        *,
+        floor: int,
+        budget: int,
+        margin: float,
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Budget probing over `groups` (centroid `centroids[i]` for `groups[i]`): every cell read and
+        its cosine. The rule is `kernels.probe`'s."""
+        found: tuple[np.ndarray, np.ndarray] = kernels.probe(
+            self.vectors, self.rows, self.starts, self.sizes, groups, centroids, query, k, floor, budget, margin
+        )
+        return found
 
     def close(self) -> None:
-        self._blocks.clear()
+        self.vectors, self.rows = np.zeros((0, self.dim), dtype=np.float32), np.zeros(0, dtype=np.int64)
+        self.sizes[:] = self.capacities[:] = 0
 
-    def _track(self, rows: int) -> None:
-        """Room for row numbers below `rows` in the row → (group, slot) columns."""
-        if rows > len(self._slot_of):
-            capacity = max(rows, 2 * len(self._slot_of), 1024)
-            self._group_of = np.concatenate([self._group_of, np.zeros(capacity - len(self._group_of), np.int64)])
-            self._slot_of = np.concatenate([self._slot_of, np.zeros(capacity - len(self._slot_of), np.int64)])
+    def _move(self, group: int, capacity: int) -> None:
+        """Give the group a segment of `capacity` rows at the end of the arena, rebuilding it first when
+        there is no room or abandoned segments fill a quarter of its used part."""
+        if self._end + capacity > len(self.rows) or 4 * self._abandoned > self._end:
+            self._rebuild(room=capacity)
+        start, size, new = int(self.starts[group]), int(self.sizes[group]), self._end
+        self.vectors[new : new + size] = self.vectors[start : start + size]
+        self.rows[new : new + size] = self.rows[start : start + size]
+        self._slot_of[self.rows[new : new + size]] = np.arange(new, new + size)
+        self._abandoned += int(self.capacities[group])
+        self.starts[group], self.capacities[group] = new, capacity
+        self._end += capacity
+
+    def _rebuild(self, room: int) -> None:
+        """Copy every group's segment into a fresh arena with twice the room they and `room` need."""
+        held = np.flatnonzero(self.capacities)
+        length = max(MIN_ARENA, 2 * (int(self.capacities.sum()) + room))
+        vectors, rows = np.zeros((length, self.dim), dtype=np.float32), np.zeros(length, dtype=np.int64)
+        end = 0
+        for group in held.tolist():
+            start, size = int(self.starts[group]), int(self.sizes[group])
+            vectors[end : end + size] = self.vectors[start : start + size]
+            rows[end : end + size] = self.rows[start : start + size]
+            self._slot_of[rows[end : end + size]] = np.arange(end, end + size)
+            self.starts[group] = end
+            end += int(self.capacities[group])
+        self.vectors, self.rows, self._end, self._abandoned = vectors, rows, end, 0
+
+
+def _grown(column: np.ndarray, length: int) -> np.ndarray:
+    """`column` with zeros appended to at least `length` entries (geometric growth)."""
+    if length <= len(column):
+        return column
+    return np.concatenate([column, np.zeros(max(length, 2 * len(column), 1024) - len(column), column.dtype)])
 
 
 def _by_group(groups: np.ndarray) -> list[np.ndarray]:

@@ -1,13 +1,16 @@
 """Three-stage search: centroids → per-group searches → entity boost (→ flat search where cheaper).
 
 Stage 1 ranks the live groups' centroids. With budget probing (the default) groups are taken in
-centroid order until they hold `MemoryConfig.probe_candidates(k, N)` cells; a memory small enough
-that probing would cost more (`MemoryConfig.flat_is_cheaper`) is searched flat, which is also exact.
-With `top_k` probing the best `group_top_k` groups are taken, and a flat search fills in when fewer
-than `k` candidates score above `min_score` (the seed design).
-Stage 2 scores the chosen groups' cells: the `numpy` index in one pass over their blocks; the
-`chroma` index one group query at a time, in parallel on the thread pool when the groups hold at
-least `parallel_min_cells` cells (below that the hand-off costs more than a NumPy block product).
+centroid order until they hold `MemoryConfig.probe_candidates(k, N)` cells, and past the first
+`probe_per_k` · k cells only while a group's centroid scores at least the k-th best cell so far minus
+`probe_margin`; a memory small enough that probing would cost more (`MemoryConfig.flat_is_cheaper`)
+is searched flat, which is also exact. With `top_k` probing the best `group_top_k` groups are taken,
+and a flat search fills in when fewer than `k` candidates score above `min_score` (the seed design).
+Stage 2 scores the chosen groups' cells. The `numpy` index runs stages 1 and 2 as one compiled call
+over its arena (`kernels.probe`), taking the k-th best score as each group is read; the `chroma`
+index queries one group at a time (the k-th best taken once, after the first `probe_per_k` · k
+cells), in parallel on the thread pool when the groups hold at least `parallel_min_cells` cells
+(below that the hand-off costs more than the query).
 Stage 3 looks the query's entities up in the exact-match index: cells that mention them are
 scored directly and boosted by `entity_boost` times the share of the query's entities they
 mention. Stage 4, for text queries: the best `fusion_depth` dense candidates are fused with the
@@ -134,18 +137,23 @@ class ThreeStageSearch:
         self, query: np.ndarray, k: int, depth: int, budget: int, groups: GroupState, index: GroupIndex
     ) -> tuple[np.ndarray, np.ndarray]:
         """Candidates of the probed groups (every scanned cell, or each group's best `depth`)."""
-        active = groups.active_ids()
+        config, active = self.config, groups.active_ids()
+        floor = config.probe_per_k * k
+        if budget and isinstance(index, NumpyGroupIndex):  # the rule below, compiled with a running k-th score
+            return index.probe(
+                active, groups.active_centroids(), query, k, floor=floor, budget=budget, margin=config.probe_margin
+            )
         centroid_scores = similarities(groups.active_centroids(), query)
         if not budget:
-            chosen = active[top_k(centroid_scores, self.config.group_top_k)]
+            chosen = active[top_k(centroid_scores, config.group_top_k)]
             return self._search_groups(chosen, query, depth, groups, index)
         ranked, reached = _probe_order(centroid_scores, groups.active_sizes(), budget)
-        first = int(np.searchsorted(reached, self.config.probe_per_k * k)) + 1
+        first = int(np.searchsorted(reached, floor)) + 1
         rows, scores = self._search_groups(active[ranked[:first]], query, depth, groups, index)
         rest = ranked[first:]
         if len(rest) and len(scores) >= k:  # past the floor: only groups that may still hold a top-k cell
             kth = float(np.partition(scores, len(scores) - k)[len(scores) - k])
-            rest = rest[centroid_scores[rest] >= kth - self.config.probe_margin]
+            rest = rest[centroid_scores[rest] >= kth - config.probe_margin]
         if len(rest):
             more_rows, more_scores = self._search_groups(active[rest], query, depth, groups, index)
             rows, scores = np.concatenate([rows, more_rows]), np.concatenate([scores, more_scores])
@@ -155,7 +163,7 @@ class ThreeStageSearch:
         self, chosen: np.ndarray, query: np.ndarray, k: int, groups: GroupState, index: GroupIndex
     ) -> tuple[np.ndarray, np.ndarray]:
         if isinstance(index, NumpyGroupIndex):
-            return index.scan(chosen.tolist(), query)
+            return index.scan(chosen, query)
         probed_cells = int(groups.counts[chosen].sum())
         if len(chosen) > 1 and probed_cells >= self.config.parallel_min_cells:
             results = list(self.pool.map(lambda group: index.search(group, query, k), chosen.tolist()))
@@ -188,7 +196,7 @@ def _probe_order(centroid_scores: np.ndarray, sizes: np.ndarray, budget: int) ->
 
 def flat_search(query: np.ndarray, k: int, state: EngineState) -> tuple[np.ndarray, np.ndarray]:
     """Exact top-k over every live cell (ties go to the earlier row): one product over the table's
-    contiguous copy of the vectors where it keeps one, else over every group block."""
+    contiguous copy of the vectors where it keeps one, else one compiled scan of the arena."""
     table = state.table
     if table.keep_vectors:
         rows = np.arange(table.size)

@@ -9,9 +9,11 @@ import json
 import re
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from harness.registry import SYSTEMS
+from reference.index import NumpyGroupIndex
 
 ROOT = Path(__file__).resolve().parents[2]
 pytest_plugins = ["pytester"]
@@ -22,6 +24,9 @@ pytest_plugins = ["pytester"]
 for _backend in ("faiss", "sklearn.cluster"):
     with contextlib.suppress(ImportError):
         importlib.import_module(_backend)
+# numba imports its type registries on its first compile; imported again after a run had dropped them,
+# they failed with "duplicate registration", so the engine's kernels are compiled here too.
+NumpyGroupIndex(2).scan_all(np.zeros(2, dtype=np.float32))
 
 
 def run_suite(pytester: pytest.Pytester, system: str) -> dict[str, dict]:

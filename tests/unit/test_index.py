@@ -32,3 +32,65 @@ def test_group_search_matches_brute_force_after_adds_and_removes(backend):
         assert index.search(99, query, 5)[0].size == 0
     finally:
         index.close()
+
+
+def test_the_arena_keeps_every_vector_through_growth_moves_removals_and_rebuilds():
+    rng = np.random.default_rng(3)
+    vectors = rng.normal(size=(8000, 8)).astype(np.float32)
+    index, members, next_row, arenas = NumpyGroupIndex(8), {}, 0, set()
+    for step in range(300):
+        if step % 3 == 2 and any(members.values()):  # remove a random share of one group (sometimes all of it)
+            group = int(rng.choice([g for g, rows in members.items() if rows]))
+            rows = sorted(members[group])
+            gone = rows if step % 5 == 0 else list(rng.choice(rows, size=max(1, len(rows) // 3), replace=False))
+            index.remove(np.full(len(gone), group), np.asarray(gone))
+            members[group] -= set(int(r) for r in gone)
+        else:  # a batch spread over a few of 40 groups, rows new
+            size = int(rng.integers(1, 40))
+            groups, rows = rng.integers(0, 40, size=size), np.arange(next_row, next_row + size)
+            next_row += size
+            index.add(groups, rows, vectors[rows])
+            for group, row in zip(groups.tolist(), rows.tolist()):
+                members.setdefault(group, set()).add(row)
+        arenas.add(id(index.vectors))
+        for group, rows in members.items():
+            assert set(index.members(group).tolist()) == rows
+        live = np.asarray(sorted(set().union(*members.values())), dtype=np.int64)
+        np.testing.assert_array_equal(index.vectors_of(live), vectors[live])
+    scanned_rows, scores = index.scan_all(vectors[0])
+    assert sorted(scanned_rows.tolist()) == live.tolist()
+    np.testing.assert_allclose(scores, vectors[scanned_rows] @ vectors[0], rtol=1e-5, atol=1e-5)
+    assert len(arenas) > 2  # the arena was rebuilt along the way
+
+
+def _probe_by_the_rule(groups, centroids, members, vectors, query, k, floor, budget, margin):
+    """The probing rule, step by step in Python: groups in centroid order until `budget` cells are read;
+    past `floor` cells, stop at the first group scoring below the k-th best cell so far minus `margin`."""
+    read: list[int] = []
+    for position in np.argsort(-(centroids @ query), kind="stable").tolist():
+        if len(read) >= budget:
+            break
+        scores = np.sort(vectors[read] @ query)[::-1]
+        kth = scores[k - 1] if len(scores) >= k else -np.inf
+        if len(read) >= floor and centroids[position] @ query < kth - margin:
+            break
+        read += members[groups[position]]
+    return read
+
+
+@pytest.mark.parametrize(
+    ("floor", "budget", "margin"), [(0, 10**6, 10.0), (0, 120, 10.0), (30, 10**6, 0.05), (0, 10**6, 0.0)]
+)
+def test_probe_reads_the_groups_the_rule_names_in_centroid_order(floor, budget, margin):
+    data = clustered_unit_vectors(600, dim=16, clusters=12, spread=1.0, seed=4)
+    vectors, labels = data.vectors, np.asarray(data.labels)
+    index = NumpyGroupIndex(16)
+    index.add(labels + 5, np.arange(600), vectors)  # group ids need not start at 0
+    groups = np.unique(labels) + 5
+    members = {int(g): np.flatnonzero(labels + 5 == g).tolist() for g in groups}
+    centroids = np.stack([vectors[members[int(g)]].mean(axis=0) for g in groups]).astype(np.float32)
+    centroids /= np.linalg.norm(centroids, axis=1, keepdims=True)
+    for query in data.queries[:10]:
+        rows, scores = index.probe(groups, centroids, query, 5, floor=floor, budget=budget, margin=margin)
+        assert rows.tolist() == _probe_by_the_rule(groups, centroids, members, vectors, query, 5, floor, budget, margin)
+        np.testing.assert_allclose(scores, vectors[rows] @ query, rtol=1e-5, atol=1e-5)
