@@ -147,14 +147,15 @@ class NumpyGroupIndex:
         query: np.ndarray,
         k: int,
         *,
+        depth: int,
         floor: int,
         budget: int,
         margin: float,
     ) -> tuple[np.ndarray, np.ndarray]:
-        """Budget probing over `groups` (centroid `centroids[i]` for `groups[i]`): every cell read and
-        its cosine. The rule is `kernels.probe`'s."""
+        """Budget probing over `groups` (centroid `centroids[i]` for `groups[i]`): the best `depth` cells
+        read and their cosines, best first. The rule is `kernels.probe`'s."""
         found: tuple[np.ndarray, np.ndarray] = kernels.probe(
-            self.vectors, self.rows, self.starts, self.sizes, groups, centroids, query, k, floor, budget, margin
+            self.vectors, self.rows, self.starts, self.sizes, groups, centroids, query, k, depth, floor, budget, margin
         )
         return found
 

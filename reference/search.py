@@ -136,12 +136,20 @@ class ThreeStageSearch:
     def _group_stage(
         self, query: np.ndarray, k: int, depth: int, budget: int, groups: GroupState, index: GroupIndex
     ) -> tuple[np.ndarray, np.ndarray]:
-        """Candidates of the probed groups (every scanned cell, or each group's best `depth`)."""
+        """Candidates of the probed groups: the best `depth` cells read (budget probing over the `numpy`
+        index), every cell of the chosen groups (its `top_k` probing), or each group's best `depth`."""
         config, active = self.config, groups.active_ids()
         floor = config.probe_per_k * k
         if budget and isinstance(index, NumpyGroupIndex):  # the rule below, compiled with a running k-th score
             return index.probe(
-                active, groups.active_centroids(), query, k, floor=floor, budget=budget, margin=config.probe_margin
+                active,
+                groups.active_centroids(),
+                query,
+                k,
+                depth=depth,
+                floor=floor,
+                budget=budget,
+                margin=config.probe_margin,
             )
         centroid_scores = similarities(groups.active_centroids(), query)
         if not budget:

@@ -131,11 +131,14 @@ def test_sleep_merges_fragments_into_their_nearest_group():
 
 
 def test_a_memory_where_probing_costs_more_than_a_scan_is_searched_flat():
-    data = diffuse(1_500)  # budget max(60 · 10, 16 · √1500) = 620 cells, plus 1,000 for probing's own cost
+    data = diffuse(1_500)  # budget max(60 · 10, 32 · √1500) = 1,240 cells
     with memory() as mem:
         mem.add([f"cell {i}" for i in range(1_500)], vectors=data.vectors)
+        mem.set_search_options(probe_cost_cells=1_000)  # probing as dear as 1,000 more cells: flat
         mem.search(data.queries[0], k=10)
         assert mem.stats().flat_searches == 1
-        mem.set_search_options(probe_cost_cells=0)  # probing free: only a memory within the budget is flat
+        mem.set_search_options(
+            probe_cost_cells=0
+        )  # probing free (the default): only a memory within the budget is flat
         mem.search(data.queries[0], k=10)
         assert mem.stats().flat_searches == 1 and mem.stats().searches == 2

@@ -81,7 +81,7 @@ def _probe_by_the_rule(groups, centroids, members, vectors, query, k, floor, bud
 @pytest.mark.parametrize(
     ("floor", "budget", "margin"), [(0, 10**6, 10.0), (0, 120, 10.0), (30, 10**6, 0.05), (0, 10**6, 0.0)]
 )
-def test_probe_reads_the_groups_the_rule_names_in_centroid_order(floor, budget, margin):
+def test_probe_reads_the_groups_the_rule_names_and_keeps_the_best_it_read(floor, budget, margin):
     data = clustered_unit_vectors(600, dim=16, clusters=12, spread=1.0, seed=4)
     vectors, labels = data.vectors, np.asarray(data.labels)
     index = NumpyGroupIndex(16)
@@ -91,6 +91,10 @@ def test_probe_reads_the_groups_the_rule_names_in_centroid_order(floor, budget, 
     centroids = np.stack([vectors[members[int(g)]].mean(axis=0) for g in groups]).astype(np.float32)
     centroids /= np.linalg.norm(centroids, axis=1, keepdims=True)
     for query in data.queries[:10]:
-        rows, scores = index.probe(groups, centroids, query, 5, floor=floor, budget=budget, margin=margin)
-        assert rows.tolist() == _probe_by_the_rule(groups, centroids, members, vectors, query, 5, floor, budget, margin)
+        read = _probe_by_the_rule(groups, centroids, members, vectors, query, 5, floor, budget, margin)
+        everything = index.probe(groups, centroids, query, 5, depth=600, floor=floor, budget=budget, margin=margin)
+        assert sorted(everything[0].tolist()) == sorted(read)  # depth 600 keeps every cell read
+        rows, scores = index.probe(groups, centroids, query, 5, depth=7, floor=floor, budget=budget, margin=margin)
+        expected = np.asarray(read)[np.argsort(-(vectors[read] @ query), kind="stable")[:7]]
+        assert rows.tolist() == expected.tolist()
         np.testing.assert_allclose(scores, vectors[rows] @ query, rtol=1e-5, atol=1e-5)
