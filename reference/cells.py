@@ -165,13 +165,13 @@ class CellTable:
             return
         new_capacity = max(needed, 2 * capacity, 1024)
         if self.keep_vectors:
-            self.vectors = _grow(self.vectors, new_capacity)
-        self.group = _grow(self.group, new_capacity)
-        self.importance = _grow(self.importance, new_capacity)
-        self.timestamp = _grow(self.timestamp, new_capacity)
-        self.access = _grow(self.access, new_capacity)
-        self.alive = _grow(self.alive, new_capacity)
-        self.superseded = _grow(self.superseded, new_capacity)
+            self.vectors = grown(self.vectors, new_capacity)
+        self.group = grown(self.group, new_capacity)
+        self.importance = grown(self.importance, new_capacity)
+        self.timestamp = grown(self.timestamp, new_capacity)
+        self.access = grown(self.access, new_capacity)
+        self.alive = grown(self.alive, new_capacity)
+        self.superseded = grown(self.superseded, new_capacity)
 
 
 def superseded(conflicts: list[ConflictNote]) -> bool:
@@ -179,7 +179,8 @@ def superseded(conflicts: list[ConflictNote]) -> bool:
     return any(c.other_is_newer for c in conflicts)
 
 
-def _grow(array: np.ndarray, capacity: int) -> np.ndarray:
+def grown(array: np.ndarray, capacity: int) -> np.ndarray:
+    """A zero-padded copy of `array` with `capacity` rows."""
     grown = np.zeros((capacity, *array.shape[1:]), dtype=array.dtype)
     grown[: len(array)] = array
     return grown

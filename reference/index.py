@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Protocol
 import numpy as np
 
 from . import kernels
+from .cells import grown
 from .chroma import ephemeral_client, guarded
 
 if TYPE_CHECKING:
@@ -87,14 +88,14 @@ class NumpyGroupIndex:
     def add(self, groups: np.ndarray, rows: np.ndarray, vectors: np.ndarray) -> None:
         if not len(rows):
             return
-        self._slot_of = _grown(self._slot_of, int(rows.max()) + 1)
-        if int(groups.max()) >= len(self.sizes):
-            self.starts, self.sizes, self.capacities = (
-                _grown(column, int(groups.max()) + 1) for column in (self.starts, self.sizes, self.capacities)
-            )
+        self._slot_of = _room_for(self._slot_of, int(rows.max()) + 1)
+        self.starts, self.sizes, self.capacities = (
+            _room_for(column, int(groups.max()) + 1) for column in (self.starts, self.sizes, self.capacities)
+        )
         for part in _by_group(groups):
             group = int(groups[part[0]])
-            size, needed = int(self.sizes[group]), int(self.sizes[group]) + len(part)
+            size = int(self.sizes[group])
+            needed = size + len(part)
             if needed > self.capacities[group]:
                 self._move(group, max(needed, 2 * int(self.capacities[group]), MIN_SEGMENT))
             start = int(self.starts[group]) + size
@@ -192,11 +193,9 @@ class NumpyGroupIndex:
         self.vectors, self.rows, self._end, self._abandoned = vectors, rows, end, 0
 
 
-def _grown(column: np.ndarray, length: int) -> np.ndarray:
-    """`column` with zeros appended to at least `length` entries (geometric growth)."""
-    if length <= len(column):
-        return column
-    return np.concatenate([column, np.zeros(max(length, 2 * len(column), 1024) - len(column), column.dtype)])
+def _room_for(column: np.ndarray, length: int) -> np.ndarray:
+    """`column`, or a zero-padded copy of at least `length` entries (geometric growth)."""
+    return column if length <= len(column) else grown(column, max(length, 2 * len(column), 1024))
 
 
 def _by_group(groups: np.ndarray) -> list[np.ndarray]:
