@@ -38,12 +38,14 @@ class MemoryConfig:
 
     Grouping (`grouping="adaptive"`): a group's target size grows with the memory,
     t(N) = max(`group_size`, `group_size_per_sqrt_n` · √N). A cell joins its most similar group when
-    the cosine exceeds `join_threshold`, and also when N / t(N) groups already exist (G stays bound
-    to N); otherwise it founds a group. A group above `split_factor` · t(N) cells is split in two
-    (one 2-means step) at ingest; sleep merges fragments (below t(N) / `fragment_divisor`) and
-    groups above `merge_threshold` into their nearest neighbour, then runs k-means steps over every
-    cell (up to `sleep_rounds`, until at most a `sleep_settled` share moves), and splits what is
-    still too large. `max_groups` is a hard cap in both policies.
+    the cosine exceeds `join_threshold`, and also when the target count N / t(N) of groups already
+    exists; otherwise it founds a group. A group above `split_factor` · t(N) cells is split in two
+    (2-means) at ingest; sleep merges fragments (below t(N) / `fragment_divisor`) and groups above
+    `merge_threshold` into their nearest neighbour, then runs k-means steps over every cell (up to
+    `sleep_rounds`, until at most a `sleep_settled` share moves), and splits what is still too large.
+    Splits stop at the bound, `split_factor` times the target count (so G stays bound to N: the mean
+    group size never falls below t(N) / `split_factor` through ingest or sleep; deletes can lower it
+    until sleep merges the fragments). `max_groups` is a hard cap in both policies.
     With `grouping="threshold"` only the threshold and `max_groups` apply (the seed design).
 
     Probing (`probing="budget"`): groups are searched in centroid order until they hold
@@ -165,11 +167,18 @@ class MemoryConfig:
         """t(N): the size a group aims at when the memory holds `cells` cells."""
         return max(self.group_size, round(self.group_size_per_sqrt_n * math.sqrt(cells)))
 
-    def group_bound(self, cells: int) -> int:
-        """How many groups may exist (founding stops there; splits may pass it up to `max_groups`)."""
+    def target_groups(self, cells: int) -> int:
+        """N / t(N): the groups a memory of `cells` cells aims at; founding stops here."""
         if not self.adaptive:
             return self.max_groups
         return min(self.max_groups, max(1, math.ceil(cells / self.target_group_size(cells))))
+
+    def group_bound(self, cells: int) -> int:
+        """How many groups ingest and sleep may make: splits stop at `split_factor` times the target,
+        so the mean group size stays above t(N) / `split_factor`; `max_groups` caps both."""
+        if not self.adaptive:
+            return self.max_groups
+        return min(self.max_groups, math.ceil(self.split_factor * self.target_groups(cells)))
 
     def group_capacity(self, cells: int) -> int:
         """A group larger than this is split (adaptive grouping only)."""

@@ -8,7 +8,7 @@ mean of both, and refresh its similarities, so chains A~B~C resolve against up-t
 Then each fragment (fewer than `fragment` cells), smallest first, joins its most similar group
 that it fits in. With adaptive grouping the pass goes on over the cells (`plan_regrouping`):
 k-means steps move every cell to its nearest centroid until few move, and groups above the
-capacity are split in two (`clustering.split_in_two`) until none is.
+capacity are split in two (`clustering.split_in_two`) until none is or the group bound is reached.
 """
 
 from __future__ import annotations
@@ -140,13 +140,13 @@ def plan_regrouping(
     threshold: float,
     capacity: int,
     fragment: int,
-    max_groups: int,
+    bound: int,
     rounds: int,
     settled: float,
     block: int = 8192,
 ) -> Regrouping:
     """Merges, then up to `rounds` k-means steps over the live cells (fewer once at most a `settled`
-    share of them moves), then splits: the group of each moved row.
+    share of them moves), then splits while fewer than `bound` groups exist: the group of each moved row.
 
     `rows`, `vectors`, `groups` are the live cells; new groups take ids from `state.n_slots` on.
     """
@@ -167,7 +167,7 @@ def plan_regrouping(
     slot, splits = state.n_slots, 0
     sizes = np.bincount(nearest, minlength=slot)
     queue, active = [int(g) for g in np.flatnonzero(sizes > capacity)], int(np.count_nonzero(sizes))
-    while queue and active + splits < max_groups:
+    while queue and active + splits < bound:
         group = queue.pop()
         members = np.flatnonzero(nearest == group)
         second = split_in_two(vectors[members])

@@ -90,9 +90,9 @@ class CellularMemory:
         self._clustering = LeaderClustering(
             join_threshold=config.join_threshold,
             chunk=config.ingest_chunk,
-            bound=config.group_bound,
+            target=config.target_groups,
             capacity=config.group_capacity,
-            max_groups=config.max_groups,
+            bound=config.group_bound,
         )
         self._search = ThreeStageSearch(config, self._pool)
         self._embedded: EmbeddedStore | None = None

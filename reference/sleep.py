@@ -87,7 +87,7 @@ def plan_sleep(state: EngineState, config: MemoryConfig) -> Regrouping:
         threshold=config.merge_threshold,
         capacity=config.group_capacity(cells),
         fragment=int(config.target_group_size(cells) / config.fragment_divisor),
-        max_groups=config.max_groups,
+        bound=config.group_bound(cells),
         rounds=config.sleep_rounds,
         settled=config.sleep_settled,
     )

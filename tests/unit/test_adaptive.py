@@ -44,10 +44,24 @@ def test_groups_stay_bounded_and_below_capacity_on_diffuse_data():
             mem.check_invariants()
         stats = mem.stats()
     assert stats.group_size_max <= config.group_capacity(12_000)
-    assert stats.groups <= 2 * config.group_bound(12_000)
+    assert config.target_groups(12_000) <= stats.groups <= config.group_bound(12_000)
     with memory(MemoryConfig.prototype()) as seed_design:  # the seed's threshold: one group per cell
         seed_design.add([f"cell {i}" for i in range(2_000)], vectors=data.vectors[:2_000])
         assert seed_design.stats().groups > 0.5 * 2_000  # G ≈ N: the seed design's known failure
+
+
+def test_splits_stop_at_the_group_bound_at_ingest_and_in_sleep():
+    config = MemoryConfig(group_size=8, group_size_per_sqrt_n=0, split_factor=1.2)  # a tight bound splits reach
+    data = diffuse(4_000)
+    with memory(config) as mem:
+        for start in range(0, len(data.vectors), 500):
+            mem.add([f"cell {i}" for i in range(500)], vectors=data.vectors[start : start + 500])
+            assert mem.stats().groups <= config.group_bound(len(mem))
+        assert mem.stats().groups == config.group_bound(4_000) == 600  # reached: the bound, not the data, stopped them
+        assert mem.stats().group_size_max > config.group_capacity(4_000)  # oversized groups wait
+        report = mem.consolidate()
+        assert report.sizes_after is not None and report.sizes_after.groups <= config.group_bound(4_000)
+        mem.check_invariants()
 
 
 def test_a_memory_within_the_budget_is_searched_flat_and_a_larger_one_is_probed():

@@ -12,10 +12,10 @@ def unit(*angles_degrees: float) -> np.ndarray:
 
 
 class Threshold(LeaderClustering):
-    """The seed rule alone (a constant bound, no splits); `assign` as (groups, state)."""
+    """The seed rule alone (a constant cap on founding, no splits); `assign` as (groups, state)."""
 
     def __init__(self, threshold: float, max_groups: int, chunk: int) -> None:
-        super().__init__(join_threshold=threshold, chunk=chunk, bound=lambda cells: max_groups)
+        super().__init__(join_threshold=threshold, chunk=chunk, target=lambda cells: max_groups)
 
     def assign(self, state, vectors):
         planned = super().assign(state, vectors)
