@@ -7,7 +7,7 @@ stable for the group and entity indexes that point at them.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -67,7 +67,7 @@ class CellBatch:
     timestamps: np.ndarray
     access: np.ndarray
     metadata: list[dict[str, Any]]
-    conflicts: list[list[ConflictNote]]
+    conflicts: Sequence[Sequence[ConflictNote]]
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -98,7 +98,8 @@ class CellTable:
         self.texts: list[str] = []
         self.kinds: list[str] = []
         self.metadata: list[dict[str, Any]] = []
-        self.conflicts: list[list[ConflictNote]] = []
+        self.conflicts: dict[int, list[ConflictNote]] = {}
+        """The conflicts noted on each row that has any (few do: no empty list per cell)."""
         self.row_of: dict[str, int] = {}
 
     def __len__(self) -> int:
@@ -129,7 +130,7 @@ class CellTable:
         self.texts.extend(batch.texts)
         self.kinds.extend(batch.kinds)
         self.metadata.extend(batch.metadata)
-        self.conflicts.extend(batch.conflicts)
+        self.conflicts.update((start + i, list(notes)) for i, notes in enumerate(batch.conflicts) if notes)
         self.row_of.update(zip(batch.ids, range(start, stop)))
         self._size = stop
         return np.arange(start, stop)
@@ -156,7 +157,7 @@ class CellTable:
             timestamp=float(self.timestamp[row]),
             access_count=int(self.access[row]),
             metadata=dict(self.metadata[row]),
-            conflicts=list(self.conflicts[row]),
+            conflicts=list(self.conflicts.get(row, ())),
         )
 
     def _reserve(self, needed: int) -> None:
@@ -174,7 +175,7 @@ class CellTable:
         self.superseded = grown(self.superseded, new_capacity)
 
 
-def superseded(conflicts: list[ConflictNote]) -> bool:
+def superseded(conflicts: Sequence[ConflictNote]) -> bool:
     """A cell is superseded when a conflict names it as the older side."""
     return any(c.other_is_newer for c in conflicts)
 

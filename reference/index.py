@@ -92,17 +92,18 @@ class NumpyGroupIndex:
         self.starts, self.sizes, self.capacities = (
             _room_for(column, int(groups.max()) + 1) for column in (self.starts, self.sizes, self.capacities)
         )
-        for part in _by_group(groups):
-            group = int(groups[part[0]])
-            size = int(self.sizes[group])
-            needed = size + len(part)
-            if needed > self.capacities[group]:
-                self._move(group, max(needed, 2 * int(self.capacities[group]), MIN_SEGMENT))
-            start = int(self.starts[group]) + size
+        parts = _by_group(groups)
+        targets = np.asarray([groups[part[0]] for part in parts], dtype=np.int64)
+        needed = self.sizes[targets] + np.asarray([len(part) for part in parts])
+        outgrown = needed > self.capacities[targets]
+        if outgrown.any():
+            self._grow(targets[outgrown], needed[outgrown])
+        for part, group, size in zip(parts, targets.tolist(), needed.tolist()):
+            start = int(self.starts[group] + self.sizes[group])
             self.vectors[start : start + len(part)] = vectors[part]
             self.rows[start : start + len(part)] = rows[part]
             self._slot_of[rows[part]] = np.arange(start, start + len(part))
-            self.sizes[group] = needed
+            self.sizes[group] = size
 
     def remove(self, groups: np.ndarray, rows: np.ndarray) -> None:
         for group, row in zip(groups.tolist(), rows.tolist()):
@@ -164,11 +165,22 @@ class NumpyGroupIndex:
         self.vectors, self.rows = np.zeros((0, self.dim), dtype=np.float32), np.zeros(0, dtype=np.int64)
         self.sizes[:] = self.capacities[:] = 0
 
+    def _grow(self, groups: np.ndarray, needed: np.ndarray) -> None:
+        """Give each group a segment of at least `needed` rows and twice its old room: moved to the end
+        of the arena, or, when the arena lacks the room or would be a quarter abandoned, all laid out
+        afresh by one rebuild (a large write grows many groups at once: one copy of the arena)."""
+        old = self.capacities[groups]
+        new = np.maximum(needed, np.maximum(2 * old, MIN_SEGMENT))
+        end = self._end + int(new.sum())
+        if end > len(self.rows) or 4 * (self._abandoned + int(old.sum())) > end:
+            self.capacities[groups] = new
+            self._rebuild()
+            return
+        for group, capacity in zip(groups.tolist(), new.tolist()):
+            self._move(group, capacity)
+
     def _move(self, group: int, capacity: int) -> None:
-        """Give the group a segment of `capacity` rows at the end of the arena, rebuilding it first when
-        there is no room or abandoned segments fill a quarter of its used part."""
-        if self._end + capacity > len(self.rows) or 4 * self._abandoned > self._end:
-            self._rebuild(room=capacity)
+        """Give the group a segment of `capacity` rows at the end of the arena (which has the room)."""
         start, size, new = int(self.starts[group]), int(self.sizes[group]), self._end
         self.vectors[new : new + size] = self.vectors[start : start + size]
         self.rows[new : new + size] = self.rows[start : start + size]
@@ -177,10 +189,10 @@ class NumpyGroupIndex:
         self.starts[group], self.capacities[group] = new, capacity
         self._end += capacity
 
-    def _rebuild(self, room: int) -> None:
-        """Copy every group's segment into a fresh arena with twice the room they and `room` need."""
+    def _rebuild(self) -> None:
+        """Copy every group's segment into a fresh arena, each with its room, the arena twice their total."""
         held = np.flatnonzero(self.capacities)
-        length = max(MIN_ARENA, 2 * (int(self.capacities.sum()) + room))
+        length = max(MIN_ARENA, 2 * int(self.capacities.sum()))
         vectors, rows = np.zeros((length, self.dim), dtype=np.float32), np.zeros(length, dtype=np.int64)
         end = 0
         for group in held.tolist():

@@ -166,7 +166,7 @@ class CellularMemory:
                 timestamps=np.asarray(times),
                 access=np.zeros(count, dtype=np.int64),
                 metadata=metadatas,
-                conflicts=[[] for _ in range(count)],
+                conflicts=[()] * count,
             )
             state.store.put(batch)
             state.move(plan.moved_rows, plan.moved_to)

@@ -163,11 +163,14 @@ def record_conflicts(state: EngineState, conflicts: list[Conflict], now: float) 
             if conflict.first not in table.row_of or conflict.second not in table.row_of:
                 continue  # deleted meanwhile
             older, newer = table.row_of[conflict.first], table.row_of[conflict.second]
-            if any(c.other == conflict.second for c in table.conflicts[older]):
+            notes = table.conflicts.setdefault(older, [])
+            if any(c.other == conflict.second for c in notes):
                 continue
-            table.conflicts[older].append(ConflictNote(conflict.second, True, conflict.reason, conflict.judge, now))
-            table.conflicts[newer].append(ConflictNote(conflict.first, False, conflict.reason, conflict.judge, now))
-            table.superseded[older] = superseded(table.conflicts[older])
+            notes.append(ConflictNote(conflict.second, True, conflict.reason, conflict.judge, now))
+            table.conflicts.setdefault(newer, []).append(
+                ConflictNote(conflict.first, False, conflict.reason, conflict.judge, now)
+            )
+            table.superseded[older] = superseded(notes)
             changed |= {older, newer}
             new.append(conflict)
         state.store.update(state.records(sorted(changed)))
@@ -179,7 +182,8 @@ def recorded_conflicts(state: EngineState) -> list[Conflict]:
     table = state.table
     return [
         Conflict(table.ids[row], c.other, c.reason, c.judge)
-        for row in table.live_rows().tolist()
+        for row in sorted(table.conflicts)
+        if table.alive[row]
         for c in table.conflicts[row]
         if c.other_is_newer
     ]

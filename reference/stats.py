@@ -21,6 +21,10 @@ class MemoryStats:
     singleton_groups: int
     target_group_size: int
     group_capacity: int
+    target_groups: int
+    """N / t(N): where founding stops (adaptive grouping)."""
+    group_bound: int
+    """The most groups ingest and sleep make (splits stop here)."""
     searches: int
     flat_searches: int
     """Searches that read every cell (a memory within the probe budget, or the `top_k` fallback)."""
@@ -48,6 +52,8 @@ def memory_stats(state: EngineState, config: MemoryConfig, *, encoder: str, dim:
         singleton_groups=sizes.singletons,
         target_group_size=config.target_group_size(cells) if config.adaptive else 0,
         group_capacity=config.group_capacity(cells) if config.adaptive else 0,
+        target_groups=config.target_groups(cells),
+        group_bound=config.group_bound(cells),
         searches=counters.searches,
         flat_searches=counters.flat,
         entities=len(state.entities),

@@ -37,6 +37,9 @@ def test_engine_at_a_million_cells(benchmark, million):
     memory.add(["cell"] * N, vectors=data.vectors, ids=[str(i) for i in range(N)])
     record("million_ingest_cells_per_s", N / (time.perf_counter() - started))
     record("million_resident_vs_raw_vectors", (resident_bytes() - before) / data.vectors.nbytes)
+    stats = memory.stats()
+    record("million_groups", stats.groups)
+    record("million_group_bound", stats.group_bound)
     found = [{int(h.id) for h in memory.search(q, k=10)} for q in data.queries]
     recall = float(np.mean([len(f & set(t.tolist())) / 10 for f, t in zip(found, truth)]))
     record("million_recall_at_10", recall)

@@ -56,9 +56,10 @@ def test_splits_stop_at_the_group_bound_at_ingest_and_in_sleep():
     with memory(config) as mem:
         for start in range(0, len(data.vectors), 500):
             mem.add([f"cell {i}" for i in range(500)], vectors=data.vectors[start : start + 500])
-            assert mem.stats().groups <= config.group_bound(len(mem))
-        assert mem.stats().groups == config.group_bound(4_000) == 600  # reached: the bound, not the data, stopped them
-        assert mem.stats().group_size_max > config.group_capacity(4_000)  # oversized groups wait
+            stats = mem.stats()
+            assert stats.groups <= stats.group_bound == config.group_bound(len(mem))
+        assert stats.groups == stats.group_bound == 600  # reached: the bound, not the data, stopped the splits
+        assert stats.group_size_max > stats.group_capacity  # oversized groups wait
         report = mem.consolidate()
         assert report.sizes_after is not None and report.sizes_after.groups <= config.group_bound(4_000)
         mem.check_invariants()
