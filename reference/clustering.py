@@ -56,14 +56,13 @@ class GroupState:
     def centroids(self) -> np.ndarray:
         """Unit-length float32 centroids, one row per slot; empty groups are zero rows."""
         if "centroids" not in self._cache:
-            norms = np.linalg.norm(self.sums, axis=1, keepdims=True)
-            self._cache["centroids"] = (self.sums / np.where(norms > 0, norms, 1.0)).astype(np.float32)
+            self._cache["centroids"] = kernels.unit_rows(self.sums, np.arange(self._n))
         return self._cache["centroids"]
 
     def active_centroids(self) -> np.ndarray:
         """Centroids of the non-empty groups, row i for group `active_ids()[i]` (contiguous, cached)."""
         if "active_centroids" not in self._cache:
-            self._cache["active_centroids"] = np.ascontiguousarray(self.centroids()[self.active_ids()])
+            self._cache["active_centroids"] = kernels.unit_rows(self.sums, self.active_ids())
         return self._cache["active_centroids"]
 
     def active_sizes(self) -> np.ndarray:

@@ -97,6 +97,18 @@ def add_by_group(sums: np.ndarray, group_ids: np.ndarray, vectors: np.ndarray, s
 
 
 @_compiled
+def unit_rows(sums: np.ndarray, ids: np.ndarray) -> np.ndarray:
+    """`sums[ids]` scaled to unit length, as float32 (a zero row stays zero): the centroids in one pass."""
+    out = np.zeros((len(ids), sums.shape[1]), np.float32)
+    for i in range(len(ids)):
+        norm = np.sqrt(np.sum(sums[ids[i]] * sums[ids[i]]))
+        if norm > 0:
+            for j in range(sums.shape[1]):
+                out[i, j] = sums[ids[i], j] / norm
+    return out
+
+
+@_compiled
 def two_means(vectors: np.ndarray, iterations: int) -> np.ndarray:
     """A 2-means split of unit rows; True marks the second part. A row goes to the mean it has the larger
     dot product with (the means are not normalised: on BEAM's passages normalising them cost 0.006 of
