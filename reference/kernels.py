@@ -1,13 +1,15 @@
 """Compiled loops (numba): the second search stage over the group index's arena without a Python step
-per group, and the grouping steps ingest runs per chunk and per group (sums by group, 2-means splits).
+per group, and the grouping steps ingest runs per chunk and per group (sums by group, centroids, 2-means
+splits).
 
 The arena holds every group's vectors in one float32 matrix; group g owns the rows
 `starts[g] : starts[g] + sizes[g]` (`index.NumpyGroupIndex`). A NumPy scan paid a call, a view and a
 concatenation per group, and a top-k over every cell read, each a few µs once a scan has flushed the
 caches (BEAM passages, one core, a loaded machine, the same day: 0.559 ms per query through NumPy at
 recall@10 0.971, 0.251 ms through this kernel at 0.969). The kernels are compiled on first use (about
-8 s here, once per install) and cached beside this module (`cache=True`); `fastmath` lets the compiler
-vectorise the dot products, so a score may differ from NumPy's in the last float32 bits.
+10 s for the ingest kernels and 10 s for the probe here, once per install) and cached beside this module
+(`cache=True`); `fastmath` lets the compiler vectorise the dot products, so a score may differ from
+NumPy's in the last float32 bits.
 """
 
 from __future__ import annotations

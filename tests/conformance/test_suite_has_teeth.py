@@ -13,6 +13,8 @@ import numpy as np
 import pytest
 
 from harness.registry import SYSTEMS
+from reference import CellularMemory, MemoryConfig
+from reference.encoders import MockEncoder
 from reference.index import NumpyGroupIndex
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -25,7 +27,12 @@ for _backend in ("faiss", "sklearn.cluster"):
     with contextlib.suppress(ImportError):
         importlib.import_module(_backend)
 # numba imports its type registries on its first compile; imported again after a run had dropped them,
-# they failed with "duplicate registration", so the engine's kernels are compiled here too.
+# they failed with "duplicate registration", so every kernel of the engine is compiled here too: a write
+# that splits groups (sums, centroids, 2-means), a probed search and a flat one.
+_tiny = MemoryConfig(group_size=2, group_size_per_sqrt_n=0, probe_per_k=1, probe_per_sqrt_n=0, lexical=False)
+with CellularMemory(encoder=MockEncoder(8), config=_tiny) as _warm:
+    _warm.add(["cell"] * 64, vectors=np.random.default_rng(0).normal(size=(64, 8)))
+    _warm.search(np.ones(8), k=2)
 NumpyGroupIndex(2).scan_all(np.zeros(2, dtype=np.float32))
 
 
