@@ -53,12 +53,6 @@ class GroupState:
             self._cache["active"] = np.flatnonzero(self.counts)
         return self._cache["active"]
 
-    def centroids(self) -> np.ndarray:
-        """Unit-length float32 centroids, one row per slot; empty groups are zero rows."""
-        if "centroids" not in self._cache:
-            self._cache["centroids"] = kernels.unit_rows(self.sums, np.arange(self._n))
-        return self._cache["centroids"]
-
     def active_centroids(self) -> np.ndarray:
         """Centroids of the non-empty groups, row i for group `active_ids()[i]` (contiguous, cached)."""
         if "active_centroids" not in self._cache:

@@ -181,12 +181,9 @@ class NumpyGroupIndex:
 
     def _move(self, group: int, capacity: int) -> None:
         """Give the group a segment of `capacity` rows at the end of the arena (which has the room)."""
-        start, size, new = int(self.starts[group]), int(self.sizes[group]), self._end
-        self.vectors[new : new + size] = self.vectors[start : start + size]
-        self.rows[new : new + size] = self.rows[start : start + size]
-        self._slot_of[self.rows[new : new + size]] = np.arange(new, new + size)
+        self._copy_segment(group, self.vectors, self.rows, self._end)
         self._abandoned += int(self.capacities[group])
-        self.starts[group], self.capacities[group] = new, capacity
+        self.capacities[group] = capacity
         self._end += capacity
 
     def _rebuild(self) -> None:
@@ -196,13 +193,18 @@ class NumpyGroupIndex:
         vectors, rows = np.zeros((length, self.dim), dtype=np.float32), np.zeros(length, dtype=np.int64)
         end = 0
         for group in held.tolist():
-            start, size = int(self.starts[group]), int(self.sizes[group])
-            vectors[end : end + size] = self.vectors[start : start + size]
-            rows[end : end + size] = self.rows[start : start + size]
-            self._slot_of[rows[end : end + size]] = np.arange(end, end + size)
-            self.starts[group] = end
+            self._copy_segment(group, vectors, rows, end)
             end += int(self.capacities[group])
         self.vectors, self.rows, self._end, self._abandoned = vectors, rows, end, 0
+
+    def _copy_segment(self, group: int, vectors: np.ndarray, rows: np.ndarray, at: int) -> None:
+        """Copy the group's rows into `vectors` and `rows` from slot `at` on, and point the group and its
+        cells there."""
+        start, size = int(self.starts[group]), int(self.sizes[group])
+        vectors[at : at + size] = self.vectors[start : start + size]
+        rows[at : at + size] = self.rows[start : start + size]
+        self._slot_of[rows[at : at + size]] = np.arange(at, at + size)
+        self.starts[group] = at
 
 
 def _room_for(column: np.ndarray, length: int) -> np.ndarray:

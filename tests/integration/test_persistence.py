@@ -34,14 +34,12 @@ def test_reopen_restores_cells_groups_entities_and_access(tmp_path, backend):
         mem.add(TEXTS, metadata=[{"i": i} for i in range(len(TEXTS))])
         mem.delete(mem.ids()[:3])
         stats_before, ids_before = mem.stats(), mem.ids()
-        centroids_before = mem._state.groups.centroids()[mem._state.groups.active_ids()]
+        centroids_before = mem._state.groups.active_centroids()
         before = answers(mem)
         accessed = {i: mem.get(i).access_count for i in ids_before}
     with CellularMemory(path=str(tmp_path), encoder=MockEncoder(), config=config) as mem:
         assert mem.stats() == stats_before and mem.ids() == ids_before
-        np.testing.assert_allclose(
-            mem._state.groups.centroids()[mem._state.groups.active_ids()], centroids_before, atol=1e-6
-        )
+        np.testing.assert_allclose(mem._state.groups.active_centroids(), centroids_before, atol=1e-6)
         assert {i: mem.get(i).access_count for i in ids_before} == accessed
         assert mem.get(ids_before[0]).metadata == {"i": 3}
         assert answers(mem) == before

@@ -152,8 +152,7 @@ def test_a_memory_where_probing_costs_more_than_a_scan_is_searched_flat():
         mem.set_search_options(probe_cost_cells=1_000)  # probing as dear as 1,000 more cells: flat
         mem.search(data.queries[0], k=10)
         assert mem.stats().flat_searches == 1
-        mem.set_search_options(
-            probe_cost_cells=0
-        )  # probing free (the default): only a memory within the budget is flat
+        # probing free (the default): only a memory within the budget is flat
+        mem.set_search_options(probe_cost_cells=0)
         mem.search(data.queries[0], k=10)
         assert mem.stats().flat_searches == 1 and mem.stats().searches == 2
