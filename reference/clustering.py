@@ -25,6 +25,8 @@ class GroupState:
     def __init__(self, sums: np.ndarray, counts: np.ndarray) -> None:
         self._sums, self._counts, self._n = sums, counts, len(counts)
         self._cache: dict[str, np.ndarray] = {}
+        self._stale: set[int] = set()
+        """Groups whose cached centroid row is out of date (their sums changed, their membership did not)."""
 
     @classmethod
     def empty(cls, dim: int) -> GroupState:
@@ -54,10 +56,16 @@ class GroupState:
         return self._cache["active"]
 
     def active_centroids(self) -> np.ndarray:
-        """Centroids of the non-empty groups, row i for group `active_ids()[i]` (contiguous, cached)."""
-        if "active_centroids" not in self._cache:
-            self._cache["active_centroids"] = kernels.unit_rows(self.sums, self.active_ids())
-        return self._cache["active_centroids"]
+        """Centroids of the non-empty groups, row i for group `active_ids()[i]` (contiguous, cached; a
+        write that leaves the set of groups as it was recomputes only the rows of the groups it changed)."""
+        cached = self._cache.get("active_centroids")
+        if cached is None:
+            cached = self._cache["active_centroids"] = kernels.unit_rows(self.sums, self.active_ids())
+        elif self._stale:
+            changed = np.fromiter(self._stale, dtype=np.int64, count=len(self._stale))
+            cached[np.searchsorted(self.active_ids(), changed)] = kernels.unit_rows(self.sums, changed)
+        self._stale.clear()
+        return cached
 
     def active_sizes(self) -> np.ndarray:
         """Cell counts of the non-empty groups, in `active_ids()` order (cached)."""
@@ -66,7 +74,10 @@ class GroupState:
         return self._cache["active_sizes"]
 
     def copy(self) -> GroupState:
-        return GroupState(self.sums.copy(), self.counts.copy())
+        twin = GroupState(self.sums.copy(), self.counts.copy())
+        twin._cache = {name: cached.copy() for name, cached in self._cache.items()}
+        twin._stale = set(self._stale)
+        return twin
 
     def add_members(self, group_ids: np.ndarray, vectors: np.ndarray) -> None:
         """Add vectors to the groups' sums (groups must exist)."""
@@ -78,9 +89,21 @@ class GroupState:
         self.sums[self.counts == 0] = 0.0
 
     def _add(self, group_ids: np.ndarray, vectors: np.ndarray, sign: int) -> None:
-        kernels.add_by_group(self.sums, np.asarray(group_ids, dtype=np.int64), _rows32(vectors), float(sign))
+        group_ids = np.asarray(group_ids, dtype=np.int64)
+        kernels.add_by_group(self.sums, group_ids, _rows32(vectors), float(sign))
         self.counts[:] += sign * np.bincount(group_ids, minlength=self._n)
-        self._cache.clear()
+        self._changed(np.unique(group_ids))
+
+    def _changed(self, groups: np.ndarray) -> None:
+        """Invalidate what the change of these groups' sums made stale: everything when one of them was
+        founded or emptied, else their centroid rows and sizes."""
+        cached = self._cache.get("active")
+        if cached is None or len(cached) != np.count_nonzero(self.counts) or not self.counts[groups].all():
+            self._cache.clear()
+            self._stale.clear()
+            return
+        self._cache.pop("active_sizes", None)
+        self._stale.update(groups.tolist())
 
     def move_members(self, source: int, target: int, vectors: np.ndarray) -> None:
         """Move vectors from one group to another (one sum, no grouping pass)."""
@@ -91,7 +114,7 @@ class GroupState:
         self._counts[target] += len(vectors)
         if self._counts[source] == 0:
             self._sums[source] = 0.0
-        self._cache.clear()
+        self._changed(np.asarray([source, target]))
 
     def new_slots(self, count: int) -> None:
         """Append `count` empty groups."""
@@ -105,6 +128,7 @@ class GroupState:
             self._sums, self._counts = sums, counts
         self._n = needed
         self._cache.clear()
+        self._stale.clear()
 
 
 def _rows32(vectors: np.ndarray) -> np.ndarray:

@@ -1,6 +1,6 @@
 """Compiled loops (numba): the second search stage over the group index's arena without a Python step
-per group, and the grouping steps ingest runs per chunk and per group (sums by group, centroids, 2-means
-splits).
+per group, the grouping steps ingest runs per chunk and per group (sums by group, centroids, 2-means
+splits), and BM25 scoring over the lexical index's postings.
 
 The arena holds every group's vectors in one float32 matrix; group g owns the rows
 `starts[g] : starts[g] + sizes[g]` (`index.NumpyGroupIndex`). A NumPy scan paid a call, a view and a
@@ -143,6 +143,44 @@ def two_means(vectors: np.ndarray, iterations: int) -> np.ndarray:
         part[:] = step
         direction = (second_sum / in_second - (total - second_sum) / (count - in_second)).astype(np.float32)
     return part
+
+
+@_compiled
+def bm25_into(
+    terms: np.ndarray,
+    offsets: np.ndarray,
+    rows: np.ndarray,
+    counts: np.ndarray,
+    query_terms: np.ndarray,
+    weights: np.ndarray,
+    lengths: np.ndarray,
+    live: np.ndarray,
+    k1: float,
+    b: float,
+    average_length: float,
+    scores: np.ndarray,
+    touched: np.ndarray,
+    found: int,
+) -> int:
+    """Add one segment's BM25 contributions for the query's words to `scores` (by row): word
+    `query_terms[i]` (weight `weights[i]`, its idf times its repeats in the query) is held by
+    `rows[offsets[j]:offsets[j + 1]]` where `terms[j]` is that word. Rows first scored here are appended
+    to `touched` after its first `found`; returns the new count. Dead rows are skipped."""
+    for i in range(len(query_terms)):
+        j = np.searchsorted(terms, query_terms[i])
+        if j == len(terms) or terms[j] != query_terms[i]:
+            continue
+        for p in range(offsets[j], offsets[j + 1]):
+            row = rows[p]
+            if not live[row]:
+                continue
+            tf = counts[p]
+            norm = k1 * (1.0 - b + b * lengths[row] / average_length)
+            if scores[row] == 0.0:
+                touched[found] = row
+                found += 1
+            scores[row] += weights[i] * tf / (tf + norm)
+    return found
 
 
 @_compiled

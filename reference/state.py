@@ -92,7 +92,7 @@ class EngineState:
         for row, entities in zip(rows.tolist(), found):
             self.entities.add(row, entities)
         if self.lexical is not None:
-            self.lexical.add(rows, [seen_text(t, m) for t, m in zip(batch.texts, batch.metadata)])
+            self.lexical.add(rows, self._seen_texts(rows))
 
     def remove(self, rows: np.ndarray) -> None:
         """Take deleted cells out of the groups, the indexes and the table."""
@@ -100,7 +100,7 @@ class EngineState:
         self.groups.remove_members(groups, self.index.vectors_of(rows))
         self.index.remove(groups, rows)
         if self.lexical is not None:
-            self.lexical.remove(rows)
+            self.lexical.remove(rows, self._seen_texts(rows))
         for row in rows.tolist():
             self.entities.remove(row)
             self.dirty.discard(row)
@@ -133,7 +133,12 @@ class EngineState:
         """Build the lexical index over every stored cell (when it is switched on later)."""
         self.lexical = LexicalIndex()
         live = self.table.live_rows()
-        self.lexical.add(live, [seen_text(self.table.texts[r], self.table.metadata[r]) for r in live.tolist()])
+        self.lexical.add(live, self._seen_texts(live))
+
+    def _seen_texts(self, rows: np.ndarray) -> list[str]:
+        """What the encoder and the lexical index saw of these rows (`cells.seen_text`)."""
+        table = self.table
+        return [seen_text(table.texts[row], table.metadata[row]) for row in rows.tolist()]
 
     def note_access(self, rows: np.ndarray) -> None:
         """Count a read of these cells (persisted at the next flush)."""
@@ -172,6 +177,10 @@ class EngineState:
         np.add.at(sums, table.group[live], self.index.vectors_of(live).astype(np.float64))
         if not np.allclose(sums, groups.sums, atol=1e-3):
             problems.append("a centroid is not the mean of its group's cells")
+        active = groups.active_ids()
+        norms = np.linalg.norm(groups.sums[active], axis=1, keepdims=True)
+        if not np.allclose(groups.active_centroids(), groups.sums[active] / norms, atol=1e-5):
+            problems.append("a cached centroid differs from its group's normalised sum")
         for group in groups.active_ids().tolist():
             if not np.array_equal(np.sort(self.index.members(group)), live[table.group[live] == group]):
                 problems.append(f"the group index holds other cells than group {group}")

@@ -1,0 +1,96 @@
+"""The incremental lexical index scores as BM25 over the live cells would, after any writes and deletes."""
+
+import math
+import random
+from collections import Counter
+
+import bm25s
+import numpy as np
+import pytest
+from bm25s.stopwords import STOPWORDS_EN
+
+from harness.generators.topics import topic_haystack
+from reference.lexical import K1, STOP_WORDS, B, LexicalIndex, words
+
+
+def oracle(texts: dict[int, str], query: str) -> dict[int, float]:
+    """Lucene BM25 in plain Python over `texts` (row -> text), the rows sharing a word with `query`."""
+    docs = {row: Counter(words(text)) for row, text in texts.items()}
+    average = sum(sum(c.values()) for c in docs.values()) / len(docs)
+    scores: dict[int, float] = {}
+    for word in words(query):
+        df = sum(word in c for c in docs.values())
+        if not df:
+            continue
+        idf = math.log(1 + (len(docs) - df + 0.5) / (df + 0.5))
+        for row, counts in docs.items():
+            if counts[word]:
+                length = sum(counts.values())
+                tf = counts[word]
+                scores[row] = scores.get(row, 0.0) + idf * tf / (tf + K1 * (1 - B + B * length / average))
+    return scores
+
+
+def ranked(scores: dict[int, float], depth: int) -> list[int]:
+    return sorted(scores, key=lambda row: (-scores[row], row))[:depth]
+
+
+@pytest.fixture(scope="module")
+def texts():
+    return topic_haystack(600, seed=3).texts
+
+
+def test_writes_of_every_size_and_deletes_score_as_bm25_over_the_live_cells(texts):
+    index, live, rng = LexicalIndex(), {}, random.Random(4)
+    position = 0
+    while position < len(texts):
+        batch = rng.choice([1, 1, 2, 7, 40, 120])
+        rows = np.arange(position, min(position + batch, len(texts)))
+        index.add(rows, [texts[r] for r in rows])
+        live.update({r: texts[r] for r in rows.tolist()})
+        position = int(rows[-1]) + 1
+        if rng.random() < 0.3:  # deletes between writes, some of them emptying most of a segment
+            doomed = np.asarray(sorted(rng.sample(sorted(live), min(len(live) - 1, rng.choice([1, 5, 60])))))
+            index.remove(doomed, [live.pop(r) for r in doomed.tolist()])
+    assert index.rows() == set(live) and len(index) == len(live)
+    for query in [*texts[::37], "telescope telescope Jupiter", "nothing matches qqqq", "the of and"]:
+        rows, scores = index.search(query, 10)
+        expected = oracle(live, query)
+        assert rows.tolist() == ranked(expected, 10)
+        assert scores.tolist() == pytest.approx([expected[r] for r in rows.tolist()])
+
+
+def test_scores_match_bm25s_rebuilt_over_the_same_cells(texts):
+    index = LexicalIndex()
+    for start in range(0, len(texts), 50):
+        index.add(np.arange(start, min(start + 50, len(texts))), texts[start : start + 50])
+    retriever = bm25s.BM25()  # Lucene's variant, as the engine's docstring promises
+    retriever.index(bm25s.tokenize(texts, stopwords="en", return_ids=False, show_progress=False), show_progress=False)
+    for query in texts[:40]:
+        [tokens] = bm25s.tokenize([query], stopwords="en", return_ids=False, show_progress=False)
+        theirs = np.asarray(retriever.get_scores(tokens), dtype=np.float64)
+        rows, scores = index.search(query, 10)
+        assert scores == pytest.approx(theirs[rows], rel=1e-4)
+        assert sorted(theirs, reverse=True)[:10] == pytest.approx(scores.tolist(), rel=1e-4)
+
+
+def test_the_stop_words_are_lucenes_as_bm25s_lists_them():
+    assert set(STOPWORDS_EN) == STOP_WORDS
+
+
+def test_a_write_costs_its_own_cells_and_queries_read_few_segments(texts):
+    index = LexicalIndex()
+    index.add(np.arange(500), texts[:500])
+    for row in range(500, 600):  # one cell a turn, as an agent writes
+        index.add(np.asarray([row]), [texts[row]])
+        assert index.segments() <= 2 + math.log2(row)
+        assert index.search(texts[row], 1)[0][0] == row or texts.index(texts[row]) < row  # an earlier twin may tie
+
+
+def test_rows_must_be_new_and_ascending(texts):
+    index = LexicalIndex()
+    index.add(np.asarray([3, 4]), texts[:2])
+    with pytest.raises(ValueError, match="ascending"):
+        index.add(np.asarray([4]), texts[2:3])
+    with pytest.raises(ValueError, match="ascending"):
+        index.add(np.asarray([9, 8]), texts[2:4])
