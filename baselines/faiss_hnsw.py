@@ -8,9 +8,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from harness.protocol import Document, Query, SearchHit, SystemContext
-from reference.errors import BackendUnavailableError
-from reference.validation import check_k
+from harness.protocol import Document, Query, SearchHit, SystemContext, check_k
 
 from .vectors import stack_unit, vector_of
 
@@ -24,7 +22,7 @@ class FaissHNSW:
         try:
             import faiss
         except ImportError:
-            raise BackendUnavailableError("faiss is not installed; pip install 'magnetic-bench[faiss]'") from None
+            raise ImportError("faiss is not installed; pip install 'magnetic-bench[faiss]'") from None
         self._index = faiss.IndexHNSWFlat(context.vector_dim(), m, faiss.METRIC_INNER_PRODUCT)
         self._index.hnsw.efConstruction = ef_construction
         self.ef_search = self.default_ef_search = ef_search

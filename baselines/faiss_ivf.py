@@ -7,9 +7,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from harness.protocol import Document, Query, SearchHit, SystemContext
-from reference.errors import BackendUnavailableError
-from reference.validation import check_k
+from harness.protocol import Document, Query, SearchHit, SystemContext, check_k
 
 from .vectors import stack_unit, vector_of
 
@@ -23,7 +21,7 @@ class FaissIVF:
         try:
             import faiss
         except ImportError:
-            raise BackendUnavailableError("faiss is not installed; pip install 'magnetic-bench[faiss]'") from None
+            raise ImportError("faiss is not installed; pip install 'magnetic-bench[faiss]'") from None
         self._faiss = faiss
         self.dim = context.vector_dim()
         self.nlist = nlist

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
-from harness.protocol import Document, Query, SearchHit, SystemContext
-from reference.chroma import guarded, persistent_client
-from reference.errors import BackendUnavailableError
-from reference.validation import check_k
+import chromadb
+from chromadb.config import Settings
+
+from harness.protocol import Document, Query, SearchHit, SystemContext, check_k
 
 from .vectors import stack_unit, vector_of
 
@@ -17,13 +18,12 @@ class FlatChroma:
     capabilities = frozenset({"vectors", "persist"})
 
     def __init__(self, context: SystemContext) -> None:
-        self._client = persistent_client(str(context.workdir / "flat-chroma"))
-        self._collection = guarded(
-            "creating the flat collection",
-            self._client.get_or_create_collection,
-            "flat",
-            embedding_function=None,
-            configuration={"hnsw": {"space": "cosine"}},
+        settings = Settings(anonymized_telemetry=False)
+        self._client: Any = chromadb.PersistentClient(  # chromadb's ClientAPI types no close()
+            path=str(context.workdir / "flat-chroma"), settings=settings
+        )
+        self._collection = self._client.get_or_create_collection(
+            "flat", embedding_function=None, configuration={"hnsw": {"space": "cosine"}}
         )
         self._batch = self._client.get_max_batch_size()
 
@@ -31,9 +31,7 @@ class FlatChroma:
         matrix = stack_unit(docs)
         for start in range(0, len(docs), self._batch):
             chunk = docs[start : start + self._batch]
-            guarded(
-                "adding to the flat collection",
-                self._collection.add,
+            self._collection.add(
                 ids=[d.id for d in chunk],
                 embeddings=matrix[start : start + len(chunk)],
                 documents=[d.text for d in chunk],
@@ -41,16 +39,10 @@ class FlatChroma:
 
     def search(self, query: Query, *, k: int) -> list[SearchHit]:
         k = check_k(k)
-        result = guarded(
-            "querying the flat collection",
-            self._collection.query,
-            query_embeddings=vector_of(query)[None, :],
-            n_results=k,
-            include=["distances"],
-        )
+        result = self._collection.query(query_embeddings=vector_of(query)[None, :], n_results=k, include=["distances"])
         distances = result["distances"]
         if distances is None:
-            raise BackendUnavailableError("Chroma answered the flat collection's query without distances")
+            raise RuntimeError("Chroma answered the flat collection's query without distances")
         return [SearchHit(i, 1.0 - d) for i, d in zip(result["ids"][0], distances[0])]
 
     def close(self) -> None:

@@ -6,8 +6,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from harness.protocol import Document, Query, SearchHit, SystemContext
-from reference.validation import check_k
+from harness.protocol import Document, Query, SearchHit, SystemContext, check_k
 
 from .vectors import similarities, stack_unit, top_k, vector_of
 

@@ -1,5 +1,5 @@
-"""Hybrid retrieval as users build it: exact dense search and BM25, each over every document, fused
-by reciprocal rank (RRF, Cormack et al. 2009: Σ 1 / (60 + rank) over the two lists' top `depth`)."""
+"""Hybrid retrieval as users build it: exact dense search and BM25 (`bm25s`), each over every document,
+fused by reciprocal rank (RRF, Cormack et al. 2009: Σ 1 / (60 + rank) over the two lists' top `depth`)."""
 
 from __future__ import annotations
 
@@ -7,39 +7,47 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from harness.protocol import Document, Query, SearchHit, SystemContext
-from reference.fusion import reciprocal_rank
-from reference.lexical import LexicalIndex
-from reference.validation import check_k
+from harness.protocol import Document, Query, SearchHit, SystemContext, check_k
 
+from .bm25 import LexicalRetriever
 from .vectors import similarities, stack_unit, top_k, vector_of
 
 
 class HybridRRF:
     name = "hybrid-rrf"
-    capabilities = frozenset({"text", "vectors"})
+    capabilities = frozenset({"text", "vectors", "delete"})
 
     def __init__(self, context: SystemContext, *, depth: int = 100, rrf_k: int = 60) -> None:
         self.depth, self.rrf_k = depth, rrf_k
-        self._lexical = LexicalIndex()
+        self._lexical = LexicalRetriever()
         self._ids: list[str] = []
-        self._matrix = np.zeros((0, context.dim or 0), dtype=np.float32)
+        self._matrix = np.zeros((0, context.vector_dim()), dtype=np.float32)
 
     def add(self, docs: Sequence[Document]) -> None:
-        start = len(self._ids)
         self._matrix = np.vstack([self._matrix, stack_unit(docs)])
-        self._lexical.add(np.arange(start, start + len(docs)), [d.text for d in docs])
+        self._lexical.add([(d.id, d.text) for d in docs])
         self._ids += [d.id for d in docs]
+
+    def delete(self, doc_ids: Sequence[str]) -> None:
+        doomed = set(doc_ids)
+        keep = [i for i, doc_id in enumerate(self._ids) if doc_id not in doomed]
+        self._matrix, self._ids = self._matrix[keep], [self._ids[i] for i in keep]
+        self._lexical.delete(doc_ids)
 
     def search(self, query: Query, *, k: int) -> list[SearchHit]:
         k = check_k(k)
-        similarity = similarities(self._matrix, vector_of(query))
-        dense = top_k(similarity, min(self.depth, len(self._ids)))
-        rows, scores = reciprocal_rank(
-            (dense, similarity[dense]), self._lexical.search(query.text, self.depth), rrf_k=self.rrf_k
-        )
-        best = top_k(scores, min(k, len(rows)))
-        return [SearchHit(self._ids[r], float(scores[i])) for i, r in zip(best.tolist(), rows[best].tolist())]
+        dense = similarities(self._matrix, vector_of(query))
+        lexical_ids, lexical = self._lexical.scores(query.text)
+        fused: dict[str, float] = {}
+        ranked_lists = [
+            [self._ids[i] for i in top_k(dense, min(self.depth, len(dense))).tolist()],
+            [lexical_ids[i] for i in top_k(lexical, min(self.depth, len(lexical))).tolist() if lexical[i] > 0],
+        ]
+        for ranked in ranked_lists:
+            for rank, doc_id in enumerate(ranked, start=1):
+                fused[doc_id] = fused.get(doc_id, 0.0) + 1.0 / (self.rrf_k + rank)
+        best = sorted(fused, key=lambda doc_id: -fused[doc_id])[:k]
+        return [SearchHit(doc_id, fused[doc_id]) for doc_id in best]
 
     def close(self) -> None:
         self._ids.clear()

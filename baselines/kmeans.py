@@ -16,8 +16,7 @@ from typing import Any, ClassVar
 import numpy as np
 from sklearn.cluster import KMeans
 
-from harness.protocol import Document, Query, SearchHit, SystemContext
-from reference.validation import check_k
+from harness.protocol import Document, Query, SearchHit, SystemContext, check_k
 
 from .vectors import similarities, stack_unit, top_k, vector_of
 

@@ -44,6 +44,13 @@ class SearchHit:
     score: float
 
 
+def check_k(k: Any) -> int:
+    """The number of hits asked for, a positive integer; anything else is a `ValueError` (MB-ERR-1)."""
+    if isinstance(k, bool) or not isinstance(k, int | np.integer) or k <= 0:
+        raise ValueError(f"k must be a positive integer, got {k!r}")
+    return int(k)
+
+
 def vector_of(item: Document | Query) -> np.ndarray:
     """The item's vector, for systems that take vectors: an item without one is an error, never a zero."""
     if item.vector is None:
