@@ -3,7 +3,15 @@
 from .cells import CellRecord as Cell
 from .concepts import Concept
 from .config import MemoryConfig, ScoringWeights
-from .errors import BackendUnavailableError, DimensionMismatchError, InvalidInputError, MagneticError, NotFoundError
+from .errors import (
+    BackendUnavailableError,
+    DimensionMismatchError,
+    EncoderMismatchError,
+    InvalidInputError,
+    MagneticError,
+    NotFoundError,
+    StoreDamagedError,
+)
 from .hit import Hit
 from .memory import CellularMemory
 from .stats import MemoryStats
@@ -14,6 +22,7 @@ __all__ = [
     "CellularMemory",
     "Concept",
     "DimensionMismatchError",
+    "EncoderMismatchError",
     "Hit",
     "InvalidInputError",
     "MagneticError",
@@ -21,4 +30,5 @@ __all__ = [
     "MemoryStats",
     "NotFoundError",
     "ScoringWeights",
+    "StoreDamagedError",
 ]

@@ -1,133 +1,205 @@
-"""An embedded Chroma store at a path: marked open while in use, and rebuilt after a crash.
+"""An embedded store at a path: embedded Chroma beside the engine's own SQLite file, held by one process.
 
-Chroma keeps a collection's records in SQLite (transactional) and its vectors in an HNSW segment
-directory, `<path>/<segment-id>/`, which a killed process can leave damaged. Seen with Chroma
-1.5.9: a truncated `index_metadata.pickle` (every read fails), a log that no longer applies (every
-write fails), and a `link_lists.bin` grown to hundreds of GB (sparse) that crashes the process.
-Not all of these show as errors, so a store that was not closed cleanly is rebuilt on open, as is
-one whose segment fails a read. The segment is derived data: the rebuild moves it to
-`<path>/set-aside/` (the last one is kept) and writes every vector again from the exact copy in
-the cells' metadata. A pending-repair marker makes an interrupted rebuild start over.
+Layout: Chroma's `chroma.sqlite3` and vector segment directory `<segment-id>/` (the cells' ids,
+embeddings and documents), the sidecar `magbench.sqlite3` (each cell's engine fields and exact vector,
+`sidecar.py`), and `magbench.lock`.
+
+One process at a time: opening takes an exclusive OS lock on `magbench.lock` (`filelock`: `flock` on
+Unix) and holds it until `close()`; the OS releases it when the process ends, however it ends. A second
+open, from this process or another, is refused while the lock is held.
+
+Crashes. Chroma keeps records in SQLite (transactional) and vectors in the HNSW segment, which a process
+killed during a Chroma write can leave damaged; seen with Chroma 1.5.9: a truncated
+`index_metadata.pickle` (every read fails), a log that no longer applies (every write fails), a
+`link_lists.bin` grown to hundreds of GB (sparse) that crashes the process. Not all of these show as
+errors, so every Chroma write is marked in flight in the sidecar until it returns. A mark found on open
+means a process died during a write: the segment is moved to `<path>/set-aside/` (the last one is kept)
+and rebuilt from the sidecar's exact vectors, the cells of an add in flight (never acknowledged) are
+removed and a delete in flight is finished. A store whose last holder died between writes opens as it
+is, without a rebuild; one whose segment fails a read is rebuilt too.
 """
 
 from __future__ import annotations
 
 import logging
-import os
 import shutil
 import sqlite3
 import time
-from contextlib import closing
+from collections.abc import Sequence
+from contextlib import ExitStack, closing
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .cells import CellBatch
+from filelock import FileLock, Timeout
+
+from .cells import CellBatch, CellRecord
 from .chroma import persistent_client
 from .errors import BackendUnavailableError, InvalidInputError, VectorSegmentUnreadableError
-from .store import ChromaCellStore, StoreIdentity
+from .sidecar import SIDECAR, InFlight, Sidecar
+from .store import ChromaCells, ServerCellStore, StoreIdentity
 
 log = logging.getLogger(__name__)
-OPEN_MARKER = "magbench-open.pid"
-REPAIR_PENDING = "magbench-repair.pending"
+LOCK = "magbench.lock"
+
+
+class EmbeddedCellStore:
+    """Cells in an embedded Chroma collection (ids, embeddings, documents) and the sidecar (fields and
+    exact vectors), each write marked in flight while Chroma runs it."""
+
+    persistent = True
+
+    def __init__(self, cells: ChromaCells, sidecar: Sidecar, dim: int) -> None:
+        self.cells, self.sidecar, self.dim = cells, sidecar, dim
+        self._next_seq = 0
+
+    def load(self) -> CellBatch | None:
+        """Every cell in insertion order: Chroma's documents joined with the sidecar's fields and vectors.
+        Leftovers of writes that failed part-way (a document without fields: an add whose rollback
+        failed; fields without a document: a delete that failed) are removed, with a warning."""
+        found = self.cells.read(["documents"])
+        text_of = dict(zip(found["ids"], found["documents"], strict=True))
+        cells, deleted = self.sidecar.load(self.dim, text_of)
+        if deleted:
+            log.warning("%s: forgetting %d cells a failed delete left in the sidecar", self.cells.name, len(deleted))
+            self.sidecar.drop(deleted)
+        if unacknowledged := sorted(text_of.keys() - set(cells.ids if cells else ())):
+            log.warning("%s: removing %d cells a failed write left in Chroma", self.cells.name, len(unacknowledged))
+            self.cells.delete(unacknowledged)
+        self._next_seq = self.sidecar.last_seq() + 1
+        return cells
+
+    def put(self, batch: CellBatch) -> None:
+        """Fields and vectors first (durable, the write marked in flight), then Chroma; all or nothing."""
+        mark = self.sidecar.add(batch, self._next_seq)
+        try:
+            self.cells.add(batch)
+        except Exception:
+            self.sidecar.end(mark, removing=batch.ids)
+            raise
+        self.sidecar.end(mark)
+        self._next_seq += len(batch)
+
+    def update(self, records: Sequence[CellRecord]) -> None:
+        """Only the sidecar changes: Chroma holds none of the mutable fields."""
+        self.sidecar.update(records)
+
+    def delete(self, ids: Sequence[str]) -> None:
+        """A delete that fails part-way stays marked, and the next open finishes it."""
+        mark = self.sidecar.begin("delete", ids)
+        self.cells.delete(ids)
+        self.sidecar.end(mark, removing=ids)
 
 
 @dataclass
 class EmbeddedStore:
-    """The client of an embedded store and its cell store; `close()` records a clean shutdown."""
+    """An open embedded store: its lock, Chroma client and cell store; `close()` releases them."""
 
-    path: Path
+    lock: FileLock
     client: Any
-    store: ChromaCellStore
+    store: EmbeddedCellStore
 
     def close(self) -> None:
-        self.client.close()
-        (self.path / OPEN_MARKER).unlink(missing_ok=True)
+        try:
+            self.store.sidecar.close()
+            self.client.close()
+        finally:
+            self.lock.release()
 
 
 def open_embedded(path: str, namespace: str, identity: StoreIdentity) -> tuple[EmbeddedStore, CellBatch | None]:
-    """Open the embedded store at `path` (rebuilding its vector segment if needed) and read its cells."""
+    """Open the embedded store at `path` (repairing what a crash left) and read its cells."""
     root = Path(path)
     if root.exists() and not root.is_dir():
         raise InvalidInputError(f"{root} is a file, not a folder: give a folder path for the embedded store")
     root.mkdir(parents=True, exist_ok=True)
-    _claim(root)
+    with ExitStack() as undo:
+        lock = _claim(root)
+        undo.callback(lock.release)
+        new_sidecar = not (root / SIDECAR).exists()
+        sidecar = Sidecar(root)
+        undo.callback(sidecar.close)
+        client, store, cells = _open_repairing(root, namespace, identity, sidecar, new_sidecar)
+        undo.pop_all()
+    return EmbeddedStore(lock, client, store), cells
+
+
+def _claim(root: Path) -> FileLock:
+    """Hold the store's OS lock (released by the OS if this process dies), or refuse."""
+    lock = FileLock(root / LOCK, thread_local=False, fallback_to_soft=False, preserve_lock_file=True)
     try:
-        client, store, cells = _open_repairing(root, namespace, identity)
-    except BaseException:
-        (root / OPEN_MARKER).unlink(missing_ok=True)
-        raise
-    return EmbeddedStore(root, client, store), cells
-
-
-def _claim(root: Path) -> None:
-    """Mark the store open by this process; a mark left by a dead process means it crashed."""
-    marker = root / OPEN_MARKER
-    holder = _holder(marker)
-    if holder is not None and holder != os.getpid():
-        if _alive(holder):
-            raise BackendUnavailableError(
-                f"{root} is open in process {holder}; embedded Chroma serves one process: "
-                "close it there, or share the memory through a Chroma server"
-            )
-        log.warning("%s was not closed (process %d ended with it open); rebuilding its vector segment", root, holder)
-        (root / REPAIR_PENDING).touch()
-    marker.write_text(str(os.getpid()))
-
-
-def _holder(marker: Path) -> int | None:
-    """The PID in the open marker; 0 when it holds none (its writer died while writing it)."""
-    if not marker.exists():
-        return None
-    text = marker.read_text().strip()
-    return int(text) if text.isdigit() else 0
-
-
-def _alive(pid: int) -> bool:
-    if pid <= 0:  # os.kill(0, ...) would signal our own process group
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # exists, owned by another user
-        return True
-    return True
+        lock.acquire(timeout=0)
+    except Timeout:
+        raise BackendUnavailableError(
+            f"{root} is open in another process, or already open in this one; embedded Chroma serves one "
+            "process: close it there, or share the memory through a Chroma server"
+        ) from None
+    return lock
 
 
 def _open_repairing(
-    root: Path, namespace: str, identity: StoreIdentity
-) -> tuple[Any, ChromaCellStore, CellBatch | None]:
-    pending = root / REPAIR_PENDING
-    if not pending.exists():
-        client, store = _open(root, namespace, identity)
-        try:
-            return client, store, store.load()
-        except VectorSegmentUnreadableError as error:
-            log.warning("%s; rebuilding it", error)
-            pending.touch()
-            client.close()
-        except BaseException:
-            client.close()
-            raise
-    started = time.perf_counter()
-    moved = set_aside_vector_segment(root, f"{namespace}_cells")
-    client, store = _open(root, namespace, identity)
+    root: Path, namespace: str, identity: StoreIdentity, sidecar: Sidecar, new_sidecar: bool
+) -> tuple[Any, EmbeddedCellStore, CellBatch | None]:
+    marks = sidecar.in_flight()
+    if marks:
+        log.warning("%s was left with a write in flight (its process ended during it); repairing it", root)
+        return _repair(root, namespace, identity, sidecar, marks)
+    client, store = _open(root, namespace, identity, sidecar)
     try:
-        cells = store.load()
-        store.rewrite_vectors(cells)
+        if new_sidecar and store.cells.count():
+            _take_over_fields(client, namespace, identity, sidecar)
+        return client, store, store.load()
+    except VectorSegmentUnreadableError as error:
+        log.warning("%s; rebuilding it", error)
+        client.close()
     except BaseException:
         client.close()
         raise
-    pending.unlink()
+    return _repair(root, namespace, identity, sidecar, [])
+
+
+def _repair(
+    root: Path, namespace: str, identity: StoreIdentity, sidecar: Sidecar, marks: list[InFlight]
+) -> tuple[Any, EmbeddedCellStore, CellBatch | None]:
+    """Rebuild the vector segment from the sidecar's vectors, after finishing the writes in flight: a delete
+    is done again, an add that Chroma holds whole is kept and one it holds in part is removed. The repair
+    replaces those marks by its own until it is done, so a repair that is killed starts over."""
+    started = time.perf_counter()
+    moved = set_aside_vector_segment(root, f"{namespace}_cells")
+    client, store = _open(root, namespace, identity, sidecar)
+    try:
+        doomed = sorted(
+            {cell for mark in marks if mark.write != "add" or store.cells.present(mark.ids) != set(mark.ids)
+             for cell in mark.ids}
+        )  # fmt: skip
+        repair = sidecar.begin_repair(doomed)
+        store.cells.delete(doomed)
+        sidecar.drop(doomed)
+        cells = store.load()
+        if cells is not None:
+            store.cells.rewrite_vectors(cells.ids, cells.vectors)
+    except BaseException:
+        client.close()
+        raise
+    sidecar.end(repair)
     log.warning(
-        "rebuilt the vector segment of %s from %d cells in %.1f s; the old one is kept at %s",
+        "rebuilt the vector segment of %s from %d cells in %.1f s (%d unfinished cells removed); the old one is "
+        "kept at %s",
         root,
         len(cells or ()),
         time.perf_counter() - started,
+        len(doomed),
         moved,
     )
     return client, store, cells
+
+
+def _take_over_fields(client: Any, namespace: str, identity: StoreIdentity, sidecar: Sidecar) -> None:
+    """A store written before the sidecar kept the fields in Chroma's metadata: copy them over once."""
+    cells = ServerCellStore(client, namespace, identity).load()
+    if cells is not None:
+        sidecar.end(sidecar.add(cells, 0))
+        log.warning("moved the fields of %d cells from Chroma's metadata to %s", len(cells), sidecar.path)
 
 
 def set_aside_vector_segment(root: Path, collection: str) -> Path | None:
@@ -162,10 +234,10 @@ def _vector_segment(root: Path, collection: str) -> str | None:
     return None if row is None else str(row[0])
 
 
-def _open(root: Path, namespace: str, identity: StoreIdentity) -> tuple[Any, ChromaCellStore]:
+def _open(root: Path, namespace: str, identity: StoreIdentity, sidecar: Sidecar) -> tuple[Any, EmbeddedCellStore]:
     client = persistent_client(str(root))
     try:
-        return client, ChromaCellStore(client, namespace, identity)
+        return client, EmbeddedCellStore(ChromaCells(client, namespace, identity), sidecar, identity.dim)
     except BaseException:
         client.close()
         raise

@@ -34,3 +34,7 @@ class VectorSegmentUnreadableError(BackendUnavailableError):
 
 class InvariantError(MagneticError, AssertionError):
     """The memory's derived state disagrees with its cells (a bug: please report it with the message)."""
+
+
+class StoreDamagedError(MagneticError):
+    """A persisted cell that cannot be read back; the message names it."""

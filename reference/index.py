@@ -176,35 +176,32 @@ class NumpyGroupIndex:
             self.capacities[groups] = new
             self._rebuild()
             return
-        for group, capacity in zip(groups.tolist(), new.tolist()):
-            self._move(group, capacity)
-
-    def _move(self, group: int, capacity: int) -> None:
-        """Give the group a segment of `capacity` rows at the end of the arena (which has the room)."""
-        self._copy_segment(group, self.vectors, self.rows, self._end)
-        self._abandoned += int(self.capacities[group])
-        self.capacities[group] = capacity
-        self._end += capacity
+        at = self._end + np.cumsum(new) - new  # new segments at the end of the arena, which has the room
+        self._copy_segments(groups, at, self.vectors, self.rows)
+        self._abandoned += int(old.sum())
+        self.capacities[groups] = new
+        self._end = end
 
     def _rebuild(self) -> None:
         """Copy every group's segment into a fresh arena, each with its room, the arena twice their total."""
         held = np.flatnonzero(self.capacities)
-        length = max(MIN_ARENA, 2 * int(self.capacities.sum()))
+        rooms = self.capacities[held]
+        length = max(MIN_ARENA, 2 * int(rooms.sum()))
         vectors, rows = np.zeros((length, self.dim), dtype=np.float32), np.zeros(length, dtype=np.int64)
-        end = 0
-        for group in held.tolist():
-            self._copy_segment(group, vectors, rows, end)
-            end += int(self.capacities[group])
-        self.vectors, self.rows, self._end, self._abandoned = vectors, rows, end, 0
+        self._copy_segments(held, np.cumsum(rooms) - rooms, vectors, rows)
+        self.vectors, self.rows, self._end, self._abandoned = vectors, rows, int(rooms.sum()), 0
 
-    def _copy_segment(self, group: int, vectors: np.ndarray, rows: np.ndarray, at: int) -> None:
-        """Copy the group's rows into `vectors` and `rows` from slot `at` on, and point the group and its
-        cells there."""
-        start, size = int(self.starts[group]), int(self.sizes[group])
-        vectors[at : at + size] = self.vectors[start : start + size]
-        rows[at : at + size] = self.rows[start : start + size]
-        self._slot_of[rows[at : at + size]] = np.arange(at, at + size)
-        self.starts[group] = at
+    def _copy_segments(self, groups: np.ndarray, at: np.ndarray, vectors: np.ndarray, rows: np.ndarray) -> None:
+        """Copy each group's rows into `vectors` and `rows` from slot `at[i]` on (one gather for all), and
+        point the groups and their cells there."""
+        sizes = self.sizes[groups]
+        within = np.arange(int(sizes.sum())) - np.repeat(np.cumsum(sizes) - sizes, sizes)
+        source = np.repeat(self.starts[groups], sizes) + within
+        target = np.repeat(at, sizes) + within
+        vectors[target] = self.vectors[source]
+        rows[target] = self.rows[source]
+        self._slot_of[rows[target]] = target
+        self.starts[groups] = at
 
 
 def _room_for(column: np.ndarray, length: int) -> np.ndarray:

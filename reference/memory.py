@@ -36,7 +36,7 @@ from .scoring import Clock, system_clock
 from .search import Candidates, Mode, ThreeStageSearch
 from .state import EngineState
 from .stats import MemoryStats, memory_stats
-from .store import CellStore, ChromaCellStore, NullStore, StoreIdentity
+from .store import CellStore, NullStore, ServerCellStore, StoreIdentity
 from .validation import (
     check_ids,
     check_importance,
@@ -97,13 +97,13 @@ class CellularMemory:
         self._search = ThreeStageSearch(config, self._pool)
         self._embedded: EmbeddedStore | None = None
         store: CellStore = NullStore()
-        identity = StoreIdentity(self.dim, self.encoder.name if check_encoder else None)
+        identity = StoreIdentity(self.dim, self.encoder.name, check_encoder)
         cells = None
         if path is not None:
             self._embedded, cells = open_embedded(path, config.namespace, identity)
             store = self._embedded.store
         elif client is not None:
-            store = ChromaCellStore(client, config.namespace, identity)
+            store = ServerCellStore(client, config.namespace, identity)
             cells = store.load()
         table = CellTable(self.dim, vector_rows=config.flat_copy_rows if config.group_backend == "numpy" else None)
         self._state = EngineState(

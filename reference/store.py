@@ -1,10 +1,14 @@
-"""The master store of cells: the persistent source of truth (`{namespace}_cells` in Chroma).
+"""Where cells persist. A store loads every cell on open and takes each write as it happens.
 
-Each cell is one record: its text, its vector (as the Chroma embedding, and an exact float32 copy
-in the metadata, from which cells are loaded: see `ChromaCellStore._read`), and the engine's fields.
+`ChromaCells` is the cells' Chroma collection (`{namespace}_cells`, cosine space): ids, embeddings and
+documents, as any Chroma user writes them, opened with the store's identity check and written in
+chunks of Chroma's batch limit. Two layouts keep the engine's own fields (group, kind, importance,
+timestamp, access count, metadata, conflicts) and each cell's exact vector:
 
-Groups, per-group indexes and the entity index are derived from it on open. `NullStore`
-stands in when nothing is persisted (`path=None`, no client).
+- an embedded store keeps them in its own SQLite file beside Chroma's (`sidecar.py`, `embedded.py`);
+- `ServerCellStore`, for a Chroma server, in each cell's Chroma metadata (the vector as base64).
+
+`NullStore` stands in when nothing is persisted (`path=None`, no client).
 """
 
 from __future__ import annotations
@@ -20,20 +24,26 @@ import numpy as np
 
 from .cells import CellBatch, CellRecord, ConflictNote
 from .chroma import backend_errors, guarded
-from .errors import BackendUnavailableError, DimensionMismatchError, EncoderMismatchError, VectorSegmentUnreadableError
+from .errors import (
+    BackendUnavailableError,
+    DimensionMismatchError,
+    EncoderMismatchError,
+    StoreDamagedError,
+    VectorSegmentUnreadableError,
+)
 
 log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
 class StoreIdentity:
-    """What the vectors of a store are: their dimension and the encoder that made them.
-
-    `encoder=None` skips the encoder check (an explicit override, e.g. after re-encoding elsewhere).
-    """
+    """What the vectors of a store are: their dimension and the encoder that made them. A new store
+    records both; `check_encoder=False` opens a store made by another encoder (an explicit override,
+    e.g. after re-encoding elsewhere) without changing what it records."""
 
     dim: int
-    encoder: str | None
+    encoder: str
+    check_encoder: bool = True
 
 
 class CellStore(Protocol):
@@ -63,13 +73,10 @@ class NullStore:
         pass
 
 
-class ChromaCellStore:
-    """Cells in one cosine-space Chroma collection; engine fields in each cell's metadata."""
-
-    persistent = True
+class ChromaCells:
+    """The cells' collection: opened with the identity check, written in chunks of Chroma's batch limit."""
 
     def __init__(self, client: Any, namespace: str, identity: StoreIdentity) -> None:
-        self._client = client
         self.name = f"{namespace}_cells"
         dim, encoder = identity.dim, identity.encoder
         self._collection = guarded(
@@ -78,7 +85,7 @@ class ChromaCellStore:
             self.name,
             embedding_function=None,
             configuration={"hnsw": {"space": "cosine"}},
-            metadata={"dim": dim, "encoder": encoder or "unknown", "normalised": True},
+            metadata={"dim": dim, "encoder": encoder, "normalised": True},
         )
         stored = self._collection.metadata or {}
         if stored.get("dim", dim) != dim:
@@ -87,48 +94,24 @@ class ChromaCellStore:
                 "open it with the encoder it was built with, or use another path or namespace"
             )
         made_by = stored.get("encoder", "unknown")
-        if encoder is not None and made_by not in ("unknown", encoder):
+        if identity.check_encoder and made_by not in ("unknown", encoder):
             raise EncoderMismatchError(
                 f"collection {self.name} holds vectors made by encoder {made_by!r}, not {encoder!r}: their "
                 f"similarities would be meaningless; open it with {made_by!r}, use another path or namespace, "
                 "or pass check_encoder=False if you know the two encoders make the same vectors"
             )
-        self._batch = guarded("reading the batch limit", client.get_max_batch_size)
-        self._next_seq = 0
+        self.batch = guarded("reading the batch limit", client.get_max_batch_size)
+        """Cells per Chroma write (its limit)."""
 
-    def load(self) -> CellBatch | None:
-        """Every cell, from documents and metadata only (see `_read`), in insertion order."""
-        result = self._drop_unfinished_batches(self._read())
-        if not result["ids"]:
-            return None
-        metas = result["metadatas"]
-        order = np.argsort([m["seq"] for m in metas], kind="stable").tolist()
-        metas = [metas[i] for i in order]
-        self._next_seq = metas[-1]["seq"] + 1
-        return CellBatch(
-            ids=[result["ids"][i] for i in order],
-            texts=[result["documents"][i] for i in order],
-            vectors=np.stack([_vector(m) for m in metas]),
-            groups=np.asarray([m["group"] for m in metas], dtype=np.int64),
-            kinds=[str(m["kind"]) for m in metas],
-            importance=np.asarray([m["importance"] for m in metas], dtype=np.float64),
-            timestamps=np.asarray([m["timestamp"] for m in metas], dtype=np.float64),
-            access=np.asarray([m["access"] for m in metas], dtype=np.int64),
-            metadata=[json.loads(m["meta"]) for m in metas],
-            conflicts=[[ConflictNote.from_json(c) for c in json.loads(m.get("conflicts", "[]"))] for m in metas],
-        )
+    def count(self) -> int:
+        return int(guarded(f"counting {self.name}", self._collection.count))
 
-    def _read(self) -> dict[str, Any]:
-        """Documents and metadata, which Chroma keeps in SQLite (transactional).
-
-        Vectors are read from the metadata copy, never from Chroma's vector segment, which a
-        process killed mid-write can leave damaged while SQLite holds every acknowledged write.
-        Chroma 1.5.9 still opens that segment (and applies its pending log) on every read, so such
-        damage fails the read: that raises `VectorSegmentUnreadableError`, which
-        `embedded.open_embedded` repairs.
-        """
+    def read(self, include: list[str]) -> dict[str, Any]:
+        """Every record's `include` fields. Chroma 1.5.9 opens the vector segment (and applies its pending
+        log) on every read, so a segment damaged by a kill fails the read: that raises
+        `VectorSegmentUnreadableError`, which opening the store by path repairs (`embedded.py`)."""
         try:
-            found: dict[str, Any] = self._collection.get(include=["documents", "metadatas"])
+            found: dict[str, Any] = self._collection.get(include=include)
             return found
         except backend_errors() as error:
             if "hnsw" not in str(error).lower():
@@ -138,64 +121,117 @@ class ChromaCellStore:
                 "opening the store by path (CellularMemory(path=...)) rebuilds the segment"
             ) from error
 
-    def rewrite_vectors(self, cells: CellBatch | None) -> None:
-        """Put the cells' vectors into a vector segment rebuilt from empty (records stay as they are)."""
-        if cells is None:
-            return
-        for start in range(0, len(cells), self._batch):
-            stop = start + self._batch
-            guarded(
-                f"rewriting the vectors of {self.name}",
-                self._collection.upsert,
-                ids=cells.ids[start:stop],
-                embeddings=cells.vectors[start:stop],
-            )
+    def present(self, ids: Sequence[str]) -> set[str]:
+        """Which of these ids the collection holds (read from its records)."""
+        found: set[str] = set()
+        for start in range(0, len(ids), self.batch):
+            chunk = list(ids[start : start + self.batch])
+            found.update(guarded(f"reading {self.name}", self._collection.get, ids=chunk, include=[])["ids"])
+        return found
 
-    def put(self, batch: CellBatch) -> None:
-        """Add a batch, all or nothing: a failed write removes what it may have written before raising.
-
-        That includes the chunk whose write failed: Chroma commits records to SQLite before it
-        updates the vector segment, so a write can fail after it was stored. A batch larger than
-        one Chroma write is marked unfinished until every chunk is in, and a process that dies
-        before then leaves cells that the next `load` drops.
-        """
-        split = len(batch) > self._batch
+    def add(self, batch: CellBatch, metadatas: Sequence[dict[str, Any]] | None = None) -> None:
+        """Write a batch in chunks, all or nothing: a failed write removes what it may have written (the
+        chunk that failed included: Chroma commits records before it updates the vector segment)."""
         attempted = 0
         try:
-            for start in range(0, len(batch), self._batch):
-                attempted = min(start + self._batch, len(batch))
-                self._write(batch, start, attempted, split)
-            if split:
-                self._update(batch.ids, [{"committed": True}] * len(batch))
+            for start in range(0, len(batch), self.batch):
+                attempted = min(start + self.batch, len(batch))
+                chunk = slice(start, attempted)
+                guarded(
+                    f"writing to {self.name}",
+                    self._collection.add,
+                    ids=batch.ids[chunk],
+                    embeddings=batch.vectors[chunk],
+                    documents=batch.texts[chunk],
+                    **({} if metadatas is None else {"metadatas": list(metadatas[chunk])}),
+                )
         except Exception as error:
             try:
                 self._collection.delete(ids=batch.ids[:attempted])
             except Exception as rollback_error:
                 error.add_note(f"removing the batch's partial write failed as well: {rollback_error}")
             raise
-        self._next_seq += len(batch)
 
-    def update(self, records: Sequence[CellRecord]) -> None:
-        """Rewrite the mutable engine fields (group, access count, conflicts)."""
-        metadatas = [
-            {"group": r.group_id, "access": r.access_count, "conflicts": json.dumps([c.to_json() for c in r.conflicts])}
-            for r in records
-        ]
-        self._update([r.id for r in records], metadatas)
+    def delete(self, ids: Sequence[str]) -> None:
+        for start in range(0, len(ids), self.batch):
+            guarded(f"deleting from {self.name}", self._collection.delete, ids=list(ids[start : start + self.batch]))
 
-    def _update(self, ids: Sequence[str], metadatas: Sequence[dict[str, Any]]) -> None:
+    def update_metadata(self, ids: Sequence[str], metadatas: Sequence[dict[str, Any]]) -> None:
         """Set some metadata keys of these cells (Chroma merges them into what is stored)."""
-        for start in range(0, len(ids), self._batch):
-            stop = start + self._batch
+        for start in range(0, len(ids), self.batch):
+            stop = start + self.batch
             guarded(
                 f"updating {self.name}", self._collection.update, ids=ids[start:stop], metadatas=metadatas[start:stop]
             )
 
-    def _drop_unfinished_batches(self, result: dict[str, Any]) -> dict[str, Any]:
-        """Delete the cells of split batches whose writer died before marking them all committed.
+    def rewrite_vectors(self, ids: Sequence[str], vectors: np.ndarray) -> None:
+        """Put these vectors into the collection (a vector segment rebuilt from empty); records stay."""
+        for start in range(0, len(ids), self.batch):
+            stop = start + self.batch
+            guarded(
+                f"rewriting the vectors of {self.name}",
+                self._collection.upsert,
+                ids=list(ids[start:stop]),
+                embeddings=vectors[start:stop],
+            )
 
-        Such a batch was never acknowledged (`put` returns after the marking), and may be partial.
-        """
+
+class ServerCellStore:
+    """Cells in a Chroma server's collection, the engine's fields in each cell's metadata: its order
+    (`seq`), a JSON object of the fields (`cell`: floats exact) and the exact float32 vector (`vec`,
+    base64). A batch larger than one Chroma write is marked unfinished until every chunk is in, and a
+    writer that dies before then leaves cells that the next `load` drops."""
+
+    persistent = True
+
+    def __init__(self, client: Any, namespace: str, identity: StoreIdentity) -> None:
+        self.cells = ChromaCells(client, namespace, identity)
+        self.dim = identity.dim
+        self._next_seq = 0
+
+    def load(self) -> CellBatch | None:
+        """Every cell, from documents and metadata only (a cell that cannot be read is named), in order."""
+        result = self._drop_unfinished_batches(self.cells.read(["documents", "metadatas"]))
+        if not result["ids"]:
+            return None
+        order = np.argsort([m["seq"] for m in result["metadatas"]], kind="stable").tolist()
+        ids = [result["ids"][i] for i in order]
+        fields = [_decoded(result["ids"][i], result["metadatas"][i], self.dim) for i in order]
+        self._next_seq = int(result["metadatas"][order[-1]]["seq"]) + 1
+        return batch_of(ids, [result["documents"][i] for i in order], fields)
+
+    def put(self, batch: CellBatch) -> None:
+        split = len(batch) > self.cells.batch
+        seq = self._next_seq
+        split_keys = {"batch": seq, "committed": False} if split else {}
+        metadatas = [
+            split_keys
+            | {
+                "seq": seq + i,
+                "cell": fields_of(batch, i),
+                "vec": base64.b64encode(batch.vectors[i].astype("<f4").tobytes()).decode("ascii"),
+            }
+            for i in range(len(batch))
+        ]
+        self.cells.add(batch, metadatas)
+        if split:
+            try:
+                self.cells.update_metadata(batch.ids, [{"committed": True}] * len(batch))
+            except Exception:
+                self.cells.delete(batch.ids)
+                raise
+        self._next_seq += len(batch)
+
+    def update(self, records: Sequence[CellRecord]) -> None:
+        metadatas = [{"cell": record_fields(r)} for r in records]
+        self.cells.update_metadata([r.id for r in records], metadatas)
+
+    def delete(self, ids: Sequence[str]) -> None:
+        self.cells.delete(ids)
+
+    def _drop_unfinished_batches(self, result: dict[str, Any]) -> dict[str, Any]:
+        """Delete the cells of split batches whose writer died before marking them all committed (never
+        acknowledged: `put` returns after the marking), and leave them out."""
         metas = result["metadatas"]
         unfinished = {m["batch"] for m in metas if m.get("committed") is False}
         if not unfinished:
@@ -203,48 +239,112 @@ class ChromaCellStore:
         keep = [i for i, m in enumerate(metas) if m.get("batch") not in unfinished]
         doomed = sorted(set(result["ids"]) - {result["ids"][i] for i in keep})
         log.warning(
-            "%s: removing %d cells of %d batches whose write never finished", self.name, len(doomed), len(unfinished)
+            "%s: removing %d cells of %d batches whose write never finished",
+            self.cells.name,
+            len(doomed),
+            len(unfinished),
         )
         self.delete(doomed)
         return {key: [result[key][i] for i in keep] for key in ("ids", "documents", "metadatas")}
 
-    def delete(self, ids: Sequence[str]) -> None:
-        for start in range(0, len(ids), self._batch):
-            chunk = list(ids[start : start + self._batch])
-            guarded(f"deleting from {self.name}", self._collection.delete, ids=chunk)
 
-    def _write(self, batch: CellBatch, start: int, stop: int, split: bool) -> None:
-        seq = self._next_seq
-        split_keys = {"batch": seq, "committed": False} if split else {}
-        metadatas = [
-            split_keys
-            | {
-                "seq": seq + i,
-                "group": int(batch.groups[i]),
-                "kind": batch.kinds[i],
-                "importance": float(batch.importance[i]),
-                "timestamp": float(batch.timestamps[i]),
-                "access": int(batch.access[i]),
-                "meta": json.dumps(batch.metadata[i], ensure_ascii=False),
-                "conflicts": json.dumps([c.to_json() for c in batch.conflicts[i]]),
-                "vec": _vector_text(batch.vectors[i]),
-            }
-            for i in range(start, stop)
-        ]
-        guarded(
-            f"writing to {self.name}",
-            self._collection.add,
-            ids=batch.ids[start:stop],
-            embeddings=batch.vectors[start:stop],
-            documents=batch.texts[start:stop],
-            metadatas=metadatas,
-        )
+def fields_of(batch: CellBatch, i: int) -> str:
+    """The engine's fields of cell i of a batch, as stored: JSON (floats exactly: JSON writes their repr)."""
+    return _fields_json(
+        int(batch.groups[i]),
+        batch.kinds[i],
+        float(batch.importance[i]),
+        float(batch.timestamps[i]),
+        int(batch.access[i]),
+        batch.metadata[i],
+        batch.conflicts[i],
+    )
 
 
-def _vector_text(vector: np.ndarray) -> str:
-    """A vector's exact metadata copy: little-endian float32, base64."""
-    return base64.b64encode(vector.astype("<f4").tobytes()).decode("ascii")
+def record_fields(record: CellRecord) -> str:
+    """The stored fields of one record (as `fields_of`)."""
+    return _fields_json(
+        record.group_id,
+        record.kind,
+        record.importance,
+        record.timestamp,
+        record.access_count,
+        record.metadata,
+        record.conflicts,
+    )
 
 
-def _vector(metadata: dict[str, Any]) -> np.ndarray:
-    return np.frombuffer(base64.b64decode(metadata["vec"]), dtype="<f4")
+def _fields_json(
+    group: int,
+    kind: str,
+    importance: float,
+    timestamp: float,
+    access: int,
+    metadata: dict[str, Any],
+    conflicts: Sequence[ConflictNote],
+) -> str:
+    fields = {"group": group, "kind": kind, "importance": importance, "timestamp": timestamp, "access": access}
+    return json.dumps(fields | {"meta": metadata, "conflicts": [c.to_json() for c in conflicts]}, ensure_ascii=False)
+
+
+FIELD_TYPES: dict[str, type | tuple[type, ...]] = {
+    "group": int,
+    "kind": str,
+    "importance": (int, float),
+    "timestamp": (int, float),
+    "access": int,
+    "meta": dict,
+    "conflicts": list,
+}
+
+
+def decoded_fields(cell_id: str, text: str) -> dict[str, Any]:
+    """A cell's stored fields; damage is a `StoreDamagedError` naming the cell."""
+    try:
+        fields = json.loads(text)
+        wrong = [name for name, kind in FIELD_TYPES.items() if not isinstance(fields.get(name), kind)]
+        if wrong:
+            raise ValueError(f"missing or mistyped: {', '.join(wrong)}")
+        fields["conflicts"] = [ConflictNote.from_json(c) for c in fields["conflicts"]]
+    except (ValueError, TypeError, KeyError, AttributeError) as error:
+        raise StoreDamagedError(f"cell {cell_id!r}: its stored fields cannot be read ({error})") from error
+    return dict(fields)
+
+
+def batch_of(ids: list[str], texts: list[str], cells: list[tuple[dict[str, Any], np.ndarray]]) -> CellBatch:
+    """Loaded cells (their fields and vectors, in order) as one batch."""
+    fields = [f for f, _ in cells]
+    return CellBatch(
+        ids=ids,
+        texts=texts,
+        vectors=np.stack([v for _, v in cells]),
+        groups=np.asarray([f["group"] for f in fields], dtype=np.int64),
+        kinds=[str(f["kind"]) for f in fields],
+        importance=np.asarray([f["importance"] for f in fields], dtype=np.float64),
+        timestamps=np.asarray([f["timestamp"] for f in fields], dtype=np.float64),
+        access=np.asarray([f["access"] for f in fields], dtype=np.int64),
+        metadata=[f["meta"] for f in fields],
+        conflicts=[f["conflicts"] for f in fields],
+    )
+
+
+def decoded_vector(cell_id: str, data: bytes, dim: int) -> np.ndarray:
+    """A stored float32 vector; damage is a `StoreDamagedError` naming the cell."""
+    vector = np.frombuffer(data, dtype="<f4")
+    if vector.shape != (dim,) or not np.isfinite(vector).all():
+        raise StoreDamagedError(f"cell {cell_id!r}: its stored vector is damaged ({len(data)} bytes, {dim}-d expected)")
+    return vector
+
+
+def _decoded(cell_id: str, metadata: dict[str, Any], dim: int) -> tuple[dict[str, Any], np.ndarray]:
+    """A server cell's fields and vector from its metadata (also as stores before the sidecar wrote them: a
+    metadata key per field)."""
+    try:
+        vector = base64.b64decode(metadata["vec"], validate=True)
+        if "cell" in metadata:
+            return decoded_fields(cell_id, metadata["cell"]), decoded_vector(cell_id, vector, dim)
+        fields = {name: metadata[name] for name in ("group", "kind", "importance", "timestamp", "access")}
+        fields |= {"meta": json.loads(metadata["meta"]), "conflicts": json.loads(metadata.get("conflicts", "[]"))}
+        return decoded_fields(cell_id, json.dumps(fields)), decoded_vector(cell_id, vector, dim)
+    except (KeyError, ValueError, TypeError) as error:
+        raise StoreDamagedError(f"cell {cell_id!r}: its stored fields cannot be read ({error})") from error

@@ -1,19 +1,28 @@
-"""An embedded store left damaged or unclosed by a crash opens whole, and its Chroma collection is whole again."""
+"""An embedded store is held by one process at a time, and what a crash leaves opens whole: a damaged vector
+segment is rebuilt, a write in flight is undone or finished, and a store whose holder died between writes
+opens as it is."""
 
+import fcntl
 import json
 import logging
+import os
+import signal
+import sqlite3
 import subprocess
 import sys
 import textwrap
+import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from reference import BackendUnavailableError, CellularMemory
+from reference import BackendUnavailableError, CellularMemory, StoreDamagedError
 from reference.chroma import persistent_client
-from reference.embedded import OPEN_MARKER, REPAIR_PENDING, set_aside_vector_segment
+from reference.embedded import set_aside_vector_segment
 from reference.encoders import MockEncoder
+from reference.sidecar import Sidecar
 from tests.integration.test_persistence import TEXTS, answers
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -27,6 +36,18 @@ REOPEN = textwrap.dedent(
     from tests.integration.test_persistence import answers
     with CellularMemory(path=sys.argv[1], encoder=MockEncoder()) as mem:
         print(json.dumps({"ids": mem.ids(), "answers": answers(mem)}))
+"""
+)
+HOLD = textwrap.dedent(
+    """
+    import sys, time
+    sys.path.insert(0, sys.argv[2])
+    from reference import CellularMemory
+    from reference.encoders import MockEncoder
+    memory = CellularMemory(path=sys.argv[1], encoder=MockEncoder())
+    memory.add(["written by the holder"], ids=["held"])
+    print("HOLDING", flush=True)
+    time.sleep(600)
 """
 )
 
@@ -63,7 +84,11 @@ def assert_whole(path: Path, before: dict) -> None:
         assert sorted(vectors) == sorted(before["ids"])
         for cell in before["ids"]:
             np.testing.assert_allclose(vectors[cell], mem.get(cell).vector, atol=1e-6)
-    assert not (path / OPEN_MARKER).exists() and not (path / REPAIR_PENDING).exists()
+    sidecar = Sidecar(path)
+    try:
+        assert sidecar.in_flight() == []
+    finally:
+        sidecar.close()
 
 
 def test_a_truncated_vector_segment_is_set_aside_and_rebuilt_on_open(tmp_path):
@@ -79,24 +104,89 @@ def test_a_truncated_vector_segment_is_set_aside_and_rebuilt_on_open(tmp_path):
     assert_whole(tmp_path, before)
 
 
-@pytest.mark.parametrize("marker", ["dead-pid", "empty"])
-def test_a_store_left_open_by_a_dead_process_is_rebuilt(tmp_path, marker):
+def hold_in_another_process(path: Path) -> subprocess.Popen:
+    holder = subprocess.Popen([sys.executable, "-c", HOLD, str(path), str(ROOT)], stdout=subprocess.PIPE, text=True)
+    assert holder.stdout is not None and holder.stdout.readline().strip() == "HOLDING"
+    return holder
+
+
+def test_a_store_held_by_a_live_process_is_refused_and_opens_at_once_when_it_is_killed(tmp_path):
     before = write_memory(tmp_path)
-    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
-    # as a SIGKILLed writer leaves it, or one killed while writing the marker itself
-    (tmp_path / OPEN_MARKER).write_text(dead.stdout.strip() if marker == "dead-pid" else "")
+    holder = hold_in_another_process(tmp_path)
+    try:
+        with pytest.raises(BackendUnavailableError, match="open in another process"):
+            CellularMemory(path=str(tmp_path), encoder=MockEncoder())
+    finally:
+        holder.send_signal(signal.SIGKILL)
+        holder.wait()
+    after, log = reopen_in_new_process(tmp_path)  # the OS released the lock; nothing was in flight
+    assert "rebuilt" not in log and "repairing" not in log
+    assert after["ids"] == [*before["ids"], "held"]
+
+
+def test_a_second_open_in_the_same_process_is_refused_and_leaves_the_first_working(tmp_path):
+    with CellularMemory(path=str(tmp_path), encoder=MockEncoder()) as first:
+        first.add(TEXTS[:3])
+        with pytest.raises(BackendUnavailableError, match="already open in this one"):
+            CellularMemory(path=str(tmp_path), encoder=MockEncoder())
+        first.add(TEXTS[3:5])
+        assert len(first.search(TEXTS[4], k=1)) == 1
+    with CellularMemory(path=str(tmp_path), encoder=MockEncoder()) as again:
+        assert len(again) == 5
+
+
+def test_opens_at_the_same_instant_let_exactly_one_through(tmp_path):
+    opener = textwrap.dedent(
+        """
+        import sys, time
+        sys.path.insert(0, sys.argv[2])
+        from reference import BackendUnavailableError, CellularMemory
+        from reference.encoders import MockEncoder
+        while time.time() < float(sys.argv[3]):
+            pass
+        try:
+            memory = CellularMemory(path=sys.argv[1], encoder=MockEncoder())
+        except BackendUnavailableError:
+            print("REFUSED", flush=True)
+        else:
+            print("OPENED", flush=True)
+            time.sleep(1.0)
+            memory.close()
+        """
+    )
+    write_memory(tmp_path)
+
+    def race(trial: int) -> list[str]:
+        start = f"{time.time() + 1.5:.3f}"
+        runs = [
+            subprocess.Popen([sys.executable, "-c", opener, str(tmp_path), str(ROOT), start], stdout=subprocess.PIPE)
+            for _ in range(2)
+        ]
+        return sorted(run.communicate(timeout=120)[0].decode().strip() for run in runs)
+
+    with ThreadPoolExecutor(1) as pool:
+        outcomes = list(pool.map(race, range(5)))
+    assert outcomes == [["OPENED", "REFUSED"]] * 5
+
+
+def test_a_write_in_flight_when_the_process_died_is_undone_and_the_segment_rebuilt(tmp_path):
+    before = write_memory(tmp_path)
+    sidecar = Sidecar(tmp_path)
+    sidecar.begin("add", ["never-written"])  # as a process killed inside Chroma's add leaves it
+    sidecar.close()
 
     after, log = reopen_in_new_process(tmp_path)
 
-    assert after == before
-    assert "was not closed" in log and f"from {len(TEXTS)} cells" in log
+    assert after == before and "repairing" in log and f"from {len(TEXTS)} cells" in log
     assert_whole(tmp_path, before)
     assert "rebuilt" not in reopen_in_new_process(tmp_path)[1]  # a clean close needs no rebuild
 
 
-def test_an_interrupted_rebuild_starts_over(tmp_path, caplog):
+def test_an_interrupted_repair_starts_over(tmp_path, caplog):
     before = write_memory(tmp_path)
-    (tmp_path / REPAIR_PENDING).touch()  # the rebuild was killed after moving the segment aside
+    sidecar = Sidecar(tmp_path)
+    sidecar.begin_repair([])  # the repair was killed after moving the segment aside
+    sidecar.close()
     set_aside_vector_segment(tmp_path, "mem_cells")
 
     with caplog.at_level(logging.WARNING), CellularMemory(path=str(tmp_path), encoder=MockEncoder()) as mem:
@@ -105,15 +195,45 @@ def test_an_interrupted_rebuild_starts_over(tmp_path, caplog):
     assert_whole(tmp_path, before)
 
 
-def test_a_store_open_in_another_live_process_is_refused_untouched(tmp_path):
-    before = write_memory(tmp_path)
-    with subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"]) as holder:
-        try:
-            (tmp_path / OPEN_MARKER).write_text(str(holder.pid))
-            with pytest.raises(BackendUnavailableError, match=f"open in process {holder.pid}"):
-                CellularMemory(path=str(tmp_path), encoder=MockEncoder())
-            assert (tmp_path / OPEN_MARKER).read_text() == str(holder.pid)
-        finally:
-            holder.kill()
-    (tmp_path / OPEN_MARKER).unlink()
+@pytest.mark.parametrize(
+    ("column", "value"),
+    [("vector", b"\x00\x01"), ("meta", "{not json"), ("conflicts", '[{"with": 3}]'), ("meta", "[1, 2]")],
+)
+def test_a_damaged_stored_cell_is_named_and_nothing_opens_half(tmp_path, column, value):
+    write_memory(tmp_path)
+    victim = "damaged-cell"
+    with CellularMemory(path=str(tmp_path), encoder=MockEncoder()) as mem:
+        mem.add(["a cell to damage"], ids=[victim])
+    database = sqlite3.connect(tmp_path / "magbench.sqlite3")
+    with database:
+        database.execute(f"UPDATE cells SET {column} = ? WHERE id = ?", (value, victim))
+    database.close()
+    with pytest.raises(StoreDamagedError, match=victim):
+        CellularMemory(path=str(tmp_path), encoder=MockEncoder())
+    with pytest.raises(StoreDamagedError, match=victim):  # the failed open released the store
+        CellularMemory(path=str(tmp_path), encoder=MockEncoder())
+
+
+def test_a_store_written_before_the_sidecar_moves_its_fields_over(tmp_path, caplog):
+    """Stores of earlier versions kept the engine's fields in Chroma's metadata (the server layout)."""
+    client = persistent_client(str(tmp_path))
+    with CellularMemory(client=client, encoder=MockEncoder()) as mem:
+        mem.add(TEXTS, metadata=[{"i": i} for i in range(len(TEXTS))])
+        before = {"ids": mem.ids(), "answers": json.loads(json.dumps(answers(mem)))}
+    client.close()
+    with caplog.at_level(logging.WARNING), CellularMemory(path=str(tmp_path), encoder=MockEncoder()) as mem:
+        assert mem.ids() == before["ids"] and mem.get(before["ids"][4]).metadata == {"i": 4}
+    assert f"moved the fields of {len(TEXTS)} cells" in caplog.text
     assert_whole(tmp_path, before)
+
+
+def test_the_lock_is_an_os_lock_not_a_marker(tmp_path):
+    with CellularMemory(path=str(tmp_path), encoder=MockEncoder()):
+        lock = tmp_path / "magbench.lock"
+        assert lock.exists()
+        probe = os.open(lock, os.O_RDWR)
+        try:
+            with pytest.raises(BlockingIOError):
+                fcntl.flock(probe, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        finally:
+            os.close(probe)

@@ -4,12 +4,13 @@ import json
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 from reference import BackendUnavailableError, CellularMemory, DimensionMismatchError, MemoryConfig
-from reference.chroma import http_client
+from reference.chroma import http_client, persistent_client
 from reference.encoders import MockEncoder
 
 TEXTS = [
@@ -81,7 +82,8 @@ def test_a_failed_store_write_adds_nothing(tmp_path, monkeypatch, stored_before_
     fails applying its log to a damaged vector segment): either way the batch leaves no trace."""
     with CellularMemory(path=str(tmp_path), encoder=MockEncoder()) as mem:
         mem.add(TEXTS[:3])
-        collection = mem._state.store._collection
+        cells = mem._state.store.cells
+        collection = cells._collection
         real_add = collection.add
         calls = []
 
@@ -93,7 +95,7 @@ def test_a_failed_store_write_adds_nothing(tmp_path, monkeypatch, stored_before_
                 real_add(**kwargs)
             raise RuntimeError("disk full")
 
-        monkeypatch.setattr(mem._state.store, "_batch", 2)
+        monkeypatch.setattr(cells, "batch", 2)
         monkeypatch.setattr(collection, "add", fail_second_chunk)
         with pytest.raises(BackendUnavailableError, match="disk full"):
             mem.add(TEXTS[3:8])
@@ -106,27 +108,47 @@ class Killed(BaseException):
     """Stands for SIGKILL: escapes `except Exception`, so no rollback runs, as in a dead process."""
 
 
-@pytest.mark.parametrize("dies_in", ["add", "update"], ids=["killed-between-chunks", "killed-while-committing"])
-def test_a_split_batch_whose_writer_died_is_absent_on_reopen(tmp_path, monkeypatch, dies_in):
-    with CellularMemory(path=str(tmp_path), encoder=MockEncoder()) as mem:
+def open_store(layout: str, path: Path) -> CellularMemory:
+    """An embedded store (by path: Chroma and the sidecar) or one in the server layout (fields in Chroma's
+    metadata), here over an embedded client so no server is needed."""
+    if layout == "embedded":
+        return CellularMemory(path=str(path), encoder=MockEncoder())
+    return CellularMemory(client=persistent_client(str(path)), encoder=MockEncoder())
+
+
+@pytest.mark.parametrize(
+    ("layout", "dies_in", "survives"),
+    [
+        ("embedded", "add", False),  # between two chunks of Chroma's add: undone on reopen
+        ("embedded", "end", True),  # after Chroma held it whole, before the write was unmarked: kept whole
+        ("server", "add", False),
+        ("server", "update", False),  # while marking the batch committed
+    ],
+)
+def test_a_batch_whose_writer_died_is_whole_or_absent_on_reopen(tmp_path, monkeypatch, layout, dies_in, survives):
+    with open_store(layout, tmp_path) as mem:
         mem.add(TEXTS[:3])
-        monkeypatch.setattr(mem._state.store, "_batch", 2)  # so a 6-cell batch takes three writes
+        store = mem._state.store
+        monkeypatch.setattr(store.cells, "batch", 2)  # so a 6-cell batch takes three writes
         mem.add(TEXTS[3:9])  # a split batch that finishes stays whole
-        collection = mem._state.store._collection
-        real = getattr(collection, dies_in)
+        owner = store.sidecar if dies_in == "end" else store.cells._collection
+        real = getattr(owner, dies_in)
         calls = []
 
-        def die_on_second_call(**kwargs):
+        def die_on_second_call(*args, **kwargs):
             calls.append(1)
-            if len(calls) == 2:
+            if len(calls) == 2 or dies_in == "end":
                 raise Killed
-            return real(**kwargs)
+            return real(*args, **kwargs)
 
-        monkeypatch.setattr(collection, dies_in, die_on_second_call)
+        monkeypatch.setattr(owner, dies_in, die_on_second_call)
         with pytest.raises(Killed):
             mem.add(TEXTS[9:15])
-        assert collection.count() == {"add": 11, "update": 15}[dies_in]  # the dead batch's chunks are stored
         monkeypatch.undo()
-    with CellularMemory(path=str(tmp_path), encoder=MockEncoder()) as mem:
-        assert mem.ids()[:9] == mem.ids() and len(mem) == 9
-        assert {mem.get(i).text for i in mem.ids()} == set(TEXTS[:9])
+        mem._state.closed = True  # the process "dies": nothing more is written
+        if layout == "embedded":
+            mem._embedded.close()  # the OS would release its lock
+    with open_store(layout, tmp_path) as mem:
+        expected = TEXTS[:15] if survives else TEXTS[:9]
+        assert len(mem) == len(expected) and [mem.get(i).text for i in mem.ids()] == expected
+        mem.check_invariants()

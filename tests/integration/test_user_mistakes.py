@@ -51,6 +51,13 @@ def test_a_store_refuses_an_encoder_other_than_the_one_that_made_it(tmp_path):
         assert len(memory) == 2  # the explicit override opens it
 
 
+def test_a_store_created_without_the_check_still_records_its_encoder(tmp_path):
+    with CellularMemory(path=str(tmp_path), encoder=MockEncoder(32), check_encoder=False) as memory:
+        memory.add(["a cat sat on a mat"])
+    with pytest.raises(EncoderMismatchError, match=r"mock-32.*other-32"):
+        CellularMemory(path=str(tmp_path), encoder=OtherMock())
+
+
 def test_a_file_where_a_store_folder_should_be_is_a_typed_error(tmp_path):
     (tmp_path / "memory").write_text("not a folder")
     with pytest.raises(InvalidInputError, match="is a file"):

@@ -32,7 +32,7 @@ INGEST = textwrap.dedent(
     path, trial, BATCH, CHUNK = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
     with CellularMemory(path=path, encoder=MockEncoder(64)) as memory:
         if CHUNK:
-            memory._state.store._batch = CHUNK  # as if the batch exceeded Chroma's write limit
+            memory._state.store.cells.batch = CHUNK  # as if the batch exceeded Chroma's write limit
         print("READY", flush=True)
         for batch in range(10_000):
             tag = f"t{trial}b{batch}"
@@ -132,5 +132,5 @@ def test_killed_ingests_keep_every_acknowledged_batch_and_no_partial_batch(tmp_p
         batches_written_but_not_acknowledged=unacknowledged_but_present,
         reopens_that_rebuilt_the_vector_segment=logs.count("rebuilt the vector segment"),
         of_which_after_a_failed_read=logs.count("Chroma cannot read the vector segment"),
-        reopens_that_removed_an_unfinished_batch=logs.count("whose write never finished"),
+        reopens_that_repaired_a_write_in_flight=logs.count("left with a write in flight"),
     )

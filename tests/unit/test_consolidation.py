@@ -92,22 +92,19 @@ def test_merges_survive_reopen(tmp_path):
 
 def test_a_crash_in_the_middle_of_a_merge_leaves_a_consistent_store(tmp_path, monkeypatch):
     memory, ids = make_fragmented_memory(str(tmp_path))
-    store = memory._state.store
-    real_update = store._collection.update
-    calls = []
+    sidecar = memory._state.store.sidecar
+    real_update = sidecar.update
 
-    def crash_after_first_write(**kwargs):
-        calls.append(1)
-        if len(calls) > 1:
-            raise RuntimeError("power cut")
-        real_update(ids=kwargs["ids"][:3], metadatas=kwargs["metadatas"][:3])  # a partial write
+    def crash_after_a_partial_write(records):
+        real_update(records[:3])
         raise RuntimeError("power cut")
 
-    monkeypatch.setattr(store._collection, "update", crash_after_first_write)
+    monkeypatch.setattr(sidecar, "update", crash_after_a_partial_write)
     with pytest.raises(Exception, match="power cut"):
         memory.consolidate()
     assert_consistent(memory)  # memory is unchanged: the store is written first
     memory._state.closed = True  # the process "dies": nothing more is written
+    memory._embedded.close()  # and the OS releases its lock
     with CellularMemory(path=str(tmp_path), encoder=MockEncoder(32), config=FRAGMENTING) as reopened:
         assert sorted(reopened.ids()) == sorted(ids)
         assert_consistent(reopened)

@@ -1,0 +1,217 @@
+"""The embedded store's own SQLite file (`<path>/magbench.sqlite3`): each cell's engine fields and exact
+vector, and the Chroma writes in flight.
+
+Chroma holds what any Chroma user writes (ids, embeddings, documents). The engine's fields would cost
+Chroma a metadata row per key and cell (ingest 1,082 against 1,914 cells/s with none, measured here) and
+its exact vectors a base64 copy, so they live here, in typed columns of a STRICT table (a damaged value
+cannot be read back as another type), written once per batch. WAL mode with full sync: a write here is
+durable before the Chroma write it precedes.
+
+A Chroma write is marked in flight (for an add, in the transaction that stores the batch's fields) and
+unmarked when Chroma returns. A mark found on open means a process died during a Chroma write: its add
+is undone (never acknowledged) or its delete finished, and the vector segment, which such a kill can
+damage, is rebuilt (`embedded.py`); the repair is marked in flight too, so a killed repair starts over.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+
+from .cells import CellBatch, CellRecord, ConflictNote
+from .errors import BackendUnavailableError, StoreDamagedError
+
+SIDECAR = "magbench.sqlite3"
+Write = Literal["add", "delete", "rebuild"]
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS cells (
+    id TEXT PRIMARY KEY, seq INTEGER NOT NULL, grp INTEGER NOT NULL, kind TEXT NOT NULL,
+    importance REAL NOT NULL, timestamp REAL NOT NULL, access INTEGER NOT NULL,
+    meta TEXT NOT NULL, conflicts TEXT NOT NULL, vector BLOB NOT NULL
+) STRICT;
+CREATE TABLE IF NOT EXISTS in_flight (mark INTEGER PRIMARY KEY AUTOINCREMENT, write TEXT NOT NULL, ids TEXT NOT NULL);
+"""
+COLUMNS = "id, seq, grp, kind, importance, timestamp, access, meta, conflicts, vector"
+EMPTY_META, NO_CONFLICTS = "{}", "[]"
+
+
+@dataclass(frozen=True)
+class InFlight:
+    """A Chroma write that a process began and did not see end."""
+
+    write: Write
+    ids: list[str]
+
+
+class Sidecar:
+    """The cells' fields and vectors by id, in insertion order (`seq`)."""
+
+    def __init__(self, root: Path) -> None:
+        self.path = root / SIDECAR
+        try:
+            self._db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("PRAGMA synchronous=FULL")
+            self._db.executescript(SCHEMA)
+        except sqlite3.Error as error:
+            raise BackendUnavailableError(f"cannot open {self.path}: {error}") from error
+
+    def close(self) -> None:
+        self._db.close()
+
+    def count(self) -> int:
+        return int(self._db.execute("SELECT count(*) FROM cells").fetchone()[0])
+
+    def load(self, dim: int, texts: Mapping[str, str]) -> tuple[CellBatch | None, list[str]]:
+        """The cells that have a text in `texts`, in insertion order, and the ids of those that have none.
+        A value that cannot be read back is a `StoreDamagedError` naming its cell."""
+        rows = self._db.execute(f"SELECT {COLUMNS} FROM cells ORDER BY seq").fetchall()
+        kept = [row for row in rows if row[0] in texts]
+        if not kept:
+            return None, [row[0] for row in rows]
+        ids, _, groups, kinds, importance, timestamps, access, metas, conflicts, vectors = zip(*kept, strict=True)
+        for cell_id, vector in zip(ids, vectors):
+            if len(vector) != 4 * dim:
+                raise StoreDamagedError(f"cell {cell_id!r}: its stored vector has {len(vector)} bytes, not {4 * dim}")
+        matrix = np.frombuffer(b"".join(vectors), dtype="<f4").reshape(len(ids), dim)
+        if not np.isfinite(matrix).all():
+            damaged = ids[int(np.flatnonzero(~np.isfinite(matrix).all(axis=1))[0])]
+            raise StoreDamagedError(f"cell {damaged!r}: its stored vector is not finite")
+        batch = CellBatch(
+            ids=list(ids),
+            texts=[texts[cell_id] for cell_id in ids],
+            vectors=matrix,
+            groups=np.asarray(groups, dtype=np.int64),
+            kinds=list(kinds),
+            importance=np.asarray(importance, dtype=np.float64),
+            timestamps=np.asarray(timestamps, dtype=np.float64),
+            access=np.asarray(access, dtype=np.int64),
+            metadata=[_metadata(cell_id, text) for cell_id, text in zip(ids, metas)],
+            conflicts=[_conflicts(cell_id, text) for cell_id, text in zip(ids, conflicts)],
+        )
+        return batch, [row[0] for row in rows if row[0] not in texts]
+
+    def last_seq(self) -> int:
+        """The largest `seq` stored (-1 for none)."""
+        return int(self._db.execute("SELECT coalesce(max(seq), -1) FROM cells").fetchone()[0])
+
+    def add(self, batch: CellBatch, first_seq: int) -> int:
+        """Store a batch's fields and vectors and mark its Chroma write in flight (one transaction); returns
+        the mark."""
+        rows = [
+            (
+                batch.ids[i],
+                first_seq + i,
+                int(batch.groups[i]),
+                batch.kinds[i],
+                float(batch.importance[i]),
+                float(batch.timestamps[i]),
+                int(batch.access[i]),
+                _json(batch.metadata[i], EMPTY_META),
+                _conflicts_json(batch.conflicts[i]),
+                batch.vectors[i].astype("<f4").tobytes(),
+            )
+            for i in range(len(batch))
+        ]
+        with self._transaction() as db:
+            db.executemany(f"INSERT INTO cells ({COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", rows)
+            return self._mark(db, "add", batch.ids)
+
+    def update(self, records: Sequence[CellRecord]) -> None:
+        """Rewrite the fields that change after a write: group, access count, conflicts."""
+        rows = [(r.group_id, r.access_count, _conflicts_json(r.conflicts), r.id) for r in records]
+        with self._transaction() as db:
+            db.executemany("UPDATE cells SET grp = ?, access = ?, conflicts = ? WHERE id = ?", rows)
+
+    def begin(self, write: Write, ids: Sequence[str]) -> int:
+        """Mark a Chroma write in flight; returns the mark. Not synced: a mark lost with power leaves what a
+        delete removed from Chroma in the sidecar only, and `load` forgets that."""
+        with self._transaction(durable=False) as db:
+            return self._mark(db, write, ids)
+
+    def begin_repair(self, doomed: Sequence[str]) -> int:
+        """Replace every mark by one for a rebuild that also removes the cells `doomed`; returns it."""
+        with self._transaction() as db:
+            db.execute("DELETE FROM in_flight")
+            return self._mark(db, "rebuild", doomed)
+
+    def drop(self, ids: Sequence[str]) -> None:
+        """Forget these cells' rows."""
+        with self._transaction() as db:
+            db.executemany("DELETE FROM cells WHERE id = ?", [(cell_id,) for cell_id in ids])
+
+    def end(self, mark: int, *, removing: Sequence[str] = ()) -> None:
+        """The write marked `mark` ended; `removing`: cells whose rows go with it (a delete, a failed add).
+        Not synced: a mark that comes back after a power loss names an add that Chroma holds whole, which
+        the repair keeps."""
+        with self._transaction(durable=False) as db:
+            db.executemany("DELETE FROM cells WHERE id = ?", [(cell_id,) for cell_id in removing])
+            db.execute("DELETE FROM in_flight WHERE mark = ?", (mark,))
+
+    def in_flight(self) -> list[InFlight]:
+        """The writes a process began and did not see end, oldest first."""
+        rows = self._db.execute("SELECT write, ids FROM in_flight ORDER BY mark").fetchall()
+        return [InFlight(write, json.loads(ids)) for write, ids in rows]
+
+    @staticmethod
+    def _mark(db: sqlite3.Connection, write: Write, ids: Sequence[str]) -> int:
+        cursor = db.execute("INSERT INTO in_flight (write, ids) VALUES (?, ?)", (write, json.dumps(list(ids))))
+        assert cursor.lastrowid is not None
+        return cursor.lastrowid
+
+    @contextmanager
+    def _transaction(self, *, durable: bool = True) -> Iterator[sqlite3.Connection]:
+        """BEGIN IMMEDIATE … COMMIT, rolled back on any error; SQLite's errors become `BackendUnavailableError`.
+        A durable commit is synced to disk; any commit survives the process being killed (WAL)."""
+        try:
+            self._db.execute(f"PRAGMA synchronous={'FULL' if durable else 'NORMAL'}")
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                yield self._db
+                self._db.execute("COMMIT")
+            finally:
+                if self._db.in_transaction:
+                    self._db.execute("ROLLBACK")
+        except sqlite3.Error as error:
+            raise BackendUnavailableError(f"cannot write {self.path}: {error}") from error
+
+
+def _json(value: object, empty: str) -> str:
+    return json.dumps(value, ensure_ascii=False) if value else empty
+
+
+def _conflicts_json(conflicts: Sequence[ConflictNote]) -> str:
+    return _json([c.to_json() for c in conflicts], NO_CONFLICTS)
+
+
+def _decoded(cell_id: str, what: str, text: str) -> Any:
+    """A JSON column of one cell; damage names the cell."""
+    try:
+        return json.loads(text)
+    except ValueError as error:
+        raise StoreDamagedError(f"cell {cell_id!r}: its stored {what} cannot be read ({error})") from error
+
+
+def _metadata(cell_id: str, text: str) -> dict[str, Any]:
+    if text == EMPTY_META:
+        return {}
+    metadata = _decoded(cell_id, "metadata", text)
+    if not isinstance(metadata, dict):
+        raise StoreDamagedError(f"cell {cell_id!r}: its stored metadata is a {type(metadata).__name__}")
+    return metadata
+
+
+def _conflicts(cell_id: str, text: str) -> list[ConflictNote]:
+    if text == NO_CONFLICTS:
+        return []
+    try:
+        return [ConflictNote.from_json(note) for note in _decoded(cell_id, "conflicts", text)]
+    except (KeyError, TypeError, ValueError, AttributeError) as error:
+        raise StoreDamagedError(f"cell {cell_id!r}: its stored conflicts cannot be read ({error})") from error
