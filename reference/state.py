@@ -84,6 +84,7 @@ class EngineState:
         self.groups.new_slots(int(batch.groups.max()) + 1)
         self.groups.add_members(batch.groups, batch.vectors)
         self.insert(batch, [extract_entities(text) for text in batch.texts])
+        self.groups.active_centroids()  # computed once here, not by the first search
 
     def insert(self, batch: CellBatch, found: list[frozenset[str]]) -> None:
         """Append stored cells to the table and the indexes (the group state is the caller's)."""

@@ -18,6 +18,7 @@ from harness.runner import one_core
 N = int(os.environ.get("MAGBENCH_PERF_N", "100000"))
 QUERIES = 200
 FIGURES: dict[str, float] = {}
+RATIOS: dict[str, tuple[str, str]] = {}
 
 
 @pytest.fixture(scope="session")
@@ -30,14 +31,22 @@ def truth(data):
     return exact_top_k(data.vectors, data.queries, 10)
 
 
-def time_queries(benchmark, search: Callable[[], object], *, rounds: int, warmup_rounds: int) -> None:
-    """Time single queries as the harness does: on one core (BLAS and OpenMP pools held to one thread)."""
+def time_queries(
+    benchmark, search: Callable[..., object], *, rounds: int, warmup_rounds: int, setup: Callable | None = None
+) -> None:
+    """Time single queries as the harness does: on one core (BLAS and OpenMP pools held to one thread);
+    `setup` (untimed) runs before each and returns the query's arguments."""
     with one_core():
-        benchmark.pedantic(search, rounds=rounds, warmup_rounds=warmup_rounds)
+        benchmark.pedantic(search, setup=setup, rounds=rounds, warmup_rounds=warmup_rounds)
 
 
 def record(name: str, value: float) -> None:
     FIGURES[name] = value
+
+
+def record_ratio(name: str, numerator: str, denominator: str) -> None:
+    """A figure the summary derives at the end: `numerator` / `denominator`, when both were recorded."""
+    RATIOS[name] = (numerator, denominator)
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
@@ -47,6 +56,9 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     for search in [name for name in derived if name.endswith("search_s") and name != "brute_force_s"]:
         if "brute_force_s" in derived:
             derived[f"{search.removesuffix('_s')}_speedup_vs_brute_force"] = derived["brute_force_s"] / derived[search]
+    for name, (numerator, denominator) in RATIOS.items():
+        if numerator in FIGURES and denominator in FIGURES:
+            derived[name] = FIGURES[numerator] / FIGURES[denominator]
     lines = [f"| {name} | {value:.6g} |" for name, value in sorted(derived.items())]
     title = f"Engine figures at N = {N:,}, or one million where the name says so (medians of this run)"
     table = "\n".join([title, "", "| figure | value |", "|---|---|", *lines])
