@@ -5,6 +5,7 @@ timed as it is."""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from typing import Any
 
@@ -45,6 +46,7 @@ class LexicalRetriever:
     def __init__(self) -> None:
         import bm25s
 
+        logging.getLogger("bm25s").setLevel(logging.WARNING)  # it logs every build
         self._bm25s = bm25s
         self._texts: dict[str, str] = {}
         self._built: tuple[list[str], Any] | None = None

@@ -15,7 +15,7 @@ from .vectors import stack_unit, vector_of
 
 class FlatChroma:
     name = "flat-chroma"
-    capabilities = frozenset({"vectors", "persist"})
+    capabilities = frozenset({"vectors", "persist", "delete"})
 
     def __init__(self, context: SystemContext) -> None:
         settings = Settings(anonymized_telemetry=False)
@@ -36,6 +36,10 @@ class FlatChroma:
                 embeddings=matrix[start : start + len(chunk)],
                 documents=[d.text for d in chunk],
             )
+
+    def delete(self, doc_ids: Sequence[str]) -> None:
+        for start in range(0, len(doc_ids), self._batch):
+            self._collection.delete(ids=list(doc_ids[start : start + self._batch]))
 
     def search(self, query: Query, *, k: int) -> list[SearchHit]:
         k = check_k(k)

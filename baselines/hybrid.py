@@ -5,12 +5,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-import numpy as np
-
 from harness.protocol import Document, Query, SearchHit, SystemContext, check_k
 
 from .bm25 import LexicalRetriever
-from .vectors import similarities, stack_unit, top_k, vector_of
+from .vectors import Rows, similarities, top_k, vector_of
 
 
 class HybridRRF:
@@ -20,27 +18,23 @@ class HybridRRF:
     def __init__(self, context: SystemContext, *, depth: int = 100, rrf_k: int = 60) -> None:
         self.depth, self.rrf_k = depth, rrf_k
         self._lexical = LexicalRetriever()
-        self._ids: list[str] = []
-        self._matrix = np.zeros((0, context.vector_dim()), dtype=np.float32)
+        self._rows = Rows(context.vector_dim())
 
     def add(self, docs: Sequence[Document]) -> None:
-        self._matrix = np.vstack([self._matrix, stack_unit(docs)])
+        self._rows.add(docs)
         self._lexical.add([(d.id, d.text) for d in docs])
-        self._ids += [d.id for d in docs]
 
     def delete(self, doc_ids: Sequence[str]) -> None:
-        doomed = set(doc_ids)
-        keep = [i for i, doc_id in enumerate(self._ids) if doc_id not in doomed]
-        self._matrix, self._ids = self._matrix[keep], [self._ids[i] for i in keep]
+        self._rows.delete(doc_ids)
         self._lexical.delete(doc_ids)
 
     def search(self, query: Query, *, k: int) -> list[SearchHit]:
         k = check_k(k)
-        dense = similarities(self._matrix, vector_of(query))
+        dense = similarities(self._rows.matrix, vector_of(query))
         lexical_ids, lexical = self._lexical.scores(query.text)
         fused: dict[str, float] = {}
         ranked_lists = [
-            [self._ids[i] for i in top_k(dense, min(self.depth, len(dense))).tolist()],
+            [self._rows.ids[i] for i in top_k(dense, min(self.depth, len(dense))).tolist()],
             [lexical_ids[i] for i in top_k(lexical, min(self.depth, len(lexical))).tolist() if lexical[i] > 0],
         ]
         for ranked in ranked_lists:
@@ -50,4 +44,4 @@ class HybridRRF:
         return [SearchHit(doc_id, fused[doc_id]) for doc_id in best]
 
     def close(self) -> None:
-        self._ids.clear()
+        self._rows = Rows(self._rows.matrix.shape[1])

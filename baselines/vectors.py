@@ -31,3 +31,40 @@ def stack_unit(docs: Sequence[Document]) -> np.ndarray:
     matrix = np.stack([vector_of(d) for d in docs]).astype(np.float32)
     unit: np.ndarray = matrix / np.linalg.norm(matrix, axis=1, keepdims=True)
     return unit
+
+
+class Rows:
+    """Unit vectors and their document ids in a growing float32 buffer (doubling, as a user would keep
+    them); a delete moves the last row into the gap."""
+
+    def __init__(self, dim: int) -> None:
+        self._matrix = np.zeros((0, dim), dtype=np.float32)
+        self.ids: list[str] = []
+        self._row_of: dict[str, int] = {}
+
+    @property
+    def matrix(self) -> np.ndarray:
+        """The live rows (a view)."""
+        return self._matrix[: len(self.ids)]
+
+    def add(self, docs: Sequence[Document]) -> None:
+        count, needed = len(self.ids), len(self.ids) + len(docs)
+        if needed > len(self._matrix):
+            grown = np.zeros((max(needed, 2 * len(self._matrix), 1024), self._matrix.shape[1]), dtype=np.float32)
+            grown[:count] = self._matrix[:count]
+            self._matrix = grown
+        self._matrix[count:needed] = stack_unit(docs)
+        self._row_of.update((d.id, count + i) for i, d in enumerate(docs))
+        self.ids += [d.id for d in docs]
+
+    def delete(self, doc_ids: Sequence[str]) -> None:
+        for doc_id in doc_ids:
+            row = self._row_of.pop(doc_id, None)
+            if row is None:
+                continue
+            last = len(self.ids) - 1
+            if row != last:
+                self._matrix[row] = self._matrix[last]
+                self.ids[row] = self.ids[last]
+                self._row_of[self.ids[row]] = row
+            self.ids.pop()

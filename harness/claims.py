@@ -11,7 +11,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .confidence import INCONCLUSIVE, MARGIN, REFUTED, SUPPORTED, Estimate, estimate, judge
-from .results import Measurement, RunResults, Verdict
+from .results import Measurement, RunResults, StreamRow, Verdict
 
 UNMEASURED = "NOT MEASURED"
 TARGET_SOURCE = "MagneticBench's own target for the reference engine"
@@ -318,6 +318,96 @@ TARGETS: tuple[Claim, ...] = (
 )
 
 
+def _stream(results: RunResults, runbook: str, system: str) -> StreamRow:
+    """The system's row of a runbook (the last one measured)."""
+    rows = [r for r in results.streaming if r.runbook == runbook and r.system == system]
+    if not rows:
+        raise LookupError(f"{system} did not run {runbook}")
+    if rows[-1].skipped:
+        raise LookupError(f"{system} skipped {runbook}: {rows[-1].skipped}")
+    return rows[-1]
+
+
+def _failed(row: StreamRow) -> str:
+    """Why a streamed row fails whatever else it measured: a deleted cell returned."""
+    return f"; returned {row.deleted_returned} deleted cells" if row.deleted_returned else ""
+
+
+def _loop_cost(results: RunResults, system: str) -> Finding:
+    """p50 of a text search right after a one-cell write over p50 of one with no write before it."""
+    row = _stream(results, "agent-loop", system)
+    after, without = row.operation("search_after_write"), row.operation("search")
+    ratio = estimate([[after.latencies_ns], [without.latencies_ns]], lambda medians: medians[:, 0] / medians[:, 1])
+    verdict = REFUTED if row.deleted_returned else judge(ratio, 1.5, at_least=False)
+    return Finding(
+        verdict,
+        f"{row.cells:,} cells: {after.latency.p50_ms:.3f} ms right after a write vs {without.latency.p50_ms:.3f} ms "
+        f"without: {ratio.text('×')}; the cell written found first in {row.found_own_at_1:.0%} of rounds"
+        + _failed(row),
+    )
+
+
+def _stream_recall(results: RunResults, system: str) -> Finding:
+    row = _stream(results, "agent-stream", system)
+    recalls = [c.recall_at_10 for c in row.checkpoints]
+    held = min(recalls) >= 0.95 and not row.deleted_returned
+    measured = ", ".join(f"{c.label}: {c.recall_at_10:.3f}" for c in row.checkpoints)
+    return Finding(SUPPORTED if held else REFUTED, f"{row.dataset}: {measured}" + _failed(row))
+
+
+def _ordered_vs_ivf(results: RunResults, system: str) -> Finding:
+    """End-of-stream recall at least faiss-ivf's (trained on the first 10 %), at equal or lower latency
+    (the checkpoints' searches, back to back), on a stream of at least `REALTEXT_PASSAGES` passages."""
+    ours, ivf = _stream(results, "agent-stream", system), _stream(results, "agent-stream", "faiss-ivf")
+    if ours.cells < REALTEXT_PASSAGES:
+        raise LookupError(f"a stream of {ours.cells:,} passages; the target needs {REALTEXT_PASSAGES:,} (--dataset)")
+    mine, theirs = ours.operation("checkpoint"), ivf.operation("checkpoint")
+    ratio = estimate([[mine.latencies_ns], [theirs.latencies_ns]], lambda medians: medians[:, 0] / medians[:, 1])
+    recall, peer = ours.checkpoints[-1].recall_at_10, ivf.checkpoints[-1].recall_at_10
+    verdict = _all([SUPPORTED if recall >= peer and not ours.deleted_returned else REFUTED,
+                    judge(ratio, 1.0, at_least=False)])  # fmt: skip
+    return Finding(
+        verdict,
+        f"{ours.dataset}: end-of-stream recall@10 {recall:.3f} vs faiss-ivf {peer:.3f}; search p50 "
+        f"{mine.latency.p50_ms:.3f} vs {theirs.latency.p50_ms:.3f} ms: {ratio.text('×')}" + _failed(ours),
+    )
+
+
+STREAM_TARGETS: tuple[Claim, ...] = (
+    Claim(
+        "agent-loop",
+        "A text search right after a one-cell write costs at most 1.5× one with no write before it",
+        TARGET_SOURCE,
+        "the agent-loop runbook: 100,000 synthetic notes (faker, mock encoder), then rounds of (write one cell, "
+        "search a held-out text, search another, find the cell written); p50 of the first search over the second",
+        "ratio ≤ 1.5",
+        ("reference",),
+        _loop_cost,
+    ),
+    Claim(
+        "streaming-recall",
+        "Recall@10 ≥ 0.95 against exact search over the live cells at every checkpoint of a stream",
+        TARGET_SOURCE,
+        "the agent-stream runbook over real text in its written order (writes of 1–50 cells, searches between "
+        "them, a sliding window and random deletes, sleeps); held-out passages as vector queries",
+        "every checkpoint ≥ 0.95, no deleted cell returned",
+        ("reference-dense",),
+        _stream_recall,
+    ),
+    Claim(
+        "stream-vs-ivf",
+        "On ordered real text the engine's end-of-stream recall is at least FAISS IVF's, at equal or lower latency",
+        TARGET_SOURCE,
+        f"the same stream, at least {REALTEXT_PASSAGES:,} passages; faiss-ivf trained on its first 10 %, then fed "
+        "with add and remove_ids",
+        "recall ≥ faiss-ivf's and p50 ratio ≤ 1",
+        ("reference-dense",),
+        _ordered_vs_ivf,
+    ),
+)
+
+
 def evaluate(results: RunResults) -> tuple[list[Verdict], list[Verdict]]:
     """Verdicts for the published claims and for the targets."""
-    return ([v for c in CLAIMS for v in c.evaluate(results)], [v for c in TARGETS for v in c.evaluate(results)])
+    targets = [*TARGETS, *STREAM_TARGETS]
+    return ([v for c in CLAIMS for v in c.evaluate(results)], [v for c in targets for v in c.evaluate(results)])

@@ -65,6 +65,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="make a system's searches FACTOR times slower, to check that `compare` catches a regression "
         "(the report says so); repeatable",
     )
+    run.add_argument(
+        "--stream-size",
+        type=positive_int,
+        help="cells of the streaming runbook (default 4,000 in the default run; every passage with beam:DIR)",
+    )
     run.add_argument("--encoder", choices=ENCODER_NAMES, help="one encoder instead of the plan's (mock and minilm)")
     run.add_argument("--systems", help="comma-separated registry names or module:factory specs")
     run.add_argument("--out", type=Path, help="report directory (default reports/<timestamp>)")
@@ -179,6 +184,7 @@ def _run(args: argparse.Namespace, argv: list[str] | None) -> int:
             command=" ".join(["magbench", *(argv or sys.argv[1:])]),
             corpus=args.corpus,
             turn_format=turn_format,
+            stream_size=args.stream_size,
         )
         return 0
     if args.command == "compare":

@@ -71,3 +71,24 @@ def corpus_evalset(
     query_list = [Query(f"q{i}", corpus.passages[i], vectors[i]) for i in held_out.tolist()]
     qrels = {q.id: {docs[r].id: 1.0 for r in row} for q, row in zip(query_list, truth.tolist())}
     return EvalSet(f"{corpus.name}-{size}-s{seed}", docs, query_list, qrels, info={"source": corpus.source})
+
+
+def stream_evalset(corpus: Corpus, vectors: np.ndarray, cells: int, *, queries: int, seed: int = 0) -> EvalSet:
+    """The first `cells` + `queries` passages of a corpus: `queries` of them drawn at random (seeded) as
+    held-out text and vector queries, the other `cells` as the stream, in the corpus's written order."""
+    if cells + queries > len(corpus.passages):
+        raise ValueError(f"{corpus.name} has {len(corpus.passages):,} passages: too few for {cells:,} + {queries}")
+    held_out = np.sort(np.random.default_rng(seed).choice(cells + queries, size=queries, replace=False))
+    stream = np.setdiff1d(np.arange(cells + queries), held_out)
+    docs = [Document(f"p{i}", corpus.passages[i], vectors[i]) for i in stream.tolist()]
+    query_list = [Query(f"q{i}", corpus.passages[i], vectors[i]) for i in held_out.tolist()]
+    return EvalSet(f"{corpus.name}-stream-{cells}-s{seed}", docs, query_list, {}, info={"source": corpus.source})
+
+
+def notes_evalset(cells: int, *, queries: int, seed: int = 5) -> EvalSet:
+    """Topic sentences made unique by a number, as an agent's notes (synthetic: faker), and held-out
+    sentences of another haystack as queries; no vectors yet."""
+    sentences = topic_haystack(2_000, seed=seed).texts
+    docs = [Document(f"n{i}", f"{sentences[i % len(sentences)]} (note {i})") for i in range(cells)]
+    asked = topic_haystack(queries, seed=seed + 1).texts
+    return EvalSet(f"notes-{cells}-s{seed}", docs, [Query(f"q{j}", text) for j, text in enumerate(asked)], {})

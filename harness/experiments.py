@@ -2,19 +2,32 @@
 
 from __future__ import annotations
 
-from reference.encoders import Encoder
+from collections import defaultdict
+from typing import NamedTuple
+
+from reference.encoders import Encoder, MockEncoder
 
 from .beir import load_beir
 from .corpus import Corpus, load_corpus
-from .datasets import corpus_evalset, needles_evalset, topics_evalset, vectors_evalset
+from .datasets import (
+    corpus_evalset,
+    needles_evalset,
+    notes_evalset,
+    stream_evalset,
+    topics_evalset,
+    vectors_evalset,
+)
 from .dialogue import ADVERSARIAL, SPEAKER_CAPTIONS, DialogueSet, TurnFormat, load_dialogue
 from .encoding import encode_corpus, encode_evalset
 from .evalset import EvalSet
 from .metrics import agreement, check_cutoff, evidence_scores, group_stats, latency_stats
 from .plan import GROUPING_SYSTEMS, REGIMES, RunPlan
 from .progress import Progress, silent
-from .results import DialogueRow, GroupingRow, JudgeRow, Measurement
+from .results import DialogueRow, GroupingRow, JudgeRow, Measurement, StreamRow
+from .runbooks import agent_loop as loop_runbook
+from .runbooks import agent_stream, dialogue_replay
 from .runner import Job, group_labels, measure_together
+from .streaming import replay, run_streams
 
 
 def _timed(plan: RunPlan, jobs: list[Job], progress: Progress = silent, label: str = "measure") -> list[Measurement]:
@@ -134,6 +147,44 @@ def realtext(
     return corpus, _timed(plan, jobs, progress, f"real text ({corpus.name})")
 
 
+def streaming(
+    plan: RunPlan, corpus: Corpus, encoder: Encoder, progress: Progress, *, cells: int | None = None
+) -> list[StreamRow]:
+    """The agent-stream runbook over a corpus in its written order: `cells` passages (the plan's
+    streaming size when None, at most what the corpus holds beside the held-out queries)."""
+    vectors = encode_corpus(corpus, encoder)
+    room = len(corpus.passages) - plan.stream_queries
+    cells = min(room, cells or plan.stream_cells)
+    data = stream_evalset(corpus, vectors, cells, queries=plan.stream_queries)
+    options = {"faiss-ivf": {"train_after": max(1, cells // 10)}}  # trained on the first 10 % of the stream
+    book = agent_stream(cells, plan.stream_queries)
+    return run_streams(book, data, plan.stream_systems, encoder.name, progress, options)
+
+
+def agent_loop(plan: RunPlan, progress: Progress) -> list[StreamRow]:
+    """The agent's loop on a memory of `plan.loop_cells` notes (synthetic text, the mock encoder): write a
+    turn, search for it, search again."""
+    encoder = MockEncoder(384)
+    notes = notes_evalset(plan.loop_cells + plan.loop_rounds, queries=max(2 * plan.loop_rounds, 100))
+    data = encode_evalset(notes, encoder, cache=None)  # hashing is cheaper than the cache
+    book = loop_runbook(plan.loop_cells, plan.loop_rounds, len(data.queries))
+    return run_streams(book, data, plan.loop_systems, encoder.name, progress)
+
+
+class Answer(NamedTuple):
+    """One question answered by one system: what it retrieved against the question's evidence."""
+
+    category: str
+    found: list[str]
+    wanted: list[str]
+    session_of: dict[str, str]
+
+
+BULK, WHEN_DUE, AT_THE_END = "bulk", "online: when due", "online: at the end"
+"""How a dialogue memory was filled when a question was asked: every turn first (the published setup); turn
+by turn, the question asked as soon as its last evidence turn is written; turn by turn, asked at the end."""
+
+
 def dialogue(
     spec: str,
     systems: tuple[str, ...],
@@ -145,11 +196,12 @@ def dialogue(
     k: int = 10,
 ) -> tuple[DialogueSet, list[DialogueRow]]:
     """One memory per conversation; each question's retrieved turns scored against its evidence turns
-    (and, through their sessions, at session level). Adversarial and abstention questions apart."""
+    (and, through their sessions, at session level). Each conversation is measured loaded in bulk and
+    replayed online (`runbooks.dialogue_replay`). Adversarial and abstention questions apart."""
     data = load_dialogue(spec, turn_format)
-    answers: dict[str, list[tuple[str, list[str], list[str], dict[str, str]]]] = {s: [] for s in systems}
+    answers: dict[tuple[str, str], list[Answer]] = defaultdict(list)
+    latencies: dict[tuple[str, str], list[int]] = defaultdict(list)
     too_few_sessions = 0
-    latencies: dict[str, list[int]] = {s: [] for s in systems}
     for conversation in progress(data.conversations, f"{data.name} conversations"):
         check_cutoff(k, len(conversation.docs), f"turns of {conversation.name}")
         evalset = encode_evalset(conversation, encoder)
@@ -157,31 +209,53 @@ def dialogue(
         if len(set(session_of.values())) <= k:  # session level would rank every session: not scored
             too_few_sessions += 1
             session_of = {}
+        wanted = evalset.relevant()
         jobs = [Job(system, evalset, encoder_name) for system in systems]
         for system, measured in zip(systems, measure_together(jobs, k=k)):
-            latencies[system] += measured.latencies_ns
-            for query, found, wanted in zip(evalset.queries, measured.retrieved, evalset.relevant()):
-                answers[system].append((categories[query.id], found, wanted, session_of))
+            latencies[system, BULK] += measured.latencies_ns
+            for query, found, evidence in zip(evalset.queries, measured.retrieved, wanted):
+                answers[system, BULK].append(Answer(categories[query.id], found, evidence, session_of))
+        position = {doc.id: i for i, doc in enumerate(evalset.docs)}
+        due = [max(position[turn] for turn in evidence) for evidence in wanted]
+        book = dialogue_replay(len(evalset.docs), due)
+        for system in systems:
+            row, asked = replay(book, evalset, system, encoder_name)
+            latencies[system, WHEN_DUE] += [t for kind in ("search_after_write", "search") for t in _times(row, kind)]
+            for number, (question, found) in enumerate(asked):
+                query = evalset.queries[question]
+                at_the_end = number >= len(asked) - len(due)
+                if at_the_end or due[question] >= k:  # asked among at most k turns, any system finds it all
+                    mode = AT_THE_END if at_the_end else WHEN_DUE
+                    answers[system, mode].append(Answer(categories[query.id], found, wanted[question], session_of))
     rows = []
-    for system, answered in answers.items():
-        p50 = latency_stats(latencies[system]).p50_ms
+    for (system, mode), answered in answers.items():
+        p50 = latency_stats(latencies[system, BULK if mode == BULK else WHEN_DUE]).p50_ms
         subsets = {
             "all questions": answered,
-            "answerable": [a for a in answered if not _set_apart(a[0])],
+            "answerable": [a for a in answered if not _set_apart(a.category)],
         }
-        for category in sorted({a[0] for a in answered}):
-            subsets[("apart: " if _set_apart(category) else "") + category] = [a for a in answered if a[0] == category]
+        for category in sorted({a.category for a in answered}):
+            subsets[("apart: " if _set_apart(category) else "") + category] = [
+                a for a in answered if a.category == category
+            ]
         for subset, chosen in subsets.items():
-            turn = evidence_scores([a[1] for a in chosen], [a[2] for a in chosen], k)
-            rows.append(DialogueRow(system, "turn", subset, turn, p50))
-            scored = [a for a in chosen if a[3]]  # haystacks with more than k sessions
-            sessions = [(_sessions(a[1], a[3]), sorted({a[3][t] for t in a[2]})) for a in scored]
+            turn = evidence_scores([a.found for a in chosen], [a.wanted for a in chosen], k)
+            rows.append(DialogueRow(system, "turn", subset, turn, p50, mode))
+            scored = [a for a in chosen if a.session_of]  # haystacks with more than k sessions
+            sessions = [(_sessions(a.found, a.session_of), sorted({a.session_of[t] for t in a.wanted})) for a in scored]
             level = "session" + (
                 f" ({too_few_sessions} haystacks of ≤ {k} sessions left out)" if too_few_sessions else ""
             )
             session_scores = evidence_scores([f for f, _ in sessions], [w for _, w in sessions], k)
-            rows.append(DialogueRow(system, level, subset, session_scores, p50))
+            rows.append(DialogueRow(system, level, subset, session_scores, p50, mode))
     return data, rows
+
+
+def _times(row: StreamRow, kind: str) -> list[int]:
+    try:
+        return row.operation(kind).latencies_ns
+    except LookupError:
+        return []
 
 
 def _set_apart(category: str) -> bool:

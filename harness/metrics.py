@@ -25,6 +25,16 @@ def capped_recall_at_k(retrieved: Sequence[Sequence[str]], relevant: Sequence[Se
     return float(np.mean(values)) if values else float("nan")
 
 
+def threshold_recall(found: Sequence[np.ndarray], kth: np.ndarray, k: int, *, tolerance: float = 1e-6) -> float:
+    """Mean over queries of the share of k returned hits that score at least the k-th exact similarity
+    (ann-benchmarks' recall: a hit tied with the k-th neighbour counts, so ties cannot make an exact
+    search look inexact). `found[i]`: the exact similarities of query i's hits."""
+    values = [
+        min(k, int(np.count_nonzero(scores >= threshold - tolerance))) / k for scores, threshold in zip(found, kth)
+    ]
+    return float(np.mean(values)) if values else float("nan")
+
+
 @dataclass(frozen=True)
 class EvidenceScores:
     """Retrieval of evidence at a cutoff k, as dialogue-memory papers report it (LongMemEval's

@@ -32,6 +32,19 @@ REALTEXT_SYSTEMS = (
 """Real text, recall against exact dense search: the engine with vector queries (its dense path), also after
 one sleep pass, and BM25 and hybrid-rrf to show how far ranking by words moves from dense neighbours."""
 DIALOGUE_SYSTEMS = ("reference", "reference-dense", "flat-numpy", "bm25", "hybrid-rrf")
+STREAM_SYSTEMS = (
+    "reference",
+    "reference-dense",
+    "flat-numpy",
+    "bm25",
+    "hybrid-rrf",
+    "faiss-ivf",
+    "faiss-hnsw",
+    "flat-chroma",
+)
+"""The streaming runbook (`runbooks.agent_stream`): faiss-ivf is trained on the first 10 % of the stream."""
+LOOP_SYSTEMS = ("reference", "reference-dense", "flat-numpy", "hybrid-rrf")
+"""The agent's loop at 100K (`runbooks.agent_loop`); hybrid-rrf stands for every static lexical index (bm25s)."""
 SLOW_SYSTEMS = {"reference-chroma": 25_000}
 """Systems too slow to build above a size in the default run (Chroma per-group collections)."""
 
@@ -52,6 +65,14 @@ class RunPlan:
     realtext_sizes: tuple[int, ...] = (1_000, 10_000, 25_000, 50_000, 100_000)
     realtext_queries: int = 300
     realtext_systems: tuple[str, ...] = REALTEXT_SYSTEMS
+    stream_cells: int = 4_000
+    """Cells of the streaming runbook in the default run (`--stream-size`; a `--dataset beam:` run streams
+    every passage)."""
+    stream_queries: int = 200
+    stream_systems: tuple[str, ...] = STREAM_SYSTEMS
+    loop_cells: int = 100_000
+    loop_rounds: int = 30
+    loop_systems: tuple[str, ...] = LOOP_SYSTEMS
     passes: int = 5
     """Timing passes over every system of a regime, interleaved (see `runner.measure_together`)."""
     max_passes: int = 12
@@ -67,6 +88,10 @@ class RunPlan:
             needle_seeds=(0, 1),
             topic_docs=600,
             realtext_sizes=(1_000,),
+            stream_cells=1_000,
+            stream_queries=100,
+            loop_cells=10_000,
+            loop_rounds=10,
             passes=3,
             max_passes=3,
         )

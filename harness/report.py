@@ -4,6 +4,7 @@ included), CSV tables and PNG plots. Every figure in them comes from the run's m
 from __future__ import annotations
 
 import csv
+import zlib
 from collections.abc import Sequence
 from dataclasses import asdict
 from pathlib import Path
@@ -18,7 +19,8 @@ from tabulate import tabulate
 
 from .claims import INCONCLUSIVE, MEANING, REFUTED, SUPPORTED
 from .confidence import MARGIN
-from .results import DialogueRow, Measurement, RunResults, Verdict
+from .registry import SYSTEMS
+from .results import DialogueRow, Measurement, RunResults, StreamRow, Verdict
 
 SCALING_COLUMNS = [
     "system",
@@ -65,6 +67,10 @@ def write_report(out: Path, results: RunResults) -> Path:
         "realtext": [_pick(m.row(), SCALING_COLUMNS) for m in realtext if not m.params],
         "realtext_sweep": [{**_pick(m.row(), SWEEP_COLUMNS), "param": _params(m)} for m in realtext if m.params],
         "dialogue": [_dialogue_row(r) for r in results.dialogue],
+        "streaming": [_stream_row(r) for r in results.streaming],
+        "stream_checkpoints": [
+            {"runbook": r.runbook, "system": r.system, **asdict(c)} for r in results.streaming for c in r.checkpoints
+        ],
         "judges": [asdict(j) for j in results.judges],
         "claims": [asdict(v) for v in results.claims],
         "targets": [asdict(v) for v in results.targets],
@@ -79,6 +85,8 @@ def write_report(out: Path, results: RunResults) -> Path:
         plots.append(_plot_pareto(out / "recall_vs_latency.png", scaling, "clustered vectors (synthetic)"))
     if realtext:
         plots.append(_plot_pareto(out / "realtext_recall_vs_latency.png", realtext, "real text"))
+    if any(r.runbook == "agent-stream" and r.checkpoints for r in results.streaming):
+        plots.append(_plot_stream(out / "streaming.png", [r for r in results.streaming if r.runbook == "agent-stream"]))
     (out / "results.json").write_text(results.to_json())
     report = out / "report.md"
     report.write_text(_markdown(results, tables, plots))
@@ -185,11 +193,32 @@ def _markdown(results: RunResults, tables: dict[str, list], plots: list[Path]) -
         ),
         ("realtext_sweep", "Real text: query-parameter sweep at the largest size", ""),
         (
+            "streaming",
+            "Streaming: the agent's loop and a stream of writes, searches, deletes and sleeps",
+            "Each system runs each runbook on its own, every operation timed on one core: a write is one turn "
+            "(`agent-stream`: 1–50 cells; `agent-loop`: one cell); `after write` is the first search after a "
+            "write, delete or sleep, `search` one with no write before it; `find own` searches a cell just "
+            "written by its own text (`found own@1`: it came first). Recall is measured at checkpoints against "
+            "exact dense search over the cells live then; a system that returns a deleted cell FAILS its row. "
+            "Runbooks: " + "; ".join(f"`{name}`: {text}" for name, text in _runbooks(results).items()),
+        ),
+        (
+            "stream_checkpoints",
+            "Streaming: checkpoints",
+            "`search_p50_ms`: every held-out query back to back at the checkpoint; `between_p50_ms`: the searches "
+            "taken between writes since the previous checkpoint.",
+        ),
+        (
             "dialogue",
             "Dialogue memory: one memory per conversation, evidence retrieval at k = 10",
             "recall = share of a question's evidence found; recall_any = hit@10 (some evidence found); recall_all "
             "= all of it. Session level ranks sessions by their best turn. Questions with no answer in the memory "
-            "(adversarial, abstention) are reported apart; `all questions` includes them as published figures do.",
+            "(adversarial, abstention) are reported apart; `all questions` includes them as published figures do. "
+            "`memory`: `bulk` loads every turn before the questions (the published setup); `online: when due` "
+            "writes the conversation turn by turn and asks each question as soon as its last evidence turn is "
+            "written (questions due while at most k turns are written are left out: any system finds them all); "
+            "`online: at the end` asks every question of that memory after its last turn. An online row's p50 is "
+            "that of the searches taken between writes.",
         ),
     ]
     for key, title, note in sections:
@@ -258,6 +287,7 @@ def _dialogue_row(row: DialogueRow) -> dict[str, Any]:
     scores = row.scores
     return {
         "system": row.system,
+        "memory": row.mode,
         "level": row.granularity,
         "questions": row.subset,
         "n": scores.queries,
@@ -268,6 +298,37 @@ def _dialogue_row(row: DialogueRow) -> dict[str, Any]:
         "ndcg@10": scores.ndcg,
         "p50_ms": row.latency_p50_ms,
     }
+
+
+def _stream_row(row: StreamRow) -> dict[str, Any]:
+    """One system through one runbook: each kind of operation's p50 / p99 (ms), writes in cells/s."""
+    if row.skipped:
+        return {"runbook": row.runbook, "system": row.system, "status": f"skipped: {row.skipped}"}
+    figures: dict[str, Any] = {"runbook": row.runbook, "system": row.system, "cells": row.cells}
+    for operation in row.operations:
+        if operation.kind in ("load", "checkpoint"):
+            continue
+        label = operation.kind.replace("_", " ")
+        stats = operation.latency
+        figures[label] = (
+            f"{stats.p50_ms:.3g} / {stats.p99_ms:.3g}" if operation.kind != "sleep" else f"{operation.total_s:.3g} s"
+        )
+        if operation.kind == "write":
+            figures["written/s"] = round(operation.cells_per_s)
+    recalls = [c.recall_at_10 for c in row.checkpoints]
+    figures |= {
+        "recall min": min(recalls, default=float("nan")),
+        "recall end": recalls[-1] if recalls else float("nan"),
+    }
+    if row.runbook == "agent-loop":
+        figures["found own@1"] = row.found_own_at_1
+    figures["status"] = f"FAILED: returned {row.deleted_returned} deleted cells" if row.deleted_returned else "ok"
+    return figures
+
+
+def _runbooks(results: RunResults) -> dict[str, str]:
+    """Each runbook of the run once, with the description it was generated with."""
+    return {row.runbook: row.description for row in results.streaming}
 
 
 def _claim_list(verdicts: list[Verdict]) -> list[str]:
@@ -320,7 +381,7 @@ def _table(rows: list[dict[str, Any]]) -> str:
 
 def _write_csv(path: Path, rows: list[dict[str, Any]]) -> None:
     with path.open("w", newline="") as handle:
-        writer = csv.DictWriter(handle, fieldnames=list(rows[0]))
+        writer = csv.DictWriter(handle, fieldnames=list(dict.fromkeys(key for row in rows for key in row)))
         writer.writeheader()
         writer.writerows(rows)
 
@@ -360,16 +421,43 @@ def _plot_pareto(path: Path, scaling: list[Measurement], data: str) -> Path:
     return _save(figure, axes, path)
 
 
+def _plot_stream(path: Path, rows: list[StreamRow]) -> Path:
+    """Recall and search latency along the stream, one line per system."""
+    figure, (recall, latency) = plt.subplots(1, 2, figsize=(11, 4.5))
+    for row in sorted((r for r in rows if r.checkpoints), key=lambda r: _reference_last(r.system)):
+        written = [c.written for c in row.checkpoints]
+        recall.plot(written, [c.recall_at_10 for c in row.checkpoints], label=row.system, **_style(row.system))
+        latency.plot(written, [c.search_p50_ms for c in row.checkpoints], label=row.system, **_style(row.system))
+    recall.set(xlabel="cells written", ylabel="recall@10 vs exact over the live cells", title="Recall along the stream")
+    latency.set(
+        xlabel="cells written",
+        ylabel="p50 search at the checkpoint (ms)",
+        yscale="log",
+        title="Latency along the stream",
+    )
+    recall.grid(True, alpha=0.3)
+    return _save(figure, latency, path)
+
+
 def _reference_last(system: str) -> tuple[bool, str]:
     """Draw the engine's lines last, so no other line hides them."""
     return system.startswith("reference"), system
 
 
 def _style(system: str) -> dict[str, Any]:
-    """The engine's systems stand out: thick lines, large markers; peers thin and a little transparent."""
+    """A system keeps its colour in every plot; the engine's systems stand out: thick lines, large markers;
+    peers thin and a little transparent."""
     if system.startswith("reference"):
-        return {"marker": "D", "markersize": 7, "linewidth": 2.5, "zorder": 3}
-    return {"marker": "o", "markersize": 4, "linewidth": 1.2, "alpha": 0.75}
+        return {"color": _color(system), "marker": "D", "markersize": 7, "linewidth": 2.5, "zorder": 3}
+    return {"color": _color(system), "marker": "o", "markersize": 4, "linewidth": 1.2, "alpha": 0.75}
+
+
+def _color(system: str) -> Any:
+    """Registered systems by their place in the registry; others by a stable hash of their name."""
+    palette = plt.get_cmap("tab20")
+    known = list(SYSTEMS)
+    position = known.index(system) if system in known else zlib.crc32(system.encode())
+    return palette(position % palette.N)
 
 
 def _save(figure: Any, axes: Any, path: Path) -> Path:

@@ -17,8 +17,9 @@ from pydantic import TypeAdapter, ValidationError
 from .metrics import Agreement, EvidenceScores, GroupStats, LatencyStats, latency_stats
 from .plan import RunPlan
 
-SCHEMA_VERSION = 2
-"""2: per-pass latencies (`pass_latencies_ns`), typed rows for every section. 1 (unversioned): one pass."""
+SCHEMA_VERSION = 3
+"""3: the streaming section. 2: per-pass latencies (`pass_latencies_ns`), typed rows for every section.
+1 (unversioned): one pass."""
 
 
 class ResultsFileError(ValueError):
@@ -94,6 +95,74 @@ class DialogueRow:
     subset: str
     scores: EvidenceScores
     latency_p50_ms: float
+    mode: str = "bulk"
+    """How the memory was filled when the questions were asked (`experiments.BULK`, `WHEN_DUE`, `AT_THE_END`)."""
+
+
+@dataclass(frozen=True)
+class Operation:
+    """Every operation of one kind in a streamed run (`runbooks.py`), with its raw latencies: `write` (one
+    turn), `delete`, `sleep`, `search_after_write` (the first search after a write, delete or sleep),
+    `search` (no write before it), `find_own` (a cell searched by its own text right after its write)."""
+
+    kind: str
+    latencies_ns: list[int] = field(repr=False)
+    cells: int = 0
+    """Cells written or deleted by these operations."""
+
+    @property
+    def latency(self) -> LatencyStats:
+        return latency_stats(self.latencies_ns)
+
+    @property
+    def total_s(self) -> float:
+        return sum(self.latencies_ns) / 1e9
+
+    @property
+    def cells_per_s(self) -> float:
+        return self.cells / self.total_s if self.cells and self.total_s else float("nan")
+
+
+@dataclass(frozen=True)
+class StreamCheckpoint:
+    """The state of a streamed run at a checkpoint: every held-out query answered back to back."""
+
+    label: str
+    written: int
+    live: int
+    recall_at_10: float
+    """Against exact dense search over the cells live at this moment."""
+    search_p50_ms: float
+    """The checkpoint's queries."""
+    between_p50_ms: float
+    """The searches taken between writes since the previous checkpoint (nan if none)."""
+    deleted_returned: int
+
+
+@dataclass(frozen=True)
+class StreamRow:
+    """One system through one runbook (`runbooks.py`); `skipped` says why a system could not run it."""
+
+    runbook: str
+    system: str
+    dataset: str
+    encoder: str
+    cells: int
+    queries: int
+    description: str = ""
+    """What the runbook does (`Runbook.description`)."""
+    operations: list[Operation] = field(default_factory=list)
+    checkpoints: list[StreamCheckpoint] = field(default_factory=list)
+    deleted_returned: int = 0
+    """Hits naming a cell deleted before the search: any fails the row."""
+    found_own_at_1: float = float("nan")
+    skipped: str = ""
+
+    def operation(self, kind: str) -> Operation:
+        for operation in self.operations:
+            if operation.kind == kind:
+                return operation
+        raise LookupError(f"{self.system} ran no {kind} in {self.runbook}")
 
 
 @dataclass(frozen=True)
@@ -187,6 +256,7 @@ class RunResults:
     beir: list[Measurement] = field(default_factory=list)
     realtext: list[Measurement] = field(default_factory=list)
     dialogue: list[DialogueRow] = field(default_factory=list)
+    streaming: list[StreamRow] = field(default_factory=list)
     grouping: list[GroupingRow] = field(default_factory=list)
     judges: list[JudgeRow] = field(default_factory=list)
     claims: list[Verdict] = field(default_factory=list)
@@ -220,7 +290,7 @@ class RunResults:
         if version != SCHEMA_VERSION:
             raise ResultsFileError(
                 f"{source} has results schema {version}; this magbench reads schema {SCHEMA_VERSION} "
-                "(per-pass latencies): rerun `magbench run` with this version to compare against it"
+                "(streaming section): rerun `magbench run` with this version to compare against it"
             )
         data.pop("schema")
         try:

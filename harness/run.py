@@ -40,6 +40,7 @@ def run_benchmark(
     command: str,
     corpus: str = "stdlib",
     turn_format: TurnFormat = SPEAKER_CAPTIONS,
+    stream_size: int | None = None,
 ) -> tuple[Path, RunResults]:
     """Run the plan, or only `dataset` when given (`locomo:FILE`, `longmemeval:FILE`, `beam:DIR`, or a
     BEIR directory); write and return the report."""
@@ -47,7 +48,14 @@ def run_benchmark(
     run_id = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
     out = out or REPORTS / run_id
     if systems:
-        plan = replace(plan, systems=systems, needle_systems=systems, realtext_systems=systems)
+        plan = replace(
+            plan,
+            systems=systems,
+            needle_systems=systems,
+            realtext_systems=systems,
+            stream_systems=systems,
+            loop_systems=systems,
+        )
     encoders = _encoders((encoder,) if encoder else plan.encoders)
     sections: dict[str, Any] = {}
     name, chosen = next(iter(encoders.items()))
@@ -61,6 +69,8 @@ def run_benchmark(
         found, sections["realtext"] = experiments.realtext(
             plan, dataset, systems or plan.realtext_systems, name, chosen, progress
         )
+        whole = stream_size or len(found.passages)  # the ordered real-text runbook over every passage
+        sections["streaming"] = experiments.streaming(plan, found, chosen, progress, cells=whole)
         dataset_info = {"corpus": found.source, "passages": len(found.passages), "sha256": found.sha256 or "-"}
     elif dataset:
         sections["beir"] = experiments.beir(plan, dataset, plan.systems, name, chosen, progress)
@@ -75,6 +85,10 @@ def run_benchmark(
         found, sections["realtext"] = experiments.realtext(
             plan, corpus, plan.realtext_systems, text_encoder.name, text_encoder, progress
         )
+        sections["streaming"] = [
+            *experiments.streaming(plan, found, text_encoder, progress, cells=stream_size),
+            *experiments.agent_loop(plan, progress),
+        ]
         dataset_info = {"corpus": found.source, "passages": len(found.passages), "sha256": found.sha256 or "-"}
     info = RunInfo(
         id=run_id,

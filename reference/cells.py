@@ -187,6 +187,11 @@ def grown(array: np.ndarray, capacity: int) -> np.ndarray:
     return grown
 
 
+def with_room(column: np.ndarray, length: int) -> np.ndarray:
+    """`column`, or a zero-padded copy of at least `length` entries (geometric growth: amortised O(1))."""
+    return column if length <= len(column) else grown(column, max(length, 2 * len(column), 1024))
+
+
 def seen_text(text: str, metadata: Mapping[str, Any]) -> str:
     """What the encoder and the lexical index see: the cell's context (if any), then its text."""
     context = metadata.get("context")

@@ -25,14 +25,15 @@ _WORD = r"[A-Z](?:[a-z]|['’][A-Z])[\w'’-]*"
 _PHRASE = rf"{_WORD}(?:\s+(?:(?:of|de|van|von|la|le|da|del|the)\s+)?{_WORD})+"
 
 _KINDS = {
-    "email": (_EMAIL, "@"),
-    "url": (_URL, "://"),
-    "path": (rf"(?<![\w@]){_PATH}", "/"),
-    "file": (rf"(?<![\w@/]){_FILE}\b", "."),
-    "code": (rf"\b{_CODE}\b", ""),
-    "phrase": (rf"\b{_PHRASE}", ""),
+    "email": (_EMAIL, re.compile("@")),
+    "url": (_URL, re.compile("://")),
+    "path": (rf"(?<![\w@]){_PATH}", re.compile("/")),
+    "file": (rf"(?<![\w@/]){_FILE}\b", re.compile(r"\.[A-Za-z]")),
+    "code": (rf"\b{_CODE}\b", re.compile(r"[A-Z][A-Z0-9_-]*\d")),
+    "phrase": (rf"\b{_PHRASE}", re.compile("")),
 }
-"""Each kind's pattern, in the order the alternation tries them, and a substring every match contains."""
+"""Each kind's pattern, in the order the alternation tries them, and a pattern that every text holding a
+match of it matches too (a cheap test that rules the kind out)."""
 _MAY_HOLD_ENTITY = re.compile(r"[A-Z@/.]")
 _FUNCTION_WORDS = frozenset(
     """a an the this that these those what which who whom whose where when why how is are was were do does did
@@ -48,7 +49,7 @@ def extract_entities(text: str) -> frozenset[str]:
     if not _MAY_HOLD_ENTITY.search(text):
         return frozenset()  # every pattern needs an upper-case letter, "@", "/" or "."
     found: set[str] = set()
-    for match in _pattern(tuple(kind for kind, (_, needle) in _KINDS.items() if needle in text)).finditer(text):
+    for match in _pattern(tuple(kind for kind, (_, needed) in _KINDS.items() if needed.search(text))).finditer(text):
         kind = match.lastgroup
         value = match.group().rstrip(_TRAILING)
         if kind == "phrase":
@@ -65,8 +66,8 @@ def extract_entities(text: str) -> frozenset[str]:
 @functools.cache
 def _pattern(kinds: tuple[str, ...]) -> re.Pattern[str]:
     """The alternation of these kinds' patterns. A text is matched only against the kinds it can hold (a
-    path needs a "/", a file name a "."): the others could not match anywhere in it, so leaving them out
-    changes no match, and the path and file patterns cost most of the time on plain prose."""
+    path needs a "/", a file name a "." before a letter): the others could not match anywhere in it, so
+    leaving them out changes no match, and the path and file patterns cost most of the time on prose."""
     return re.compile("|".join(f"(?P<{kind}>{_KINDS[kind][0]})" for kind in kinds))
 
 

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Protocol
 import numpy as np
 
 from . import kernels
-from .cells import grown
+from .cells import with_room
 from .chroma import ephemeral_client, guarded
 
 if TYPE_CHECKING:
@@ -88,9 +88,9 @@ class NumpyGroupIndex:
     def add(self, groups: np.ndarray, rows: np.ndarray, vectors: np.ndarray) -> None:
         if not len(rows):
             return
-        self._slot_of = _room_for(self._slot_of, int(rows.max()) + 1)
+        self._slot_of = with_room(self._slot_of, int(rows.max()) + 1)
         self.starts, self.sizes, self.capacities = (
-            _room_for(column, int(groups.max()) + 1) for column in (self.starts, self.sizes, self.capacities)
+            with_room(column, int(groups.max()) + 1) for column in (self.starts, self.sizes, self.capacities)
         )
         parts = _by_group(groups)
         targets = np.asarray([groups[part[0]] for part in parts], dtype=np.int64)
@@ -166,11 +166,13 @@ class NumpyGroupIndex:
         self.sizes[:] = self.capacities[:] = 0
 
     def _grow(self, groups: np.ndarray, needed: np.ndarray) -> None:
-        """Give each group a segment of at least `needed` rows and twice its old room: moved to the end
-        of the arena, or, when the arena lacks the room or would be a quarter abandoned, all laid out
-        afresh by one rebuild (a large write grows many groups at once: one copy of the arena)."""
+        """Give each group a segment of at least `needed` rows, twice its old room and the size of an average
+        group: moved to the end of the arena, or, when the arena lacks the room or would be a quarter
+        abandoned, all laid out afresh by one rebuild (a large write grows many groups at once: one copy)."""
         old = self.capacities[groups]
-        new = np.maximum(needed, np.maximum(2 * old, MIN_SEGMENT))
+        held = self.sizes[self.sizes > 0]
+        typical = int(held.mean()) if len(held) else MIN_SEGMENT  # a new group gets the room of an average one
+        new = np.maximum(needed, np.maximum(2 * old, max(MIN_SEGMENT, typical)))
         end = self._end + int(new.sum())
         if end > len(self.rows) or 4 * (self._abandoned + int(old.sum())) > end:
             self.capacities[groups] = new
@@ -202,11 +204,6 @@ class NumpyGroupIndex:
         rows[target] = self.rows[source]
         self._slot_of[rows[target]] = target
         self.starts[groups] = at
-
-
-def _room_for(column: np.ndarray, length: int) -> np.ndarray:
-    """`column`, or a zero-padded copy of at least `length` entries (geometric growth)."""
-    return column if length <= len(column) else grown(column, max(length, 2 * len(column), 1024))
 
 
 def _by_group(groups: np.ndarray) -> list[np.ndarray]:

@@ -27,7 +27,7 @@ from itertools import chain
 import numpy as np
 
 from . import kernels
-from .cells import grown
+from .cells import with_room
 
 STOP_WORDS = frozenset(
     "a an and are as at be but by for if in into is it no not of on or such that the their then there these they "
@@ -103,13 +103,13 @@ class LexicalIndex:
         found = [words(text) for text in texts]
         lengths = np.fromiter(map(len, found), dtype=np.int64, count=len(found))
         terms = np.fromiter(map(self._term_of.__getitem__, chain.from_iterable(found)), dtype=np.int64)
-        self._length, self._live = grown(self._length, end), grown(self._live, end)
+        self._length, self._live = with_room(self._length, end), with_room(self._live, end)
         self._length[rows] = lengths
         self._live[rows] = True
         self._docs += len(rows)
         self._total_length += int(lengths.sum())
         segment = _build(rows, terms, lengths)
-        self._df = grown(self._df, len(self._term_of))
+        self._df = with_room(self._df, len(self._term_of))
         self._df[segment.terms] += np.diff(segment.offsets)  # a segment lists each of its words once
         self._segments.append(segment)
         while len(self._segments) > 1 and 2 * self._segments[-1].postings >= self._segments[-2].postings:

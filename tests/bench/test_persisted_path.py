@@ -10,6 +10,7 @@ import shutil
 import statistics
 import tempfile
 import time
+from functools import partial
 
 import chromadb
 import pytest
@@ -17,6 +18,7 @@ from chromadb.config import Settings
 
 from harness.runner import one_core
 from reference import CellularMemory
+from reference.cells import new_ids
 from reference.encoders import MockEncoder
 from tests.bench.conftest import N, record, record_ratio, time_queries
 from tests.bench.test_agent_loop import loop_texts
@@ -49,20 +51,20 @@ class RawChroma:
 
 @pytest.fixture(scope="module", params=SIZES, ids=[f"{n // 1000}K" for n in SIZES])
 def stores(request):
-    """A raw Chroma store and an engine store holding the same `size` cells, each ingest timed."""
+    """A raw Chroma store and an engine store holding the same `size` cells. Their writes alternate batch by
+    batch (and turn by turn below), so that a change in the machine's load falls on both alike."""
     size = request.param
     texts = loop_texts(size)
     vectors = ENCODER.encode(texts)
     folders = [tempfile.mkdtemp(prefix="magbench-persisted-") for _ in range(2)]
     raw, engine = RawChroma(folders[0]), CellularMemory(path=folders[1], encoder=ENCODER)
-    for name, write in (
-        ("raw", lambda s: raw.add([str(i) for i in range(s, s + BATCH)], texts[s : s + BATCH], vectors[s : s + BATCH])),
-        ("engine", lambda s: engine.add(texts[s : s + BATCH], vectors=vectors[s : s + BATCH])),
-    ):
-        started = time.perf_counter()
-        for start in range(0, size, BATCH):
-            write(start)
-        record(f"persisted_{size}_{name}_ingest_cells_per_s", size / (time.perf_counter() - started))
+    ids = new_ids(size)  # both stores write the same ids, texts and vectors
+    spent = {"raw": 0.0, "engine": 0.0}
+    for batch in (slice(start, start + BATCH) for start in range(0, size, BATCH)):
+        spent["raw"] += timed(partial(raw.add, ids[batch], texts[batch], vectors[batch]))
+        spent["engine"] += timed(partial(engine.add, texts[batch], vectors=vectors[batch], ids=ids[batch]))
+    for name, seconds in spent.items():
+        record(f"persisted_{size}_{name}_ingest_cells_per_s", size / seconds)
     record_ratio(
         f"persisted_{size}_engine_vs_raw_ingest",
         f"persisted_{size}_engine_ingest_cells_per_s",
@@ -75,30 +77,33 @@ def stores(request):
         shutil.rmtree(folder, ignore_errors=True)
 
 
+def timed(call) -> float:
+    started = time.perf_counter()
+    call()
+    return time.perf_counter() - started
+
+
 def close_last(opened: list) -> None:
     """Close the store opened last, if any (setup between timed reopens)."""
     if opened:
         opened[-1].close()
 
 
-def test_one_turn_add_raw(benchmark, stores):
-    size, raw, _, _ = stores
+def test_one_turn_add(benchmark, stores):
+    """One turn written to each store in turn (30 rounds); pytest-benchmark times the engine's, the raw
+    store's are timed beside them in the same rounds."""
+    size, raw, engine, _ = stores
     turns = iter(loop_texts(ROUNDS + 2, start=size))
-    counter = iter(range(size, size + ROUNDS + 2))
+    raw_seconds: list[float] = []
 
-    def turn():
-        text = next(turns)
-        return ([str(next(counter))], [text], ENCODER.encode([text])), {}
+    def raw_turn_first():
+        text, [cell_id] = next(turns), new_ids(1)
+        raw_seconds.append(timed(partial(raw.add, [f"raw-{cell_id}"], [text], ENCODER.encode([text]))))
+        return (text,), {"ids": [cell_id]}
 
-    time_queries(benchmark, raw.add, setup=turn, rounds=ROUNDS, warmup_rounds=2)
-    record(f"persisted_{size}_raw_one_turn_add_s", benchmark.stats.stats.median)
-
-
-def test_one_turn_add_engine(benchmark, stores):
-    size, _, engine, _ = stores
-    turns = iter(loop_texts(ROUNDS + 2, start=size))
-    time_queries(benchmark, engine.add, setup=lambda: ((next(turns),), {}), rounds=ROUNDS, warmup_rounds=2)
+    time_queries(benchmark, engine.add, setup=raw_turn_first, rounds=ROUNDS, warmup_rounds=2)
     record(f"persisted_{size}_engine_one_turn_add_s", benchmark.stats.stats.median)
+    record(f"persisted_{size}_raw_one_turn_add_s", statistics.median(raw_seconds[2:]))
     record_ratio(
         f"persisted_{size}_engine_vs_raw_one_turn_add",
         f"persisted_{size}_engine_one_turn_add_s",
@@ -106,32 +111,30 @@ def test_one_turn_add_engine(benchmark, stores):
     )
 
 
-def test_reopen_raw(benchmark, stores):
-    size, raw, _, folders = stores
+def test_reopen_until_ready(benchmark, stores):
+    """Each round reopens the raw store and reads every record with its embedding, then reopens the engine's
+    store until it is ready to search (pytest-benchmark times the engine's)."""
+    size, raw, engine, folders = stores
     raw.close()
-    opened: list[RawChroma] = []
-
-    def reopen_and_read() -> None:
-        opened.append(RawChroma(folders[0]))
-        assert opened[-1].read_everything() == size + ROUNDS + 2
-
-    benchmark.pedantic(reopen_and_read, setup=lambda: close_last(opened), rounds=3)
-    record(f"persisted_{size}_raw_reopen_and_read_s", benchmark.stats.stats.median)
-    close_last(opened)
-
-
-def test_reopen_engine_until_ready_to_search(benchmark, stores):
-    size, _, engine, folders = stores
     engine.close()
+    raw_seconds: list[float] = []
     opened: list[CellularMemory] = []
 
-    def reopen() -> None:
-        opened.append(CellularMemory(path=folders[1], encoder=ENCODER))
+    def raw_reopen_first():
+        close_last(opened)
+        started = time.perf_counter()
+        reopened = RawChroma(folders[0])
+        assert reopened.read_everything() == size + ROUNDS + 2
+        raw_seconds.append(time.perf_counter() - started)
+        reopened.close()
 
-    benchmark.pedantic(reopen, setup=lambda: close_last(opened), rounds=3)
+    benchmark.pedantic(
+        lambda: opened.append(CellularMemory(path=folders[1], encoder=ENCODER)), setup=raw_reopen_first, rounds=3
+    )
     assert len(opened[-1]) == size + ROUNDS + 2
     close_last(opened)
     record(f"persisted_{size}_engine_reopen_s", benchmark.stats.stats.median)
+    record(f"persisted_{size}_raw_reopen_and_read_s", statistics.median(raw_seconds))
     record_ratio(
         f"persisted_{size}_engine_vs_raw_reopen",
         f"persisted_{size}_engine_reopen_s",

@@ -9,6 +9,7 @@ import pytest
 
 from harness.beir import save_beir
 from harness.datasets import needles_evalset
+from harness.plan import LOOP_SYSTEMS, STREAM_SYSTEMS
 
 
 def magbench(*args: str, timeout: int = 600) -> subprocess.CompletedProcess:
@@ -35,12 +36,14 @@ def test_quick_run_writes_a_full_report(quick_run):
         "claims.csv",
         "latency_vs_n.png",
         "recall_vs_latency.png",
+        "streaming.csv",
+        "streaming.png",
     ):
         assert (out / name).is_file(), name
     report = (out / "report.md").read_text()
     assert "## Published claims" in report and "needles-5of5" in report
     results = json.loads((out / "results.json").read_text())
-    assert results["schema"] == 2 and results["run"]["machine"]["cpus"] >= 1
+    assert results["schema"] == 3 and results["run"]["machine"]["cpus"] >= 1
     assert results["run"]["plan"]["sizes"] == [1000, 10000] and results["run"]["plan"]["passes"] == 3
     scaling = results["scaling"]
     assert {m["system"] for m in scaling} >= {"reference", "flat-numpy", "flat-chroma", "kmeans"}
@@ -50,6 +53,9 @@ def test_quick_run_writes_a_full_report(quick_run):
     assert f"{timing}: scaling 3" in report
     assert {v["verdict"] for v in results["claims"]} <= {"SUPPORTED", "NOT SUPPORTED", "NOT MEASURED"}
     assert "claim / target" in done.stdout  # the summary table
+    streamed = {(row["runbook"], row["system"]) for row in results["streaming"]}
+    assert streamed == {("agent-stream", s) for s in STREAM_SYSTEMS} | {("agent-loop", s) for s in LOOP_SYSTEMS}
+    assert "## Streaming" in report and "agent-loop" in report
 
 
 @pytest.fixture(scope="module")
@@ -89,7 +95,7 @@ def test_compare_refuses_unrelated_runs_and_old_results(quick_run, beir_runs, tm
     (tmp_path / "results.json").write_text(json.dumps(old))
     refused = magbench("compare", str(out), str(tmp_path))
     assert refused.returncode == 2 and refused.stdout == ""
-    assert "has results schema 1; this magbench reads schema 2" in refused.stderr
+    assert "has results schema 1; this magbench reads schema 3" in refused.stderr
 
 
 def test_run_on_a_beir_directory(tmp_path):

@@ -77,7 +77,7 @@ def test_results_round_trip_through_json():
 def test_a_file_of_another_schema_or_shape_is_refused_with_what_to_do():
     text = run(noisy(1.0), 0.99).to_json()
     unversioned = text.replace(f'"schema": {SCHEMA_VERSION},', "")  # results.json before versioning
-    with pytest.raises(ResultsFileError, match=r"schema 1; this magbench reads schema 2.*rerun"):
+    with pytest.raises(ResultsFileError, match=r"schema 1; this magbench reads schema 3.*rerun"):
         RunResults.from_json(unversioned, source="old/results.json")
     with pytest.raises(ResultsFileError, match="not a valid results file"):
         RunResults.from_json(text.replace('"recall_at_10"', '"recall"'))

@@ -1,0 +1,202 @@
+"""Streaming runbooks: an agent's memory as a sequence of writes, searches, deletes and sleeps, as data.
+
+The shape of big-ann-benchmarks' streaming runbooks (`neurips23/streaming`): steps name cells by their
+position in the stream (a corpus in its written order) and queries by their index among the queries
+held out from it; recall is measured at checkpoints against exact search over the cells live at that
+moment. Two runbooks are generated here:
+
+- `agent_stream`: text arrives in turns of 1–50 cells; a search follows a turn (the first search after a
+  write) and a second one follows it (a search with no write before it); the oldest share of what is
+  live is forgotten at intervals (a sliding window) and random earlier cells are deleted; sleep runs
+  twice where a system has it; checkpoints at each quarter of the stream.
+- `agent_loop`: a memory loaded in bulk (untimed), then rounds of (write one cell, search, search again,
+  find the cell by its own text): the loop an agent runs every turn.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class Load:
+    """Cells added in one untimed bulk write (the memory an agent starts from)."""
+
+    cells: range
+
+
+@dataclass(frozen=True)
+class Write:
+    """One turn's cells, added in one timed write."""
+
+    cells: range
+
+
+@dataclass(frozen=True)
+class Search:
+    """A held-out query, timed; its hits are checked against the deleted cells."""
+
+    query: int
+
+
+@dataclass(frozen=True)
+class FindOwn:
+    """A search for one written cell by its own text and vector: is it the top hit?"""
+
+    cell: int
+
+
+@dataclass(frozen=True)
+class Forget:
+    """Cells deleted in one timed delete: the oldest live share (`window`) or a random few (`random`)."""
+
+    cells: tuple[int, ...]
+    why: str
+
+
+@dataclass(frozen=True)
+class Sleep:
+    """A consolidation pass, timed, where the system has one."""
+
+
+@dataclass(frozen=True)
+class Checkpoint:
+    """Every held-out query, timed; recall@10 against exact search over the cells live now."""
+
+    label: str
+
+
+Step = Load | Write | Search | FindOwn | Forget | Sleep | Checkpoint
+
+
+@dataclass(frozen=True)
+class Runbook:
+    name: str
+    description: str
+    cells: int
+    """Cells in the stream (positions 0 … cells − 1)."""
+    queries: int
+    steps: tuple[Step, ...]
+
+    def live_at_checkpoints(self) -> dict[str, np.ndarray]:
+        """The stream positions live at each checkpoint, in position order."""
+        live = np.zeros(self.cells, dtype=bool)
+        found = {}
+        for step in self.steps:
+            if isinstance(step, Load | Write):
+                live[step.cells.start : step.cells.stop] = True
+            elif isinstance(step, Forget):
+                live[list(step.cells)] = False
+            elif isinstance(step, Checkpoint):
+                found[step.label] = np.flatnonzero(live)
+        return found
+
+
+def agent_stream(
+    cells: int,
+    queries: int,
+    *,
+    seed: int = 0,
+    turn: tuple[int, int] = (1, 50),
+    searches: int = 200,
+    forget_every: float = 0.1,
+    window_share: float = 0.1,
+    random_share: float = 0.02,
+    sleeps: int = 2,
+    checkpoints: int = 4,
+) -> Runbook:
+    """Text arriving in turns of `turn` cells (uniform, seeded); after every turn, or every few turns so
+    that about `searches` turns are followed by searches, one search right after the write and one more;
+    every `forget_every` of the stream, the oldest `window_share` of the live cells is forgotten and a
+    random `random_share` of them deleted; `sleeps` sleep passes spread over the stream; checkpoints at
+    each 1/`checkpoints` of it (after the deletes due there)."""
+    rng = np.random.default_rng(seed)
+    sizes: list[int] = []
+    while sum(sizes) < cells:
+        sizes.append(min(int(rng.integers(turn[0], turn[1] + 1)), cells - sum(sizes)))
+    search_every = max(1, round(len(sizes) / searches))
+    marks = {"forget": _marks(cells, round(1 / forget_every)), "sleep": _marks(cells, sleeps + 1)[:-1]}
+    marks["checkpoint"] = _marks(cells, checkpoints)
+    steps: list[Step] = []
+    written, asked = 0, 0
+    live: list[int] = []
+    for number, size in enumerate(sizes):
+        steps.append(Write(range(written, written + size)))
+        before, written = written, written + size
+        live += range(before, written)
+        if number % search_every == 0:
+            steps += [Search(asked % queries), Search((asked + 1) % queries)]
+            asked += 2
+        if _crossed(marks["forget"], before, written) and written < cells:
+            oldest = live[: round(window_share * len(live))]
+            rest = live[len(oldest) :]
+            count = min(len(rest), round(random_share * len(live)))
+            randoms = sorted(rng.choice(rest, size=count, replace=False).tolist()) if count else []
+            steps += [Forget(tuple(oldest), "window"), Forget(tuple(randoms), "random")]
+            gone = set(oldest) | set(randoms)
+            live = [cell for cell in live if cell not in gone]
+        if _crossed(marks["sleep"], before, written):
+            steps.append(Sleep())
+        for mark in marks["checkpoint"]:
+            if before < mark <= written:
+                steps.append(Checkpoint(f"{round(100 * mark / cells)}%"))
+    return Runbook(
+        "agent-stream",
+        f"{cells:,} cells in written order, turns of {turn[0]}–{turn[1]}, a search and a second one after every "
+        f"{search_every} turn(s), the oldest {window_share:.0%} and a random {random_share:.0%} of the live cells "
+        f"deleted every {forget_every:.0%} of the stream, {sleeps} sleeps, {checkpoints} checkpoints",
+        cells,
+        queries,
+        tuple(steps),
+    )
+
+
+def agent_loop(loaded: int, rounds: int, queries: int) -> Runbook:
+    """`loaded` cells in bulk, then `rounds` of: write the next cell, search a held-out query (right after
+    the write), search another (no write before it), find the cell written by its own text; a checkpoint
+    at the end. The two searches ask the same kind of question, so their ratio is what the write costs."""
+    steps: list[Step] = [Load(range(loaded))]
+    for number in range(rounds):
+        cell = loaded + number
+        steps += [Write(range(cell, cell + 1)), Search(2 * number % queries), Search((2 * number + 1) % queries)]
+        steps.append(FindOwn(cell))
+    steps.append(Checkpoint("end"))
+    return Runbook(
+        "agent-loop",
+        f"{loaded:,} cells loaded in bulk, then {rounds} rounds of (write one cell, search a held-out query, "
+        "search another, search for the cell written by its text)",
+        loaded + rounds,
+        queries,
+        tuple(steps),
+    )
+
+
+def dialogue_replay(turns: int, due: list[int]) -> Runbook:
+    """A conversation written turn by turn; question q is asked right after turn `due[q]` is written (its
+    last evidence turn), and every question again at the end."""
+    asked: dict[int, list[int]] = {}
+    for question, turn in enumerate(due):
+        asked.setdefault(turn, []).append(question)
+    steps: list[Step] = []
+    for turn in range(turns):
+        steps += [Write(range(turn, turn + 1)), *(Search(q) for q in asked.get(turn, []))]
+    steps += [Search(q) for q in range(len(due))]
+    return Runbook(
+        "dialogue-replay",
+        f"{turns:,} turns written one by one; each of {len(due)} questions asked when its last evidence turn is "
+        "written, and again at the end",
+        turns,
+        len(due),
+        tuple(steps),
+    )
+
+
+def _marks(cells: int, parts: int) -> list[int]:
+    """Positions splitting the stream into `parts` equal parts (the last is the end)."""
+    return [round(cells * (i + 1) / parts) for i in range(parts)]
+
+
+def _crossed(marks: list[int], before: int, after: int) -> bool:
+    return any(before < mark <= after for mark in marks)
