@@ -138,7 +138,7 @@ def _locomo_turns(
             except (KeyError, TypeError):
                 raise DatasetFormatError(f"{where} {key} turn {position}: needs dia_id, speaker and text") from None
             text = fmt.render(text, speaker=speaker, date=date, caption=str(turn.get("blip_caption") or ""))
-            docs.append(Document(turn_id, text, metadata={"session": f"S{number}"}))
+            docs.append(Document(turn_id, text, metadata=_turn_metadata(f"S{number}", date)))
             session_of[turn_id] = f"S{number}"
     return docs, session_of
 
@@ -167,7 +167,7 @@ def _longmemeval_conversations(file: Path, data: Any, fmt: TurnFormat) -> Iterat
                     raise DatasetFormatError(f"{where} session {session_id} turn {position}: needs role and content")
                 turn_id = f"{session_id}#{position}"
                 text = fmt.render(str(turn["content"]), speaker=str(turn.get("role", "")), date=str(date))
-                docs.append(Document(turn_id, text, metadata={"session": session_id}))
+                docs.append(Document(turn_id, text, metadata=_turn_metadata(session_id, str(date))))
                 session_of[turn_id] = session_id
                 if turn.get("has_answer"):
                     marked.append(turn_id)
@@ -183,3 +183,8 @@ def _longmemeval_conversations(file: Path, data: Any, fmt: TurnFormat) -> Iterat
             qrels,
             info={"session_of": session_of, "category": {question_id: category}},
         )
+
+
+def _turn_metadata(session: str, date: str) -> dict[str, str]:
+    """A turn's session, which is also its episode (systems that take episodes get it), and its date."""
+    return {"session": session, "episode": session} | ({"date": date} if date else {})

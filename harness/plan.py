@@ -31,7 +31,19 @@ REALTEXT_SYSTEMS = (
 )
 """Real text, recall against exact dense search: the engine with vector queries (its dense path), also after
 one sleep pass, and BM25 and hybrid-rrf to show how far ranking by words moves from dense neighbours."""
-DIALOGUE_SYSTEMS = ("reference", "reference-dense", "flat-numpy", "bm25", "hybrid-rrf")
+DIALOGUE_SYSTEMS = (
+    "reference",
+    "reference-fusion",
+    "reference-episodes",
+    "reference-neighbours",
+    "reference-time",
+    "reference-dense",
+    "flat-numpy",
+    "bm25",
+    "hybrid-rrf",
+)
+"""Dialogue memory, with the engine's ablations: fusion alone, + episodes, + neighbours, both (the engine),
+and the engine with each session's date as context (+ time)."""
 STREAM_SYSTEMS = (
     "reference",
     "reference-dense",

@@ -44,6 +44,16 @@ SYSTEMS: dict[str, Factory] = {
     "reference-no-entities": _lazy(
         "harness.systems.reference", "ReferenceSystem", name="reference-no-entities", use_entities=False
     ),
+    "reference-fusion": _lazy(
+        "harness.systems.reference", "ReferenceSystem", name="reference-fusion", episode_weight=0, neighbour_weight=0
+    ),
+    "reference-episodes": _lazy(
+        "harness.systems.reference", "ReferenceSystem", name="reference-episodes", neighbour_weight=0
+    ),
+    "reference-neighbours": _lazy(
+        "harness.systems.reference", "ReferenceSystem", name="reference-neighbours", episode_weight=0
+    ),
+    "reference-time": _lazy("harness.systems.reference", "ReferenceSystem", name="reference-time", date_context=True),
     "reference-dense": _lazy(
         "harness.systems.reference", "ReferenceSystem", name="reference-dense", text_queries=False
     ),

@@ -52,6 +52,8 @@ class CellRecord:
     metadata: dict[str, Any]
     conflicts: list[ConflictNote]
     """Who this cell contradicts, and which of the two is newer."""
+    episode: str = ""
+    """The episode it was written in (`episodes.py`)."""
 
 
 @dataclass(frozen=True)
@@ -68,6 +70,7 @@ class CellBatch:
     access: np.ndarray
     metadata: list[dict[str, Any]]
     conflicts: Sequence[Sequence[ConflictNote]]
+    episodes: list[str]
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -145,8 +148,8 @@ class CellTable:
         """Row numbers of all live cells, in insertion order."""
         return np.flatnonzero(self.alive[: self._size])
 
-    def record(self, row: int, vector: np.ndarray) -> CellRecord:
-        """The full record of one row, whose vector is `vector`."""
+    def record(self, row: int, vector: np.ndarray, episode: str) -> CellRecord:
+        """The full record of one row, whose vector is `vector` and episode `episode`."""
         return CellRecord(
             id=self.ids[row],
             text=self.texts[row],
@@ -158,6 +161,7 @@ class CellTable:
             access_count=int(self.access[row]),
             metadata=dict(self.metadata[row]),
             conflicts=list(self.conflicts.get(row, ())),
+            episode=episode,
         )
 
     def _reserve(self, needed: int) -> None:
@@ -180,16 +184,16 @@ def superseded(conflicts: Sequence[ConflictNote]) -> bool:
     return any(c.other_is_newer for c in conflicts)
 
 
-def grown(array: np.ndarray, capacity: int) -> np.ndarray:
-    """A zero-padded copy of `array` with `capacity` rows."""
-    grown = np.zeros((capacity, *array.shape[1:]), dtype=array.dtype)
+def grown(array: np.ndarray, capacity: int, *, fill: float = 0) -> np.ndarray:
+    """A copy of `array` with `capacity` rows, the new ones `fill` (zero)."""
+    grown = np.full((capacity, *array.shape[1:]), fill, dtype=array.dtype)
     grown[: len(array)] = array
     return grown
 
 
-def with_room(column: np.ndarray, length: int) -> np.ndarray:
-    """`column`, or a zero-padded copy of at least `length` entries (geometric growth: amortised O(1))."""
-    return column if length <= len(column) else grown(column, max(length, 2 * len(column), 1024))
+def with_room(column: np.ndarray, length: int, *, fill: float = 0) -> np.ndarray:
+    """`column`, or a padded copy of at least `length` entries (geometric growth: amortised O(1))."""
+    return column if length <= len(column) else grown(column, max(length, 2 * len(column), 1024), fill=fill)
 
 
 def seen_text(text: str, metadata: Mapping[str, Any]) -> str:

@@ -27,6 +27,7 @@ from .consolidation import ConsolidationReport
 from .embedded import EmbeddedStore, open_embedded
 from .encoders import Encoder, make_encoder
 from .entities import EntityIndex, extract_entities
+from .episodes import inferred_names
 from .errors import InvalidInputError, MagneticError
 from .hit import Hit
 from .index import ChromaGroupIndex, GroupIndex, NumpyGroupIndex
@@ -38,6 +39,7 @@ from .state import EngineState
 from .stats import MemoryStats, memory_stats
 from .store import CellStore, NullStore, ServerCellStore, StoreIdentity
 from .validation import (
+    check_episode,
     check_ids,
     check_importance,
     check_k,
@@ -129,12 +131,15 @@ class CellularMemory:
         timestamps: Sequence[float | datetime] | None = None,
         ids: Sequence[str] | None = None,
         context: str | Sequence[str] | None = None,
+        episode: str | Sequence[str] | None = None,
     ) -> list[str]:
         """Store texts as cells (all or nothing) and return their ids.
 
         `context` (one string, or one per text: e.g. a session date "[8 May 2023]") is prepended to
         each text for the encoder and the lexical index, and kept in `metadata["context"]`; the
-        cell's text stays as given.
+        cell's text stays as given. `episode` (one name, or one per text: e.g. a conversation's session)
+        groups cells written together; without it the episode is inferred from the time between writes
+        (`episodes.py`).
         """
         texts = check_texts(texts)
         count = len(texts)
@@ -152,9 +157,12 @@ class CellularMemory:
         seen = [seen_text(text, meta) for text, meta in zip(texts, metadatas)]
         matrix = unit_rows(self.encoder.encode(seen) if vectors is None else vectors, dim=self.dim)
         cell_ids = list(ids) if ids is not None else new_ids(count)
+        names = None if episode is None else per_item("episode", episode, count, "", check_episode)
         found = [extract_entities(text) for text in texts]
         with state.writing():
             state.check_new_ids(cell_ids)
+            if names is None:
+                names = inferred_names(cell_ids, times, state.last_written(), self.config.episode_gap_s)
             plan = self._clustering.assign(state.groups, matrix, members=state.members)
             batch = CellBatch(
                 ids=cell_ids,
@@ -167,6 +175,7 @@ class CellularMemory:
                 access=np.zeros(count, dtype=np.int64),
                 metadata=metadatas,
                 conflicts=[()] * count,
+                episodes=names,
             )
             state.store.put(batch)
             state.move(plan.moved_rows, plan.moved_to)

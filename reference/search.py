@@ -15,9 +15,10 @@ Stage 3 looks the query's entities up in the exact-match index: cells that menti
 scored directly and boosted by `entity_boost` times the share of the query's entities they
 mention. Stage 4, for text queries: the best `fusion_depth` dense candidates are fused with the
 lexical index's (BM25) best (`fusion.py`); vector-only queries stay dense.
-Stage 5 ranks: in similarity mode the best k as they stand; in memory mode `MEMORY_MODE_POOL` · k
-candidates re-scored by importance, recency and access (`scoring.py`), superseded cells penalised,
-scores under `score_threshold` dropped. Every ranking rule of the engine is here.
+Stage 5, for text queries: each candidate is scored with its episode's and its neighbouring turns'
+evidence (`_with_context`). Stage 6 ranks: in similarity mode the best k as they stand; in memory mode
+`MEMORY_MODE_POOL` · k candidates re-scored by importance, recency and access (`scoring.py`), superseded
+cells penalised, scores under `score_threshold` dropped. Every ranking rule of the engine is here.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ import numpy as np
 
 from .clustering import GroupState
 from .config import MemoryConfig
+from .episodes import EpisodeIndex
 from .fusion import calibrated_scores, reciprocal_rank
 from .index import GroupIndex, NumpyGroupIndex, similarities, top_k
 from .scoring import Clock, memory_scores
@@ -128,10 +130,30 @@ class ThreeStageSearch:
                     lambda chosen: similarities(state.index.vectors_of(chosen), query).astype(np.float64),
                     lexical_weight=config.lexical_weight,
                 )
+            scores = self._with_context(rows, scores, state.episodes)
             best = top_k(scores, k)
             rows, scores = rows[best], scores[best]
         state.counters.count(flat=flat)
         return Candidates(rows, scores)
+
+    def _with_context(self, rows: np.ndarray, scores: np.ndarray, episodes: EpisodeIndex) -> np.ndarray:
+        """Stage 5 (text queries): each fused candidate (rows ascending) plus `episode_weight` times the best
+        fused score among the candidates of its episode, plus, in an episode the caller named, `neighbour_weight`
+        times the better fused score of the cells written just before and after it (0 for one that is not a
+        candidate); divided by 1 + both weights, so scores stay within the fused scores' range. The best fused
+        candidate stays first: context reorders what follows the best match, it never hides it."""
+        config = self.config
+        if not len(rows) or not (config.episode_weight or config.neighbour_weight):
+            return scores
+        codes, where = np.unique(episodes.code[rows], return_inverse=True)
+        best = np.zeros(len(codes))
+        np.maximum.at(best, where, scores)
+        before, after = episodes.neighbours(rows)
+        around = np.maximum(_scores_of(before, rows, scores), _scores_of(after, rows, scores))
+        context = config.episode_weight * best[where] + config.neighbour_weight * around
+        scored: np.ndarray = (scores + context) / (1 + config.episode_weight + config.neighbour_weight)
+        scored[np.argmax(scores)] = np.nextafter(scored.max(), np.inf)
+        return scored
 
     def _group_stage(
         self, query: np.ndarray, k: int, depth: int, budget: int, groups: GroupState, index: GroupIndex
@@ -217,6 +239,12 @@ def flat_search(query: np.ndarray, k: int, state: EngineState) -> tuple[np.ndarr
         rows, scores = rows[order], scores[order]
     best = top_k(scores, min(k, len(table)))
     return rows[best], scores[best]
+
+
+def _scores_of(wanted: np.ndarray, rows: np.ndarray, scores: np.ndarray) -> np.ndarray:
+    """The score of each `wanted` row among the candidates `rows` (ascending), 0 where it is none of them."""
+    position = np.searchsorted(rows, wanted).clip(max=len(rows) - 1)
+    return np.where(rows[position] == wanted, scores[position], 0.0)
 
 
 def _merge_best(

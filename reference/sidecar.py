@@ -34,11 +34,11 @@ SCHEMA = """
 CREATE TABLE IF NOT EXISTS cells (
     seq INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE, grp INTEGER NOT NULL, kind TEXT NOT NULL,
     importance REAL NOT NULL, timestamp REAL NOT NULL, access INTEGER NOT NULL,
-    meta TEXT NOT NULL, conflicts TEXT NOT NULL, vector BLOB NOT NULL
+    meta TEXT NOT NULL, conflicts TEXT NOT NULL, episode TEXT NOT NULL, vector BLOB NOT NULL
 ) STRICT;
 CREATE TABLE IF NOT EXISTS in_flight (mark INTEGER PRIMARY KEY AUTOINCREMENT, write TEXT NOT NULL, ids TEXT NOT NULL);
 """
-COLUMNS = "seq, id, grp, kind, importance, timestamp, access, meta, conflicts, vector"
+COLUMNS = "seq, id, grp, kind, importance, timestamp, access, meta, conflicts, episode, vector"
 EMPTY_META, NO_CONFLICTS = "{}", "[]"
 
 
@@ -77,7 +77,9 @@ class Sidecar:
         kept = [row for row in rows if row[1] in texts]
         if not kept:
             return None, [row[1] for row in rows]
-        _, ids, groups, kinds, importance, timestamps, access, metas, conflicts, vectors = zip(*kept, strict=True)
+        _, ids, groups, kinds, importance, timestamps, access, metas, conflicts, episodes, vectors = zip(
+            *kept, strict=True
+        )
         for cell_id, vector in zip(ids, vectors):
             if len(vector) != 4 * dim:
                 raise StoreDamagedError(f"cell {cell_id!r}: its stored vector has {len(vector)} bytes, not {4 * dim}")
@@ -96,6 +98,7 @@ class Sidecar:
             access=np.asarray(access, dtype=np.int64),
             metadata=[_metadata(cell_id, text) for cell_id, text in zip(ids, metas)],
             conflicts=[_conflicts(cell_id, text) for cell_id, text in zip(ids, conflicts)],
+            episodes=list(episodes),
         )
         return batch, [row[1] for row in rows if row[1] not in texts]
 
@@ -116,11 +119,12 @@ class Sidecar:
             batch.access.tolist(),
             [_json(metadata, EMPTY_META) for metadata in batch.metadata],
             map(_conflicts_json, batch.conflicts),
+            batch.episodes,
             map(bytes, np.ascontiguousarray(batch.vectors, dtype="<f4")),
             strict=True,
         )
         with self._transaction() as db:
-            db.executemany(f"INSERT INTO cells ({COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", rows)
+            db.executemany(f"INSERT INTO cells ({COLUMNS}) VALUES ({', '.join('?' * 11)})", rows)
             return self._mark(db, "add", batch.ids)
 
     def update(self, records: Sequence[CellRecord]) -> None:

@@ -100,9 +100,7 @@ def regroup(state: EngineState, plan: Regrouping) -> int:
         return 0
     table = state.table
     before, vectors = table.group[rows].copy(), state.index.vectors_of(rows)
-    state.store.update(
-        [replace(table.record(r, v), group_id=g) for r, v, g in zip(rows.tolist(), vectors, after.tolist())]
-    )
+    state.store.update([replace(r, group_id=g) for r, g in zip(state.records(rows.tolist()), after.tolist())])
     groups = state.groups.copy()
     groups.new_slots(max(0, int(after.max()) + 1 - groups.n_slots))
     groups.remove_members(before, vectors)

@@ -17,6 +17,7 @@ import numpy as np
 from .cells import CellBatch, CellRecord, CellTable, seen_text
 from .clustering import GroupState
 from .entities import EntityIndex, extract_entities
+from .episodes import EpisodeIndex
 from .errors import InvalidInputError, InvariantError, NotFoundError
 from .index import GroupIndex
 from .lexical import LexicalIndex
@@ -49,6 +50,7 @@ class EngineState:
     entities: EntityIndex
     lexical: LexicalIndex | None
     store: CellStore
+    episodes: EpisodeIndex = field(default_factory=EpisodeIndex)
     counters: SearchCounters = field(default_factory=SearchCounters)
     lock: ReadWriteLock = field(default_factory=ReadWriteLock)
     access_lock: threading.Lock = field(default_factory=threading.Lock)
@@ -90,6 +92,7 @@ class EngineState:
         """Append stored cells to the table and the indexes (the group state is the caller's)."""
         rows = self.table.append(batch)
         self.index.add(batch.groups, rows, batch.vectors)
+        self.episodes.add(rows, batch.episodes)
         for row, entities in zip(rows.tolist(), found):
             self.entities.add(row, entities)
         if self.lexical is not None:
@@ -102,6 +105,7 @@ class EngineState:
         self.index.remove(groups, rows)
         if self.lexical is not None:
             self.lexical.remove(rows, self._seen_texts(rows))
+        self.episodes.remove(rows)
         for row in rows.tolist():
             self.entities.remove(row)
             self.dirty.discard(row)
@@ -123,12 +127,17 @@ class EngineState:
 
     def record(self, row: int) -> CellRecord:
         """Everything about one live cell."""
-        return self.table.record(row, self.index.vectors_of(np.asarray([row]))[0])
+        return self.records([row])[0]
 
     def records(self, rows: Sequence[int]) -> list[CellRecord]:
         """The records of these live cells (their vectors read in one pass)."""
         vectors = self.index.vectors_of(np.asarray(rows, dtype=np.int64))
-        return [self.table.record(row, vector) for row, vector in zip(rows, vectors)]
+        return [self.table.record(row, vector, self.episodes.name(row)) for row, vector in zip(rows, vectors)]
+
+    def last_written(self) -> tuple[str, float] | None:
+        """The episode and timestamp of the live cell written last (None in an empty memory)."""
+        live = self.table.live_rows()
+        return None if not len(live) else (self.episodes.name(int(live[-1])), float(self.table.timestamp[live[-1]]))
 
     def index_texts(self) -> None:
         """Build the lexical index over every stored cell (when it is switched on later)."""
@@ -190,5 +199,8 @@ class EngineState:
             problems.append("the entity index names deleted cells")
         if self.lexical is not None and self.lexical.rows() != set(live.tolist()):
             problems.append("the lexical index holds other cells than the live ones")
+        if self.episodes.rows() != set(live.tolist()):
+            problems.append("the episode index holds other cells than the live ones")
+        problems += self.episodes.problems()
         if problems:
             raise InvariantError("; ".join(problems))

@@ -29,6 +29,8 @@ class MemoryStats:
     flat_searches: int
     """Searches that read every cell (a memory within the probe budget, or the `top_k` fallback)."""
     entities: int
+    episodes: int
+    """Episodes with live cells (`episodes.py`)."""
     dim: int
     encoder: str
     group_backend: str
@@ -57,6 +59,7 @@ def memory_stats(state: EngineState, config: MemoryConfig, *, encoder: str, dim:
         searches=counters.searches,
         flat_searches=counters.flat,
         entities=len(state.entities),
+        episodes=len(state.episodes),
         dim=dim,
         encoder=encoder,
         group_backend=config.group_backend,

@@ -24,6 +24,7 @@ import numpy as np
 
 from .cells import CellBatch, CellRecord, ConflictNote
 from .chroma import backend_errors, guarded
+from .episodes import INFERRED
 from .errors import (
     BackendUnavailableError,
     DimensionMismatchError,
@@ -258,6 +259,7 @@ def fields_of(batch: CellBatch, i: int) -> str:
         int(batch.access[i]),
         batch.metadata[i],
         batch.conflicts[i],
+        batch.episodes[i],
     )
 
 
@@ -271,6 +273,7 @@ def record_fields(record: CellRecord) -> str:
         record.access_count,
         record.metadata,
         record.conflicts,
+        record.episode,
     )
 
 
@@ -282,9 +285,11 @@ def _fields_json(
     access: int,
     metadata: dict[str, Any],
     conflicts: Sequence[ConflictNote],
+    episode: str,
 ) -> str:
     fields = {"group": group, "kind": kind, "importance": importance, "timestamp": timestamp, "access": access}
-    return json.dumps(fields | {"meta": metadata, "conflicts": [c.to_json() for c in conflicts]}, ensure_ascii=False)
+    fields |= {"meta": metadata, "conflicts": [c.to_json() for c in conflicts], "episode": episode}
+    return json.dumps(fields, ensure_ascii=False)
 
 
 FIELD_TYPES: dict[str, type | tuple[type, ...]] = {
@@ -303,6 +308,7 @@ def decoded_fields(cell_id: str, text: str) -> dict[str, Any]:
     try:
         fields = json.loads(text)
         wrong = [name for name, kind in FIELD_TYPES.items() if not isinstance(fields.get(name), kind)]
+        wrong += [] if isinstance(fields.setdefault("episode", ""), str) else ["episode"]  # none before episodes
         if wrong:
             raise ValueError(f"missing or mistyped: {', '.join(wrong)}")
         fields["conflicts"] = [ConflictNote.from_json(c) for c in fields["conflicts"]]
@@ -325,6 +331,7 @@ def batch_of(ids: list[str], texts: list[str], cells: list[tuple[dict[str, Any],
         access=np.asarray([f["access"] for f in fields], dtype=np.int64),
         metadata=[f["meta"] for f in fields],
         conflicts=[f["conflicts"] for f in fields],
+        episodes=[f.get("episode") or INFERRED + cell_id for f, cell_id in zip(fields, ids)],
     )
 
 

@@ -120,10 +120,22 @@ def per_item(name: str, value: Any, count: int, default: T, check: Callable[[Any
     """Broadcast one value (or None → default) to every item, or check a per-item list."""
     if value is None:
         return [default] * count
-    if isinstance(value, (Mapping, int, float)):
+    if isinstance(value, Mapping | int | float | str):
         return [check(value)] * count
     check_same_length(name, value, count)
     return [check(v) for v in value]
+
+
+MAX_EPISODE_CHARS = 200
+
+
+def check_episode(name: Any) -> str:
+    """An episode's name: a non-blank string of at most `MAX_EPISODE_CHARS` characters that does not
+    start with "@" (inferred episodes' names do)."""
+    check_text(name, what="episode")
+    if len(name) > MAX_EPISODE_CHARS or name.startswith("@"):
+        raise InvalidInputError(f"an episode is named by at most {MAX_EPISODE_CHARS} characters not starting with @")
+    return str(name)
 
 
 def check_importance(value: Any) -> float:

@@ -3,7 +3,9 @@
 Options: `persist=True` keeps the memory in the context's work directory (embedded Chroma);
 `server="host:port"` keeps it in a Chroma server (namespace derived from the work directory, so
 reopening with the same context finds the same cells). Either declares the "persist" capability.
-Document metadata may carry "timestamp" (epoch seconds) and "importance" for memory-mode scoring.
+Document metadata may carry "timestamp" (epoch seconds) and "importance" for memory-mode scoring, and
+"episode" (the cells written together: a dialogue's session), passed on when every document has one.
+`date_context=True` gives each cell its metadata's "date" as context (what the encoder and BM25 see).
 `preset="prototype"` measures the seed design (`MemoryConfig.prototype()`); other options are
 `MemoryConfig` fields. `sleep_after_add=True` runs one sleep pass after every add (its time counts
 as build time). `concept_labels=True` labels each document with its concept instead of its group
@@ -55,6 +57,7 @@ class ReferenceSystem:
         text_queries: bool = True,
         sleep_after_add: bool = False,
         concept_labels: bool = False,
+        date_context: bool = False,
         preset: str = "default",
         **config: Any,
     ) -> None:
@@ -64,6 +67,7 @@ class ReferenceSystem:
         self.text_queries = text_queries
         self.sleep_after_add = sleep_after_add
         self.concept_labels = concept_labels
+        self.date_context = date_context
         self.capabilities = BASE_CAPABILITIES | ({"persist"} if persist or server else set())
         encoder = _GivenVectorsOnly(context.dim)
         make_config: Callable[..., MemoryConfig] = MemoryConfig.prototype if preset == "prototype" else MemoryConfig
@@ -80,6 +84,7 @@ class ReferenceSystem:
 
     def add(self, docs: Sequence[Document]) -> None:
         now = self.memory.clock()
+        episodes = [d.metadata.get("episode") for d in docs]
         self.memory.add(
             [d.text for d in docs],
             vectors=np.stack([vector_of(d) for d in docs]),
@@ -89,6 +94,8 @@ class ReferenceSystem:
             importance=[
                 float(d.metadata.get("importance", self.memory.config.importance_of("episodic"))) for d in docs
             ],
+            episode=[str(e) for e in episodes] if all(episodes) else None,
+            context=[f"[{d.metadata.get('date', '')}]" for d in docs] if self.date_context else None,
         )
         if self.sleep_after_add:
             self.memory.consolidate()

@@ -1,0 +1,96 @@
+"""Episodes: named or inferred, linked in write order, persisted, and context for text searches."""
+
+import numpy as np
+import pytest
+
+from reference import CellularMemory, InvalidInputError, MemoryConfig
+from reference.encoders import MockEncoder
+from reference.episodes import EpisodeIndex, inferred_names
+
+SESSION_A = ["we planned the trip to Lisbon", "flights are booked for May", "the hotel is near the river"]
+SESSION_B = ["the quarterly report is late", "finance wants the numbers by Friday", "the audit starts next week"]
+
+
+class Blind(MockEncoder):
+    """Every text gets the same vector: only words and context can rank."""
+
+    def encode(self, texts):
+        return np.ones((len(texts), self.dim), dtype=np.float32) / np.sqrt(self.dim)
+
+
+def test_named_episodes_are_kept_and_shown_by_get():
+    with CellularMemory(encoder=MockEncoder(32)) as memory:
+        ids = memory.add(SESSION_A, episode="trip") + memory.add(SESSION_B, episode=["work"] * 3)
+        assert [memory.get(i).episode for i in ids] == ["trip"] * 3 + ["work"] * 3
+        assert memory.stats().episodes == 2
+        memory.check_invariants()
+
+
+def test_episodes_are_inferred_from_the_time_between_writes():
+    now = [1_000_000.0]
+    config = MemoryConfig(episode_gap_s=60)
+    with CellularMemory(encoder=MockEncoder(32), clock=lambda: now[0], config=config) as memory:
+        first = memory.add(SESSION_A[:2])
+        now[0] += 30  # within the gap: the same episode
+        second = memory.add(SESSION_A[2])
+        now[0] += 3600  # a new session
+        third = memory.add(SESSION_B)
+        episodes = [memory.get(i).episode for i in first + second + third]
+        assert episodes[:3] == [f"@{first[0]}"] * 3 and episodes[3:] == [f"@{third[0]}"] * 3
+
+
+def test_inference_continues_only_inferred_episodes_and_never_goes_back_in_time():
+    assert inferred_names(["a", "b"], [10.0, 20.0], ("session", 5.0), gap=60) == ["@a", "@a"]
+    assert inferred_names(["a", "b"], [10.0, 200.0], ("@z", 5.0), gap=60) == ["@z", "@b"]
+    assert inferred_names(["a"], [1.0], ("@z", 5.0), gap=60) == ["@a"]  # earlier than the last write
+
+
+def test_deletes_relink_the_neighbours_and_reopen_restores_episodes(tmp_path):
+    with CellularMemory(path=str(tmp_path), encoder=MockEncoder(32)) as memory:
+        ids = memory.add(SESSION_A, episode="trip")
+        memory.add(SESSION_B, episode="work")
+        memory.delete(ids[1])
+        memory.check_invariants()
+    with CellularMemory(path=str(tmp_path), encoder=MockEncoder(32)) as memory:
+        assert memory.get(ids[2]).episode == "trip" and memory.stats().episodes == 2
+        memory.add("one more about the trip", episode="trip")
+        memory.check_invariants()
+
+
+def test_the_index_links_cells_in_write_order_within_each_episode():
+    index = EpisodeIndex()
+    index.add(np.arange(5), ["x", "y", "x", "x", "y"])
+    assert index.before[[0, 2, 3]].tolist() == [-1, 0, 2] and index.after[[0, 2, 3]].tolist() == [2, 3, -1]
+    index.remove(np.asarray([2]))
+    assert index.after[0] == 3 and index.before[3] == 0 and index.problems() == []
+    index.remove(np.asarray([1, 4]))
+    assert len(index) == 1 and index.rows() == {0, 3}
+
+
+def test_a_turn_is_found_through_its_episode_and_its_neighbours():
+    """A question about the trip whose words only the first turn shares: the episode context lifts the
+    trip's other turns above the work session's."""
+    with CellularMemory(encoder=Blind(16)) as memory:
+        memory.add(SESSION_B, episode="work")  # first: blind dense ranks ties by the order of writing
+        trip = memory.add(SESSION_A, episode="trip")
+        found = [h.id for h in memory.search("when is the trip to Lisbon", k=3)]
+        assert found[0] == trip[0] and set(found) == set(trip)
+        memory.set_search_options(episode_weight=0, neighbour_weight=0)  # the ablation: fusion alone
+        alone = [h.id for h in memory.search("when is the trip to Lisbon", k=3)]
+        assert alone[0] == trip[0] and set(alone) != set(trip)
+
+
+def test_vector_queries_are_untouched_by_episodes():
+    with CellularMemory(encoder=MockEncoder(32)) as memory:
+        memory.add(SESSION_A, episode="trip")
+        vector = MockEncoder(32).encode([SESSION_A[1]])[0]
+        [hit] = memory.search(vector, k=1)
+        assert hit.text == SESSION_A[1] and hit.score == pytest.approx(1.0, abs=1e-5)
+
+
+@pytest.mark.parametrize("episode", ["", "   ", "@mine", 5, ["a", "b"], "x" * 201])
+def test_bad_episodes_are_typed_errors_and_add_nothing(episode):
+    with CellularMemory(encoder=MockEncoder(32)) as memory:
+        with pytest.raises(InvalidInputError):
+            memory.add(SESSION_A, episode=episode)
+        assert len(memory) == 0
