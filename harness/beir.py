@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import csv
 import json
+import math
 from collections import defaultdict
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -32,17 +34,15 @@ def load_beir(directory: str | Path, *, split: str = "test") -> EvalSet:
         for row, where in jsonl_rows(corpus)
     ]
     qrels: dict[str, dict[str, float]] = defaultdict(dict)
-    with qrels_path.open(newline="") as handle:
-        reader = csv.reader(handle, delimiter="\t")
-        header = next(reader, None)
-        if header and header[0] != "query-id":
-            qrels[header[0]][header[1]] = float(header[2])
-        for line in reader:
+    with _opened(qrels_path, newline="") as handle:
+        for number, line in enumerate(csv.reader(handle, delimiter="\t"), 1):
+            if number == 1 and line[:1] == ["query-id"]:
+                continue  # the header
             if len(line) < 3:
-                raise DatasetFormatError(f"{qrels_path}: expected query-id, corpus-id, score; got {line}")
-            qrels[line[0]][line[1]] = float(line[2])
+                raise DatasetFormatError(f"{qrels_path}:{number}: expected query-id, corpus-id, score; got {line}")
+            qrels[line[0]][line[1]] = _score(line[2], f"{qrels_path}:{number}")
     judged = [
-        Query(str(_field(row, "_id", where)), str(_field(row, "text", where)))
+        Query(str(_field(row, "_id", where)), _text(row, "text", where))
         for row, where in jsonl_rows(queries)
         if str(_field(row, "_id", where)) in qrels
     ]
@@ -72,7 +72,7 @@ def save_beir(evalset: EvalSet, directory: str | Path, *, split: str = "test") -
 
 def jsonl_rows(path: Path) -> Iterator[tuple[dict[str, Any], str]]:
     """Each JSON object of a JSON-lines file with `file:line` for error messages."""
-    with path.open() as handle:
+    with _opened(path) as handle:
         for number, line in enumerate(handle, 1):
             if line.strip():
                 try:
@@ -86,7 +86,7 @@ def jsonl_rows(path: Path) -> Iterator[tuple[dict[str, Any], str]]:
 
 def document_text(row: dict[str, Any], where: str) -> str:
     """A corpus line's text, its title (if any) first, as BEIR's models read it."""
-    return " ".join(p for p in (row.get("title", ""), _field(row, "text", where)) if p).strip()
+    return " ".join(p for p in (_text(row, "title", where, ""), _text(row, "text", where)) if p).strip()
 
 
 def _field(row: dict[str, Any], key: str, where: str) -> Any:
@@ -96,3 +96,31 @@ def _field(row: dict[str, Any], key: str, where: str) -> Any:
         raise DatasetFormatError(
             f'{where}: no {key!r} field (BEIR lines are {{"_id": …, "text": …}}); found {sorted(row)}'
         ) from None
+
+
+def _text(row: dict[str, Any], key: str, where: str, default: str | None = None) -> str:
+    """A string field (a number or a list where text belongs is a format error)."""
+    value = row.get(key, default) if default is not None else _field(row, key, where)
+    if not isinstance(value, str):
+        raise DatasetFormatError(f"{where}: {key!r} must be a string, got {type(value).__name__}")
+    return value
+
+
+def _score(value: str, where: str) -> float:
+    try:
+        score = float(value)
+    except ValueError:
+        raise DatasetFormatError(f"{where}: the score {value!r} is not a number") from None
+    if not math.isfinite(score):
+        raise DatasetFormatError(f"{where}: the score {value!r} is not a finite number")
+    return score
+
+
+@contextmanager
+def _opened(path: Path, newline: str | None = None) -> Iterator[Any]:
+    """A text file read as UTF-8; bytes that are not UTF-8 are a format error naming the file."""
+    with path.open(encoding="utf-8", newline=newline) as handle:
+        try:
+            yield handle
+        except UnicodeDecodeError as error:
+            raise DatasetFormatError(f"{path}: not UTF-8 text ({error.reason} at byte {error.start})") from None

@@ -5,6 +5,7 @@ With no language model reachable it says so once; every memory command still wor
 
 from __future__ import annotations
 
+import re
 import sys
 from collections.abc import Callable, Iterator
 
@@ -72,7 +73,7 @@ class ChatSession:
     def status(self, _: str) -> None:
         stats = self.memory.stats()
         model = self.agent.llm.name if self.agent.llm else "none reachable"
-        sleeping = "running" if self.memory._sleeper else "off"
+        sleeping = "running" if self.memory.sleeping else "off"
         self.write(
             f"cells {stats.cells} · groups {stats.groups} · encoder {stats.encoder} · "
             f"{'persistent' if stats.persistent else 'in memory'} · model {model} · sleep {sleeping}"
@@ -154,11 +155,23 @@ def run_chat(
     with CellularMemory(path=db, encoder=encoder, client=client) as memory:
         agent = MemoryAgent(memory, llm)
         print(f"magbench chat · encoder {encoder.name} · {where} · /help")
-        ChatSession(agent, _reader(), print).loop()
+        ChatSession(agent, _reader(), lambda text: print(printable(text))).loop()
     return 0
 
 
+CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+"""Characters a terminal acts on (escape sequences, bells, carriage returns): never printed as they are."""
+
+
+def printable(text: str) -> str:
+    """Text for the terminal: control characters (from memories, models, files) shown escaped, e.g. \\x1b."""
+    return CONTROL.sub(lambda match: match.group().encode("unicode_escape").decode("ascii"), text)
+
+
 def _reader() -> Callable[[], str | None]:
+    """Lines from the terminal or a pipe; bytes that are not text in the terminal's encoding (0xFF under
+    the C locale) are replaced, never an error."""
+    sys.stdin.reconfigure(errors="replace")  # type: ignore[union-attr]
     lines: Iterator[str] | None = None if sys.stdin.isatty() else iter(sys.stdin)
 
     def read() -> str | None:

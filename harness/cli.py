@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import sys
 from dataclasses import replace
 from pathlib import Path
@@ -15,6 +16,7 @@ from .beir import DatasetFormatError
 from .compare import LATENCY_TOLERANCE
 from .dialogue import TurnFormat
 from .metrics import CutoffError
+from .options import OptionError, parse_options
 from .registry import SystemSpecError, resolve
 from .results import ResultsFileError
 
@@ -45,7 +47,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     run.add_argument(
         "--spread",
-        type=float,
+        type=_positive_number,
         default=0.8,
         help="how diffuse the synthetic clusters are (0.8 default; 1.0 and 1.2 are harder, closer to real text)",
     )
@@ -127,6 +129,7 @@ USER_ERRORS = (
     SystemSpecError,
     CutoffError,
     ResultsFileError,
+    OptionError,
     FileNotFoundError,
     IsADirectoryError,
 )
@@ -158,6 +161,21 @@ def _check_run_inputs(args: argparse.Namespace, systems: tuple[str, ...] | None)
         location = args.corpus.removeprefix("beam:")
         if not Path(location).exists():
             raise FileNotFoundError(f"--corpus {args.corpus}: {location} does not exist")
+    if args.out is not None:
+        _check_writable(args.out)
+
+
+def _check_writable(out: Path) -> None:
+    """The report directory exists or can be made, and can be written: a run must not end in an error
+    after all its work."""
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except (FileExistsError, NotADirectoryError):
+        raise OptionError(f"--out {out}: a file is in the way; give a folder for the report") from None
+    except OSError as error:
+        raise OptionError(f"--out {out}: cannot make this folder ({error.strerror})") from None
+    if not os.access(out, os.W_OK | os.X_OK):
+        raise OptionError(f"--out {out}: this folder cannot be written")
 
 
 def _run(args: argparse.Namespace, argv: list[str] | None) -> int:
@@ -218,6 +236,7 @@ def _run(args: argparse.Namespace, argv: list[str] | None) -> int:
                 "the conformance suite needs pytest: pip install 'magnetic-bench[test]' (tox -e bench has it)"
             ) from None
         resolve(args.system)  # a wrong name or an unimportable adapter ends here, before any test or report
+        parse_options(args.option)  # and so does a malformed option
 
         options = [f"--memory-system-option={option}" for option in args.option]
         return int(
@@ -250,6 +269,17 @@ def _run(args: argparse.Namespace, argv: list[str] | None) -> int:
     return run_demo(
         encoder_name=args.encoder, size=args.size, path=args.path, server=args.chroma_server, seed=args.seed
     )
+
+
+def _positive_number(text: str) -> float:
+    """A finite number above 0 (argparse's float takes nan and inf)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a number, not {text!r}") from None
+    if not 0 < value < float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a finite number above 0, not {text}")
+    return value
 
 
 def _at_least_one(text: str) -> int:

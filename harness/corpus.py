@@ -119,17 +119,21 @@ def _cut(sentence: str, max_chars: int) -> Iterator[str]:
 
 def _beam_messages(root: Path) -> Iterator[str]:
     """Every message of every `chat.json` under a BEAM chat directory, in path order."""
-    files = sorted(root.rglob("chat.json"), key=lambda p: [int(s) if s.isdigit() else s for s in p.parts])
+    files = sorted(
+        root.rglob("chat.json"), key=lambda p: [(0, int(s), "") if s.isdigit() else (1, 0, s) for s in p.parts]
+    )
     if not files:
         raise DatasetFormatError(f"{root}: no chat.json below this folder (a BEAM chat directory holds <n>/chat.json)")
     for file in files:
         try:
-            batches = json.loads(file.read_text())
+            batches = json.loads(file.read_text(encoding="utf-8"))
             for batch in batches:
                 for turn in batch["turns"]:
                     for message in turn:
+                        if not isinstance(message["content"], str):
+                            raise TypeError(f"a message's content is a {type(message['content']).__name__}")
                         yield message["content"]
-        except (json.JSONDecodeError, KeyError, TypeError) as error:
+        except (json.JSONDecodeError, UnicodeDecodeError, KeyError, TypeError) as error:
             raise DatasetFormatError(
                 f"{file}: not a BEAM chat (a list of batches with turns of messages with content): {error!r}"
             ) from None

@@ -85,7 +85,10 @@ def load_dialogue(spec: str, turn_format: TurnFormat = SPEAKER_CAPTIONS) -> Dial
             data = json.loads(raw)
         except json.JSONDecodeError as error:
             raise DatasetFormatError(f"{file}: not JSON ({error})") from None
-        conversations += list(loaders[kind](file, data, turn_format))
+        try:
+            conversations += list(loaders[kind](file, data, turn_format))
+        except (TypeError, AttributeError, KeyError, IndexError, ValueError) as error:  # a value of the wrong shape
+            raise DatasetFormatError(f"{file}: not a {kind} file: {type(error).__name__}: {error}") from None
     if not conversations:
         raise DatasetFormatError(f"{path}: no conversation with questions")
     return DialogueSet(f"{kind}-{path.stem}", path, digest.hexdigest(), conversations)

@@ -87,9 +87,9 @@ def write_report(out: Path, results: RunResults) -> Path:
         plots.append(_plot_pareto(out / "realtext_recall_vs_latency.png", realtext, "real text"))
     if any(r.runbook == "agent-stream" and r.checkpoints for r in results.streaming):
         plots.append(_plot_stream(out / "streaming.png", [r for r in results.streaming if r.runbook == "agent-stream"]))
-    (out / "results.json").write_text(results.to_json())
+    (out / "results.json").write_text(results.to_json(), encoding="utf-8")
     report = out / "report.md"
-    report.write_text(_markdown(results, tables, plots))
+    report.write_text(_markdown(results, tables, plots), encoding="utf-8")
     return report
 
 
@@ -380,7 +380,7 @@ def _table(rows: list[dict[str, Any]]) -> str:
 
 
 def _write_csv(path: Path, rows: list[dict[str, Any]]) -> None:
-    with path.open("w", newline="") as handle:
+    with path.open("w", newline="", encoding="utf-8") as handle:
         writer = csv.DictWriter(handle, fieldnames=list(dict.fromkeys(key for row in rows for key in row)))
         writer.writeheader()
         writer.writerows(rows)

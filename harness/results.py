@@ -286,6 +286,8 @@ class RunResults:
             data = json.loads(text)
         except json.JSONDecodeError as error:
             raise ResultsFileError(f"{source} is not JSON ({error})") from None
+        except RecursionError:
+            raise ResultsFileError(f"{source} nests deeper than any results file") from None
         version = data.get("schema", 1) if isinstance(data, dict) else None
         if version != SCHEMA_VERSION:
             raise ResultsFileError(
@@ -305,7 +307,11 @@ class RunResults:
         path = path / "results.json" if path.is_dir() else path
         if not path.is_file():
             raise FileNotFoundError(f"no results.json at {path}")
-        return cls.from_json(path.read_text(), source=str(path))
+        try:
+            text = path.read_text(encoding="utf-8")
+        except UnicodeDecodeError:
+            raise ResultsFileError(f"{path} is not a results file (not UTF-8 text)") from None
+        return cls.from_json(text, source=str(path))
 
 
 _ADAPTER = TypeAdapter(RunResults)

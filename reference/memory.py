@@ -42,11 +42,13 @@ from .validation import (
     check_episode,
     check_ids,
     check_importance,
+    check_interval,
     check_k,
     check_metadata,
     check_same_length,
     check_text,
     check_texts,
+    check_texts_per_item,
     check_timestamp,
     per_item,
     unit_rows,
@@ -148,9 +150,8 @@ class CellularMemory:
         importances = per_item("importance", importance, count, self.config.importance_of(kind), check_importance)
         metadatas = per_item("metadata", metadata, count, dict[str, Any](), check_metadata)
         if context is not None:
-            contexts = [context] * count if isinstance(context, str) else list(context)
-            check_same_length("context", contexts, count)
-            metadatas = [{**m, "context": check_text(c, what="context")} for m, c in zip(metadatas, contexts)]
+            contexts = check_texts_per_item("context", context, count)
+            metadatas = [{**m, "context": c} for m, c in zip(metadatas, contexts)]
         times = [self.clock()] * count if timestamps is None else [check_timestamp(t) for t in timestamps]
         state = self._state
         state.check_new_ids(ids)
@@ -289,13 +290,14 @@ class CellularMemory:
         lock. Groups that gained cells or changed since the last pass are judged; conflicts are
         recorded on both cells (nothing is deleted) and judge failures are reported.
         """
+        if labels is not None and not isinstance(labels, Mapping):
+            raise InvalidInputError(f"labels must map cell ids to classes, got {type(labels).__name__}")
         with self._sleep_mutex:
             return sleep.consolidate(self._state, self.config, judge or self.judge, self.clock, labels)
 
     def start_sleep(self, interval: float, *, judge: ConflictJudge | None = None) -> None:
-        """Consolidate every `interval` seconds on a background thread until `stop_sleep()`."""
-        if interval <= 0:
-            raise InvalidInputError("the sleep interval must be > 0 seconds")
+        """Consolidate every `interval` seconds (at most a week) on a background thread until `stop_sleep()`."""
+        interval = check_interval(interval)
         self._state.check_open()
         if self._sleeper is not None:
             raise InvalidInputError("sleep is already running; stop_sleep() first")
@@ -312,6 +314,11 @@ class CellularMemory:
         thread = threading.Thread(target=sleep_loop, name="cellular-sleep", daemon=True)
         self._sleeper = (thread, stop)
         thread.start()
+
+    @property
+    def sleeping(self) -> bool:
+        """Whether background sleep is running (`start_sleep`)."""
+        return self._sleeper is not None
 
     def stop_sleep(self) -> None:
         """Stop the background sleep (waits for a running pass to finish)."""

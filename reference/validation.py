@@ -15,6 +15,8 @@ import numpy as np
 from .errors import DimensionMismatchError, InvalidInputError
 
 MAX_TEXT_CHARS = 1_000_000
+MAX_INTERVAL_S = 7 * 86_400.0
+"""The longest sleep interval (a week): threading's waits overflow past about 292 years, and NaN never ends."""
 T = TypeVar("T")
 
 
@@ -30,16 +32,42 @@ def check_texts(texts: Any) -> list[str]:
 
 
 def check_text(text: Any, *, what: str = "text") -> str:
-    """One non-blank string of bounded length (NUL bytes are rejected: stores truncate at them)."""
+    """One non-blank string of bounded length that UTF-8 can encode (NUL bytes are rejected: stores
+    truncate at them; so are lone surrogates: no store or encoder can write them)."""
     if not isinstance(text, str):
         raise InvalidInputError(f"{what} must be a str, got {type(text).__name__}")
     if not text.strip():
         raise InvalidInputError(f"{what} is empty or only whitespace; pass some text")
     if len(text) > MAX_TEXT_CHARS:
         raise InvalidInputError(f"{what} has {len(text):,} characters, above the limit of {MAX_TEXT_CHARS:,}; split it")
+    check_encodable(text, what=what)
     if "\x00" in text:
         raise InvalidInputError(f"{what} contains a NUL character; remove it")
     return text
+
+
+def check_encodable(text: str, *, what: str) -> None:
+    """Text that UTF-8 can encode: a lone surrogate (half of a UTF-16 pair, e.g. "\\ud800") cannot be."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as error:
+        raise InvalidInputError(
+            f"{what} holds {error.object[error.start : error.end]!r}, which UTF-8 cannot encode"
+        ) from None
+
+
+def check_texts_per_item(name: str, value: Any, count: int) -> list[str]:
+    """One text for every item, or one text per item (`context=`)."""
+    return per_item(name, value, count, "", lambda text: check_text(text, what=name))
+
+
+def check_interval(seconds: Any) -> float:
+    """A sleep interval: finite seconds in (0, `MAX_INTERVAL_S`]."""
+    if isinstance(seconds, bool) or not isinstance(seconds, int | float) or not 0 < seconds <= MAX_INTERVAL_S:
+        raise InvalidInputError(
+            f"the sleep interval must be a number of seconds in (0, {MAX_INTERVAL_S:g}], got {seconds!r}"
+        )
+    return float(seconds)
 
 
 def unit_vector(vector: Any, *, dim: int, what: str = "query vector") -> np.ndarray:
@@ -103,6 +131,8 @@ def check_ids(ids: Any) -> list[str]:
         ids = [ids]
     if not isinstance(ids, Sequence) or not ids or not all(isinstance(i, str) and i for i in ids):
         raise InvalidInputError("ids must be a non-empty string or a list of non-empty strings")
+    for cell_id in ids:
+        check_encodable(cell_id, what="an id")
     return list(ids)
 
 
@@ -148,7 +178,7 @@ def check_metadata(value: Any) -> dict[str, Any]:
     if not isinstance(value, Mapping) or not all(isinstance(key, str) for key in value):
         raise InvalidInputError("metadata must be a mapping with string keys")
     try:
-        json.dumps(value, allow_nan=False)
+        check_encodable(json.dumps(value, allow_nan=False, ensure_ascii=False), what="metadata")
     except (TypeError, ValueError) as error:
         raise InvalidInputError(f"metadata must be JSON-serialisable: {error}") from None
     return dict(value)

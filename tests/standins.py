@@ -114,6 +114,6 @@ class OllamaStandIn:
 
 
 def echo_brain(messages: list[dict], tools: list[dict] | None) -> dict:
-    """The default answer: repeat the last user message."""
+    """The default answer: repeat the last user message, without the data blocks the agent put before it."""
     last = next((m["content"] for m in reversed(messages) if m.get("role") == "user"), "")
-    return {"content": f"You said: {last}"}
+    return {"content": f"You said: {last.rpartition('>')[2].strip() if '</data-' in last else last}"}

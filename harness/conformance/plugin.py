@@ -8,7 +8,6 @@ test only for systems that declare the capability (others skip it, with the reas
 
 from __future__ import annotations
 
-import ast
 import json
 import shutil
 import tempfile
@@ -18,6 +17,7 @@ from typing import Any
 
 import pytest
 
+from harness.options import OptionError, parse_options
 from harness.protocol import SystemContext
 from harness.registry import check_declaration, resolve
 
@@ -82,14 +82,10 @@ class SystemUnderTest:
 
 
 def _options(config: pytest.Config) -> dict[str, Any]:
-    options = {}
-    for item in config.getoption("--memory-system-option"):
-        key, _, raw = item.partition("=")
-        try:
-            options[key] = ast.literal_eval(raw)
-        except (ValueError, SyntaxError):
-            options[key] = raw
-    return options
+    try:
+        return parse_options(config.getoption("--memory-system-option"))
+    except OptionError as error:
+        raise pytest.UsageError(f"--memory-system-option: {error}") from None
 
 
 @pytest.fixture(scope="session")

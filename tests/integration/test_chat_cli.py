@@ -74,3 +74,29 @@ def test_chat_lines_reach_the_model(ollama_standin, line):
     out = chat([line], env_host=ollama_standin.url)
     assert "No language model reachable" not in out
     assert f"You said: {line}" in out
+
+
+def test_hostile_input_is_data_on_the_terminal_and_never_a_crash(tmp_path, dead_port):
+    """Escape sequences stored in a memory are printed escaped; a byte that is not text under the C locale,
+    and sleep intervals of nan and inf, get answers, not tracebacks."""
+    lines = [
+        b"/remember the screen \x1b[2J\x1b]0;pwned\x07 was cleared",
+        b"/search screen cleared",
+        b"/remember caf\xff au lait",
+        b"/sleep start nan",
+        b"/sleep start inf",
+        b"/status",
+        b"/quit",
+    ]
+    done = subprocess.run(
+        [sys.executable, "-m", "harness.cli", "chat", "--encoder", "mock", "--timeout", "5", "--db", str(tmp_path)],
+        input=b"\n".join(lines) + b"\n",
+        capture_output=True,
+        timeout=180,
+        env={**__import__("os").environ, "OLLAMA_HOST": f"http://127.0.0.1:{dead_port}", "LC_ALL": "C"},
+    )
+    out = done.stdout.decode("utf-8", "replace")
+    assert done.returncode == 0, done.stderr.decode()[-2000:]
+    assert b"\x1b" not in done.stdout and "\\x1b[2J" in out
+    assert out.count("remembered (episodic)") == 2
+    assert out.count("error: the sleep interval must be a number of seconds") == 2 and "sleep off" in out

@@ -152,3 +152,15 @@ def test_a_batch_whose_writer_died_is_whole_or_absent_on_reopen(tmp_path, monkey
         expected = TEXTS[:15] if survives else TEXTS[:9]
         assert len(mem) == len(expected) and [mem.get(i).text for i in mem.ids()] == expected
         mem.check_invariants()
+
+
+@pytest.mark.parametrize("layout", ["embedded", "server"])
+def test_reopening_gives_back_every_field_exactly(tmp_path, layout):
+    stamp, importance = 1796134115.3159413, 0.123456789012345678
+    with open_store(layout, tmp_path) as mem:
+        [cell] = mem.add(["a precise note"], timestamps=[stamp], importance=[importance], metadata=[{"x": 1e-300}])
+        before = mem.get(cell)
+    with open_store(layout, tmp_path) as mem:
+        after = mem.get(cell)
+    assert after.timestamp == stamp and after.importance == importance and after.metadata == {"x": 1e-300}
+    assert np.array_equal(after.vector, before.vector) and after.episode == before.episode

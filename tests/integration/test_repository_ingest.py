@@ -45,7 +45,7 @@ def check_report(report):
     skipped = report.skipped
     assert skipped["vendor"].startswith("vendored") and skipped["pkg/node_modules"].startswith("vendored")
     assert skipped["logo.png"].startswith("binary") and skipped["huge.log"].startswith("larger")
-    assert skipped["escape.txt"] == "symlink leaving the repository"
+    assert skipped["escape.txt"] == "symlink (never followed)"
 
 
 def test_local_directory(repository):
@@ -53,7 +53,7 @@ def test_local_directory(repository):
         report = ingest_repository(memory, str(repository))
         check_report(report)
         assert ".git" in report.skipped
-        assert report.skipped["escape_dir"] == "symlink leaving the repository"
+        assert report.skipped["escape_dir"] == "symlink (never followed)"
         assert report.cells == len(memory) == 3
         assert all("password" not in memory.get(i).text for i in memory.ids())
         hit = memory.search("What does src/billing.py do?", k=1)[0]
@@ -64,7 +64,7 @@ def test_git_url_is_cloned_shallow(repository):
     with CellularMemory(encoder=MockEncoder()) as memory:
         report = ingest_repository(memory, f"file://{repository}")
         assert sorted(report.files) == ["README.md", "pkg/shipping.py", "src/billing.py"]
-        assert report.skipped["escape.txt"] == "symlink leaving the repository"  # git keeps the link
+        assert report.skipped["escape.txt"] == "symlink (never followed)"  # git keeps the link
 
 
 def test_long_files_become_several_chunks_with_line_numbers(tmp_path):
@@ -84,3 +84,52 @@ def test_the_tool_reports_and_refuses_bad_sources(repository, tmp_path):
         assert not agent.run_command(f"/ingest {tmp_path / 'missing'}").ok
         failed = agent.run_command(f"/ingest file://{tmp_path / 'nothing'}.git")
         assert not failed.ok and "git clone" in failed.text
+
+
+def test_hard_links_nul_bytes_late_in_a_file_and_fifos_are_skipped_not_fatal(tmp_path):
+    root = tmp_path / "repo"
+    root.mkdir()
+    (root / "notes.md").write_text("release notes for the parser\n")
+    outside = tmp_path / "secret.txt"
+    outside.write_text("a password outside the repository")
+    os.link(outside, root / "linked.txt")  # a hard link: its other name is outside the tree
+    (root / "late-nul.txt").write_bytes(b"text " * 2_000 + b"\x00 then binary")
+    os.mkfifo(root / "pipe")
+    with CellularMemory(encoder=MockEncoder()) as memory:
+        report = ingest_repository(memory, str(root))
+        assert report.files == ["notes.md"] and report.cells == len(memory) == 1
+        assert report.skipped["linked.txt"].startswith("a hard link")
+        assert report.skipped["late-nul.txt"] == "binary" and report.skipped["pipe"] == "not a regular file"
+
+
+def test_a_file_swapped_for_a_symlink_during_ingest_is_never_read_through_it(tmp_path):
+    """A race: another thread swaps a file for a symlink to a secret, again and again, while ingests run;
+    the secret never enters memory."""
+    import threading
+
+    root = tmp_path / "repo"
+    root.mkdir()
+    secret = tmp_path / "secret.txt"
+    secret.write_text("the vault code is 7777")
+    target = root / "swapped.txt"
+    stop = threading.Event()
+
+    def swap() -> None:
+        while not stop.is_set():
+            for make in (lambda: target.write_text("harmless text"), lambda: os.symlink(secret, target)):
+                try:
+                    target.unlink(missing_ok=True)
+                    make()
+                except OSError:
+                    pass
+
+    swapper = threading.Thread(target=swap, daemon=True)
+    swapper.start()
+    try:
+        with CellularMemory(encoder=MockEncoder()) as memory:
+            for _ in range(1_500):  # the path-checking reader read the secret in 16 of 1,498
+                ingest_repository(memory, str(root))
+            assert all("7777" not in memory.get(i).text for i in memory.ids())
+    finally:
+        stop.set()
+        swapper.join()

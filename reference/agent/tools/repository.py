@@ -2,14 +2,17 @@
 
 Each cell starts with a `[File: relative/path]` header, so a query that names the file routes to
 it through the entity index. Skipped, with the reason reported: version-control and vendored
-folders, binary files (a NUL byte or undecodable text), files above `max_file_bytes`, and any
-symlink or path that resolves outside the repository root. A git URL is cloned with
+folders, binary files (a NUL byte anywhere or undecodable text), files above `max_file_bytes`, every
+symlink (never followed, so nothing outside the tree is read) and hard links (their other names may lie
+outside it). A git URL is cloned with
 `git clone --depth 1` (finite timeout) into a temporary folder that is removed afterwards.
 """
 
 from __future__ import annotations
 
+import errno
 import os
+import stat
 import subprocess
 import tempfile
 from dataclasses import dataclass, field
@@ -42,6 +45,7 @@ SKIPPED_DIRS = frozenset(
         ".pytest_cache",
     }
 )
+SYMLINK = "symlink (never followed)"
 GIT_PREFIXES = ("http://", "https://", "git@", "ssh://", "git://", "file://")
 
 
@@ -91,15 +95,22 @@ def _clone(url: str, target: Path, timeout: float) -> None:
 
 
 def _ingest_tree(memory: CellularMemory, root: Path, source: str, max_bytes: int, chunk_chars: int) -> IngestReport:
+    """Walk the tree through directory descriptors (`os.fwalk`, never following a symlink) and open each
+    file relative to its directory without following a symlink: a path swapped for a symlink while the
+    walk runs cannot lead outside the tree."""
     report = IngestReport(source)
-    real_root = root.resolve()
     texts, metadata = [], []
-    for folder, dirs, files in os.walk(root, followlinks=False):
-        dirs[:] = sorted(d for d in dirs if not _skip_dir(Path(folder) / d, root, report))
+    for folder, dirs, files, folder_fd in os.fwalk(root, follow_symlinks=False):
+        base = Path(folder).relative_to(root)
+        for name in list(dirs):
+            if name in SKIPPED_DIRS or stat.S_ISLNK(os.stat(name, dir_fd=folder_fd, follow_symlinks=False).st_mode):
+                why = "vendored or version-control folder" if name in SKIPPED_DIRS else SYMLINK
+                report.skipped[(base / name).as_posix()] = why
+                dirs.remove(name)
+        dirs.sort()
         for name in sorted(files):
-            path = Path(folder) / name
-            relative = path.relative_to(root).as_posix()
-            content = _read(path, real_root, max_bytes, relative, report)
+            relative = (base / name).as_posix()
+            content = _read(name, folder_fd, max_bytes, relative, report)
             if content is None:
                 continue
             report.files.append(relative)
@@ -112,30 +123,31 @@ def _ingest_tree(memory: CellularMemory, root: Path, source: str, max_bytes: int
     return report
 
 
-def _skip_dir(path: Path, root: Path, report: IngestReport) -> bool:
-    relative = path.relative_to(root).as_posix()
-    if path.name in SKIPPED_DIRS:
-        report.skipped[relative] = "vendored or version-control folder"
-        return True
-    if path.is_symlink() and not _inside(path, root.resolve()):
-        report.skipped[relative] = "symlink leaving the repository"
-        return True
-    return False
-
-
-def _read(path: Path, real_root: Path, max_bytes: int, relative: str, report: IngestReport) -> str | None:
-    if not _inside(path, real_root):
-        report.skipped[relative] = "symlink leaving the repository"
+def _read(name: str, folder_fd: int, max_bytes: int, relative: str, report: IngestReport) -> str | None:
+    """The file's text, or None with the reason it was skipped. What is checked is the file opened, not
+    the path: a symlink (refused by O_NOFOLLOW), anything but a regular file, a hard link (its other names
+    may lie outside the tree), a file too large, binary or not UTF-8."""
+    try:
+        fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK, dir_fd=folder_fd)
+    except OSError as error:
+        report.skipped[relative] = SYMLINK if error.errno == errno.ELOOP else f"unreadable ({error.strerror})"
         return None
-    if not path.is_file():
-        report.skipped[relative] = "not a regular file"
+    with os.fdopen(fd, "rb") as handle:
+        found = os.fstat(handle.fileno())
+        if not stat.S_ISREG(found.st_mode):
+            report.skipped[relative] = "not a regular file"
+            return None
+        if found.st_nlink > 1:
+            report.skipped[relative] = "a hard link (its content may live outside the repository)"
+            return None
+        if found.st_size > max_bytes:
+            report.skipped[relative] = f"larger than {max_bytes:,} bytes ({found.st_size:,})"
+            return None
+        data = handle.read(max_bytes + 1)
+    if len(data) > max_bytes:
+        report.skipped[relative] = f"larger than {max_bytes:,} bytes (it grew while read)"
         return None
-    size = path.stat().st_size
-    if size > max_bytes:
-        report.skipped[relative] = f"larger than {max_bytes:,} bytes ({size:,})"
-        return None
-    data = path.read_bytes()
-    if b"\x00" in data[:8192]:
+    if b"\x00" in data:
         report.skipped[relative] = "binary"
         return None
     try:
@@ -147,14 +159,6 @@ def _read(path: Path, real_root: Path, max_bytes: int, relative: str, report: In
         report.skipped[relative] = "empty"
         return None
     return text
-
-
-def _inside(path: Path, real_root: Path) -> bool:
-    try:
-        path.resolve().relative_to(real_root)
-    except ValueError:
-        return False
-    return True
 
 
 def _chunks(text: str, size: int) -> list[tuple[int, str]]:
