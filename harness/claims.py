@@ -29,6 +29,15 @@ REALTEXT_PASSAGES = 50_000
 REALTEXT_ENGINES = ("reference-slept", "reference-dense")
 
 
+DECIDING: dict[str, tuple[str, ...]] = {
+    "scaling": ("reference", "reference-chroma", FLAT_RAG, "flat-numpy", "faiss-ivf"),
+    "growing": ("reference", "faiss-ivf"),
+    "realtext": (*REALTEXT_ENGINES, "flat-numpy", "faiss-ivf"),
+}
+"""The systems whose latency in a timed section decides a verdict below (the runner times more passes while
+any of them is unsettled)."""
+
+
 @dataclass(frozen=True)
 class Finding:
     verdict: str
@@ -68,6 +77,15 @@ def _p50s(results: RunResults, system: str) -> list[Measurement]:
     return rows
 
 
+def _noisy_note(*rows: Measurement | None) -> str:
+    """Names each measurement behind a verdict whose timing passes disagreed beyond the noise."""
+    named = [
+        f"{m.system} at {m.n_docs:,} (pass medians {', '.join(f'{x:.3g}' for x in m.pass_medians_ms())} ms)"
+        for m in {id(r): r for r in rows if r is not None and r.noisy}.values()
+    ]
+    return f"; NOISY timing: {'; '.join(named)}" if named else ""
+
+
 def _latencies(*rows: Measurement) -> list[list[list[int]]]:
     return [m.pass_latencies_ns for m in rows]
 
@@ -90,7 +108,9 @@ def _stable_latency(results: RunResults, system: str) -> Finding:
     spread = estimate(_latencies(*rows), lambda medians: medians.max(axis=1) / medians.min(axis=1))
     verdict = _all([judge(slowest, 2.0, at_least=False), judge(spread, 1.5, at_least=False)])
     measured = ", ".join(f"{m.n_docs:,}: {m.latency.p50_ms:.3f} ms" for m in rows)
-    return Finding(verdict, f"{measured}; slowest p50 {slowest.text(' ms', 3)}; max/min {spread.text()}")
+    return Finding(
+        verdict, f"{measured}; slowest p50 {slowest.text(' ms', 3)}; max/min {spread.text()}" + _noisy_note(*rows)
+    )
 
 
 def _linear_growth(results: RunResults, system: str) -> Finding:
@@ -102,8 +122,11 @@ def _linear_growth(results: RunResults, system: str) -> Finding:
         y = np.log(medians)
         return ((y - y.mean(axis=1, keepdims=True)) @ x) / (x @ x)
 
-    value = estimate(_latencies(*rows), slope)
-    return Finding(judge(value, 0.8, at_least=True), f"log-log slope of p50 vs N = {value.text()} (linear = 1)")
+    value = estimate(_latencies(*rows), slope, positive=False)
+    return Finding(
+        judge(value, 0.8, at_least=True),
+        f"log-log slope of p50 vs N = {value.text()} (linear = 1)" + _noisy_note(*rows),
+    )
 
 
 def _needles(results: RunResults, system: str) -> Finding:
@@ -126,10 +149,9 @@ def _advantage(results: RunResults, system: str) -> Finding:
     if not sizes:
         raise LookupError("no size in 25K–100K measured for both systems")
     ratios = {n: _ratio(flat[n], mine[n]) for n in sizes}
-    measured = ", ".join(
-        f"{n:,}: {_times(r.value)} than {FLAT_RAG} (95% CI {r.low:.2f}–{r.high:.2f}×)" for n, r in ratios.items()
-    )
-    return Finding(_all([judge(r, 1.0, at_least=True) for r in ratios.values()]), measured)
+    measured = ", ".join(f"{n:,}: {_times(r.value)} than {FLAT_RAG} {_interval_words(r)}" for n, r in ratios.items())
+    note = _noisy_note(*(mine[n] for n in sizes), *(flat[n] for n in sizes))
+    return Finding(_all([judge(r, 1.0, at_least=True) for r in ratios.values()]), measured + note)
 
 
 CLAIMS: tuple[Claim, ...] = (
@@ -203,6 +225,16 @@ def _times(ratio: float) -> str:
     return f"{ratio:.1f}× faster" if ratio >= 1 else f"{1 / ratio:.1f}× slower"
 
 
+def _interval_words(ratio: Estimate) -> str:
+    """A speed ratio's interval in the words of `_times`: "(95% CI 2.9–3.3× faster)"; an interval that
+    crosses 1 reads from its slower end to its faster one."""
+    if ratio.low >= 1:
+        return f"(95% CI {ratio.low:.1f}–{ratio.high:.1f}× faster)"
+    if ratio.high < 1:
+        return f"(95% CI {1 / ratio.high:.1f}–{1 / ratio.low:.1f}× slower)"
+    return f"(95% CI {1 / ratio.low:.1f}× slower to {ratio.high:.1f}× faster)"
+
+
 def _speedup(results: RunResults, ours: Measurement, section: str, bar: float) -> Finding:
     """Flat-numpy's p50 over ours at our size, and our recall; beside it, faiss-ivf's own speed-up at our
     recall in the same run (how fast exact search is on this machine, relative to a compiled index)."""
@@ -218,7 +250,7 @@ def _speedup(results: RunResults, ours: Measurement, section: str, bar: float) -
     return Finding(
         verdict,
         f"N={n:,}: {ratio.text('×', 1)} faster than flat-numpy ({ours.latency.p50_ms:.3f} vs "
-        f"{flat.latency.p50_ms:.3f} ms), recall@10 {ours.recall_at_10:.3f}{beside}",
+        f"{flat.latency.p50_ms:.3f} ms), recall@10 {ours.recall_at_10:.3f}{beside}" + _noisy_note(ours, flat, peer),
     )
 
 
@@ -241,7 +273,8 @@ def _near_faiss(results: RunResults, ours: Measurement, section: str, bar: float
     return Finding(
         judge(ratio, bar, at_least=False),
         f"N={n:,}: {ours.latency.p50_ms:.3f} ms at recall {ours.recall_at_10:.3f} vs faiss-ivf "
-        f"{best.latency.p50_ms:.3f} ms at recall {best.recall_at_10:.3f} ({_setting(best)}): {ratio.text('×')}",
+        f"{best.latency.p50_ms:.3f} ms at recall {best.recall_at_10:.3f} ({_setting(best)}): {ratio.text('×')}"
+        + _noisy_note(ours, best),
     )
 
 
@@ -252,7 +285,7 @@ def _flatness(section: str) -> Callable[[RunResults, str], Finding]:
         return Finding(
             judge(ratio, 1.5, at_least=False),
             f"p50 100K / p50 10K = {large.latency.p50_ms:.3f} / {small.latency.p50_ms:.3f} ms = {ratio.text()} "
-            f"(recall@10 {large.recall_at_10:.3f})",
+            f"(recall@10 {large.recall_at_10:.3f})" + _noisy_note(large, small),
         )
 
     return check

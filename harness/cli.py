@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import math
 import os
 import sys
 from dataclasses import replace
@@ -52,11 +53,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="how diffuse the synthetic clusters are (0.8 default; 1.0 and 1.2 are harder, closer to real text)",
     )
     run.add_argument(
-        "--passes", type=_at_least_one, help="timing passes over every system, interleaved (default 5; --quick 3)"
+        "--passes", type=positive_int, help="timing passes over every system, interleaved (default 5; --quick 3)"
     )
     run.add_argument(
         "--max-passes",
-        type=_at_least_one,
+        type=positive_int,
         help="more passes, up to this many, while the medians are unsettled (default 12; --quick 3)",
     )
     run.add_argument(
@@ -83,12 +84,15 @@ def build_parser() -> argparse.ArgumentParser:
     compare.add_argument("run_b", help="the new run directory (or its results.json)")
     compare.add_argument(
         "--latency-tolerance",
-        type=float,
+        type=_at_least_zero,
         default=LATENCY_TOLERANCE,
         help="relative slowdown of the median allowed beyond the drift of the other systems (default 0.5; a "
         "regression must also lie outside both runs' pass-to-pass noise)",
     )
-    compare.add_argument("--recall-tolerance", type=float, default=0.01, help="absolute recall@10 drop allowed")
+    compare.add_argument(
+        "--recall-tolerance", type=_at_least_zero, default=0.01, help="absolute recall@10 drop allowed"
+    )
+    compare.add_argument("--all", action="store_true", help="every measurement, not only the changes")
 
     conformance = commands.add_parser("conformance", help="run the SPEC.md conformance suite against a system")
     conformance.add_argument("system", help="module:factory of an adapter, or a registry name")
@@ -220,7 +224,7 @@ def _run(args: argparse.Namespace, argv: list[str] | None) -> int:
                 f"{args.run_a} and {args.run_b} share no measurement (no section, system, dataset and size in common)"
             )
             return 2
-        print(render(comparison))
+        print(render(comparison, everything=args.all, latency_tolerance=args.latency_tolerance))
         regressions = comparison.regressions
         sections = sorted({c.key.split(":")[0] + ":" + c.key.split(":")[1] for c in regressions})
         print(
@@ -271,22 +275,25 @@ def _run(args: argparse.Namespace, argv: list[str] | None) -> int:
     )
 
 
-def _positive_number(text: str) -> float:
-    """A finite number above 0 (argparse's float takes nan and inf)."""
+def _finite(text: str, lowest: float, *, open_below: bool) -> float:
+    """A finite number at least (or, `open_below`, above) `lowest`; argparse's float takes nan and inf."""
     try:
         value = float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"must be a number, not {text!r}") from None
-    if not 0 < value < float("inf"):
-        raise argparse.ArgumentTypeError(f"must be a finite number above 0, not {text}")
+    if not math.isfinite(value) or value < lowest or (open_below and value == lowest):
+        raise argparse.ArgumentTypeError(
+            f"must be a finite number {'above' if open_below else 'of at least'} {lowest:g}, not {text}"
+        )
     return value
 
 
-def _at_least_one(text: str) -> int:
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, not {value}")
-    return value
+def _positive_number(text: str) -> float:
+    return _finite(text, 0, open_below=True)
+
+
+def _at_least_zero(text: str) -> float:
+    return _finite(text, 0, open_below=False)
 
 
 def _slow_down(specs: list[str]) -> dict[str, float]:
@@ -295,11 +302,11 @@ def _slow_down(specs: list[str]) -> dict[str, float]:
     for spec in specs:
         system, _, factor = spec.partition("=")
         try:
-            factors[system] = float(factor)
-        except ValueError:
-            raise SystemSpecError(f"--slow-down {spec}: expected SYSTEM=FACTOR, e.g. flat-numpy=2") from None
-        if not system or factors[system] < 1:
-            raise SystemSpecError(f"--slow-down {spec}: expected SYSTEM=FACTOR with a factor of at least 1")
+            factors[system] = _finite(factor, 1, open_below=False)
+        except argparse.ArgumentTypeError as error:
+            raise SystemSpecError(f"--slow-down {spec}: expected SYSTEM=FACTOR, the factor {error}") from None
+        if not system:
+            raise SystemSpecError(f"--slow-down {spec}: expected SYSTEM=FACTOR, e.g. flat-numpy=2")
     return factors
 
 

@@ -24,7 +24,8 @@ import numpy as np
 from scipy.stats import mannwhitneyu
 from tabulate import tabulate
 
-from .results import Measurement, RunResults
+from .claims import UNMEASURED
+from .results import Measurement, ResultsFileError, RunResults
 
 ALPHA = 0.01
 LATENCY_TOLERANCE = 0.5
@@ -51,6 +52,8 @@ class Comparison:
     changes: list[Change]
     flips: list[str]
     machine_differences: list[str]
+    unmeasured: int = 0
+    """Verdicts one of the runs did not measure (not a change: e.g. a --quick run against a full one)."""
 
     @property
     def shared(self) -> bool:
@@ -73,18 +76,30 @@ def compare(
     changes = []
     before, after = a.measurements(), b.measurements()
     shared = sorted(before.keys() & after.keys())
+    for run, found in (("A", before), ("B", after)):
+        for key in shared:
+            _check_finite(run, key, found[key])
     for key in shared:
         old, new = before[key], after[key]
         changes.append(_latency_change(key, old, new, _drift(key, shared, before, after), latency_tolerance, alpha))
         worse = new.recall_at_10 < old.recall_at_10 - recall_tolerance
         changes.append(Change(key, "recall_at_10", old.recall_at_10, new.recall_at_10, worse))
     old_verdicts = {(v.claim, v.system): v.verdict for v in [*a.claims, *a.targets]}
-    flips = [
-        f"{v.claim} / {v.system}: {old_verdicts[(v.claim, v.system)]} → {v.verdict}"
-        for v in [*b.claims, *b.targets]
-        if old_verdicts.get((v.claim, v.system), v.verdict) != v.verdict
+    pairs = [
+        (old_verdicts[(v.claim, v.system)], v) for v in [*b.claims, *b.targets] if (v.claim, v.system) in old_verdicts
     ]
-    return Comparison(changes, flips, a.run.machine.differences(b.run.machine))
+    measured_both = [(old, v) for old, v in pairs if UNMEASURED not in (old, v.verdict)]
+    flips = [f"{v.claim} / {v.system}: {old} → {v.verdict}" for old, v in measured_both if old != v.verdict]
+    return Comparison(
+        changes, flips, a.run.machine.differences(b.run.machine), unmeasured=len(pairs) - len(measured_both)
+    )
+
+
+def _check_finite(run: str, key: str, measurement: Measurement) -> None:
+    """A figure compare reads that is NaN or infinite makes the file unusable: refused, never passed."""
+    figures = [measurement.latency.p50_ms, measurement.recall_at_10, *measurement.latencies_ns]
+    if not np.isfinite(np.asarray(figures, dtype=np.float64)).all():
+        raise ResultsFileError(f"run {run}: {key} holds NaN or infinity in its latency or recall; rerun it")
 
 
 def _drift(key: str, shared: list[str], before: dict[str, Measurement], after: dict[str, Measurement]) -> float:
@@ -122,7 +137,10 @@ def _latency_change(
     return Change(key, "p50_ms", p50_old, p50_new, large and p_value < alpha, p_value, drift)
 
 
-def render(comparison: Comparison) -> str:
+def render(comparison: Comparison, *, everything: bool = False, latency_tolerance: float = LATENCY_TOLERANCE) -> str:
+    """The changes as a table: every measurement with `everything`, else only regressions and changes beyond
+    the tolerance (either way) or the recall tolerance, and a line saying how many were compared."""
+    shown = [c for c in comparison.changes if everything or c.regression or _notable(c, latency_tolerance)]
     rows = [
         [
             c.key,
@@ -134,9 +152,13 @@ def render(comparison: Comparison) -> str:
             "" if c.p_value is None else f"{c.p_value:.3g}",
             "REGRESSION" if c.regression else "",
         ]
-        for c in comparison.changes
+        for c in shown
     ]
-    text = tabulate(
+    compared = len({c.key for c in comparison.changes})
+    text = f"{compared} measurements compared; " + (
+        "all shown" if everything else f"{len(shown)} rows changed beyond the tolerance (--all shows every row)"
+    )
+    text += "\n\n" + tabulate(
         rows,
         headers=["measurement", "metric", "A", "B", "change", "drift", "p (B slower; passes)", ""],
         tablefmt="github",
@@ -148,7 +170,19 @@ def render(comparison: Comparison) -> str:
         )
     if comparison.flips:
         text += "\n\nVerdicts that changed:\n" + "\n".join(f"- {f}" for f in comparison.flips)
+    if comparison.unmeasured:
+        text += f"\n\n{comparison.unmeasured} verdicts were not measured by one of the runs (not compared)."
     return text
+
+
+def _notable(change: Change, tolerance: float) -> bool:
+    """A latency that moved by more than the tolerance beyond the drift (either way), or a recall change."""
+    if change.metric != "p50_ms":
+        return abs(change.after - change.before) > 0.005
+    if not change.before:
+        return False
+    relative = change.after / (change.before * max(change.drift, 1.0))
+    return relative > 1 + tolerance or relative < 1 / (1 + tolerance)
 
 
 def _delta(change: Change) -> str:

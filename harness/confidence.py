@@ -31,11 +31,12 @@ narrower, so an interval that ends within 10 % of the bar is too close to call."
 
 
 SETTLED = 0.05
-"""Timing goes on past the planned passes (up to the plan's `max_passes`) while a typical measurement's
-median is known less precisely than ±5 %: half the indifference zone, so that on a loaded machine a figure
-well away from its bar gets a verdict instead of an interval widened by a few slow passes. A quiet
-machine stops at the planned passes. (Deciding when to stop from the data itself makes the interval a
-little optimistic; the zone absorbs that.)"""
+"""Timing goes on past the planned passes (up to the plan's `max_passes`) while any measurement that decides
+a verdict has its median known less precisely than ±5 %: half the indifference zone, so that on a loaded
+machine a figure well away from its bar gets a verdict instead of an interval widened by a few slow passes,
+and one noisy measurement cannot decide a verdict on too few passes. A quiet machine stops at the planned
+passes. (Deciding when to stop from the data itself makes the interval a little optimistic; the zone absorbs
+that.)"""
 
 
 @dataclass(frozen=True)
@@ -80,9 +81,15 @@ def resampled_medians(matrices: Sequence[np.ndarray], *, seed: int = 0) -> np.nd
 
 
 def estimate(
-    measurements: Sequence[PassLatencies], figure: Callable[[np.ndarray], np.ndarray], *, seed: int = 0
+    measurements: Sequence[PassLatencies],
+    figure: Callable[[np.ndarray], np.ndarray],
+    *,
+    seed: int = 0,
+    positive: bool = True,
 ) -> Estimate:
-    """`figure` maps an array of medians (last axis: the measurements) to one value per row."""
+    """`figure` maps an array of medians (last axis: the measurements) to one value per row. A `positive`
+    figure (a latency, a ratio of latencies) gets its Student-t widening on the log scale, so its interval
+    stays above zero and is as wide in "× slower" as in "× faster"; a slope is not positive."""
     matrices = [_matrix(m) for m in measurements]
     point = np.asarray([np.median(m) for m in matrices])
     rounds = figure(resampled_medians(matrices, seed=seed))
@@ -91,19 +98,30 @@ def estimate(
     passes = {len(m) for m in matrices}
     if len(passes) == 1 and passes.pop() > 1:  # timed together: the figure of each pass
         per_pass = figure(np.stack([np.median(m, axis=1) for m in matrices], axis=1))
-        half = _half_width(per_pass)
-        low, high = min(low, per_pass.mean() - half), max(high, per_pass.mean() + half)
+        scale, back = (np.log, np.exp) if positive else (np.asarray, np.asarray)
+        center, half = float(scale(per_pass).mean()), _half_width(scale(per_pass))
+        low, high = min(low, float(back(center - half))), max(high, float(back(center + half)))
     return Estimate(float(figure(point[None, :])[0]), float(low), float(high))
 
 
 def unsettled(measurements: Sequence[PassLatencies]) -> bool:
-    """Whether the typical measurement's median is still known less precisely than ±`SETTLED`: the
-    Student-t half-width over its per-pass medians, relative to their mean, median over `measurements`
-    (which need at least two passes each)."""
-    relative = [
-        _half_width(per_pass) / per_pass.mean() for per_pass in (np.median(_matrix(m), axis=1) for m in measurements)
-    ]
-    return bool(np.median(relative) > SETTLED)
+    """Whether any of `measurements` (those that decide a verdict) still has its median known less
+    precisely than ±`SETTLED`: the Student-t half-width over its per-pass medians, relative to their mean
+    (each needs at least two passes)."""
+    per_passes = (np.median(_matrix(m), axis=1) for m in measurements)
+    return any(_half_width(per_pass) / per_pass.mean() > SETTLED for per_pass in per_passes)
+
+
+NOISY = 0.5
+"""A measurement whose slowest timing pass has a median more than 50 % above the median of its pass
+medians was disturbed beyond the run's usual noise (a burst of load in one pass): reports name it beside
+every verdict it decides."""
+
+
+def noisy(pass_latencies_ns: PassLatencies) -> bool:
+    """Whether one pass's median stands out from the others' by more than `NOISY` (three passes or more)."""
+    medians = [float(np.median(p)) for p in pass_latencies_ns if len(p)]
+    return len(medians) >= 3 and max(medians) > (1 + NOISY) * float(np.median(medians))
 
 
 def _half_width(per_pass: np.ndarray) -> float:

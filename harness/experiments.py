@@ -8,6 +8,7 @@ from typing import NamedTuple
 from reference.encoders import Encoder, MockEncoder
 
 from .beir import load_beir
+from .claims import DECIDING
 from .corpus import Corpus, load_corpus
 from .datasets import (
     corpus_evalset,
@@ -29,14 +30,19 @@ from .runbooks import agent_stream, dialogue_replay
 from .runner import Job, group_labels, measure_together
 from .streaming import replay, run_streams
 
+SECTION_OF_REGIME = {"fixed": "scaling", "growing": "growing"}
+"""The results section a scaling regime fills."""
+
 
 def _timed(plan: RunPlan, jobs: list[Job], progress: Progress = silent, label: str = "measure") -> list[Measurement]:
     """`jobs` timed together with the plan's passes (and its extra passes while the timing is unsettled)."""
     return measure_together(jobs, passes=plan.passes, max_passes=plan.max_passes, progress=progress, label=label)
 
 
-def _job(plan: RunPlan, system: str, evalset: EvalSet, encoder: str, *, sweep: bool = False) -> Job:
-    return Job(system, evalset, encoder, sweep=sweep, slow_down=plan.slow_down.get(system, 1.0))
+def _job(plan: RunPlan, system: str, evalset: EvalSet, encoder: str, *, sweep: bool = False, section: str = "") -> Job:
+    """A job of a section; it decides a verdict when the claims judge its system's latency there."""
+    decides = system in DECIDING.get(section, ())
+    return Job(system, evalset, encoder, sweep=sweep, slow_down=plan.slow_down.get(system, 1.0), decides=decides)
 
 
 def scaling(plan: RunPlan, systems: tuple[str, ...], progress: Progress, *, regime: str = "fixed") -> list[Measurement]:
@@ -49,7 +55,10 @@ def scaling(plan: RunPlan, systems: tuple[str, ...], progress: Progress, *, regi
             size, queries=plan.queries, clusters=REGIMES[regime](size), spread=plan.spread, seed=size
         )
         sweep = plan.sweep and size == largest and regime == "fixed"
-        jobs += [_job(plan, system, evalset, "vectors", sweep=sweep) for system in plan.systems_at(size, systems)]
+        jobs += [
+            _job(plan, system, evalset, "vectors", sweep=sweep, section=SECTION_OF_REGIME[regime])
+            for system in plan.systems_at(size, systems)
+        ]
     return _timed(plan, jobs, progress, f"scaling ({regime})")
 
 
@@ -143,7 +152,10 @@ def realtext(
     for size in sizes:
         evalset = corpus_evalset(corpus, vectors, size, queries=plan.realtext_queries)
         sweep = plan.sweep and size == sizes[-1]
-        jobs += [_job(plan, system, evalset, encoder_name, sweep=sweep) for system in plan.systems_at(size, systems)]
+        jobs += [
+            _job(plan, system, evalset, encoder_name, sweep=sweep, section="realtext")
+            for system in plan.systems_at(size, systems)
+        ]
     return corpus, _timed(plan, jobs, progress, f"real text ({corpus.name})")
 
 

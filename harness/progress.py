@@ -1,5 +1,6 @@
-"""Progress a user can see: a bar on a terminal, and elsewhere (tox logs, CI, `| tee`) one line per step
-with the time elapsed since the run started, plus a line every `HEARTBEAT` seconds while one step (a
+"""Progress a user can see: a bar on a terminal (with its time left), and elsewhere (tox logs, CI, `| tee`)
+one line per step with the time elapsed since the run started and the step's time left at its pace so far,
+plus a line every `HEARTBEAT` seconds while one step (a
 k-means or HNSW build, say) is still running, so a long build never looks like a hang."""
 
 from __future__ import annotations
@@ -37,9 +38,10 @@ def _say(message: str) -> None:
 
 
 def _lines(items: list[T], label: str) -> Iterator[T]:
+    started = time.perf_counter()
     for number, item in enumerate(items, 1):
         name = str(getattr(item, "name", item))[:80]  # an evaluation set by its name, not its contents
-        _say(f"{label}: {name} ({number}/{len(items)})")
+        _say(f"{label}: {name} ({number}/{len(items)}{_time_left(started, number - 1, len(items))})")
         done = threading.Event()
         threading.Thread(target=_heartbeat, args=(f"{label}: {name}", done), daemon=True).start()
         try:
@@ -54,3 +56,11 @@ def _heartbeat(step: str, done: threading.Event) -> None:
     started = time.perf_counter()
     while not done.wait(HEARTBEAT):
         _say(f"{step} still running ({time.perf_counter() - started:.0f} s)")
+
+
+def _time_left(started: float, done: int, total: int) -> str:
+    """ ", about N s left" in this step at the pace so far (nothing before the first item is done)."""
+    if not done:
+        return ""
+    left = (time.perf_counter() - started) / done * (total - done)
+    return f", about {left:.0f} s left" if left < 120 else f", about {left / 60:.0f} min left"

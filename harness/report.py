@@ -15,6 +15,7 @@ import numpy as np
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
+from matplotlib import ticker
 from tabulate import tabulate
 
 from .claims import INCONCLUSIVE, MEANING, REFUTED, SUPPORTED
@@ -161,8 +162,9 @@ def _markdown(results: RunResults, tables: dict[str, list], plots: list[Path]) -
         (
             "sweep",
             "Query-parameter sweep at the largest size",
-            "Each point is one setting of the system's query "
-            "parameter (`group_top_k` for the reference, `nprobe` for k-means and FAISS).",
+            "Each point is one setting of the system's query parameter ("
+            + _swept(results.scaling)
+            + "); the system's default setting is its row in the scaling table.",
         ),
         ("needles", "Needles: 200 documents, 5 needles each, per encoder", ""),
         (
@@ -191,7 +193,11 @@ def _markdown(results: RunResults, tables: dict[str, list], plots: list[Path]) -
             "Real embeddings have no tight clusters. `reference-dense` is the engine queried with the vector "
             "alone; BM25 ranks by words, so its recall against exact dense neighbours shows how differently it ranks.",
         ),
-        ("realtext_sweep", "Real text: query-parameter sweep at the largest size", ""),
+        (
+            "realtext_sweep",
+            "Real text: query-parameter sweep at the largest size",
+            f"Each point is one setting of the system's query parameter ({_swept(results.realtext)}).",
+        ),
         (
             "streaming",
             "Streaming: the agent's loop and a stream of writes, searches, deletes and sleeps",
@@ -255,6 +261,16 @@ def _timing_lines(results: RunResults) -> list[str]:
             f"- between-pass spread of a measurement's median (slowest / fastest pass − 1): median "
             f"{np.median(spreads):.1%}, 90th percentile {np.percentile(spreads, 90):.1%}, largest {spreads.max():.1%}"
         )
+    noisy = [m for m in results.measurements().values() if m.noisy]
+    if noisy:
+        lines.append(
+            "- **noisy measurements** (one timing pass stood out beyond the run's noise; verdicts that use them say "
+            "so): "
+            + "; ".join(
+                f"`{m.system}` at {m.n_docs:,} (pass medians {', '.join(f'{x:.3g}' for x in m.pass_medians_ms())} ms)"
+                for m in noisy
+            )
+        )
     lines += [
         f"- **deliberately slowed** (`--slow-down`, to check `compare`): `{system}` ×{factor:g}"
         for system, factor in plan.slow_down.items()
@@ -271,10 +287,11 @@ def _reading(claims: list[Verdict], targets: list[Verdict]) -> list[str]:
         held = [v for v in verdicts if v.verdict == SUPPORTED]
         failed = [v for v in verdicts if v.verdict == REFUTED]
         unsure = [v for v in verdicts if v.verdict == INCONCLUSIVE]
+        unmeasured = len(verdicts) - len(held) - len(failed) - len(unsure)
         lines.append(
-            f"- Of {len(verdicts)} {label} verdicts, {len(held)} are supported, {len(failed)} are not supported "
-            f"and {len(unsure)} are inconclusive (the interval reaches within {MARGIN:.0%} of the bar) on this run's "
-            "measurements."
+            f"- Of {len(verdicts)} {label} verdicts, {len(held)} are supported, {len(failed)} are not supported, "
+            f"{len(unsure)} are inconclusive (the interval reaches within {MARGIN:.0%} of the bar) and {unmeasured} "
+            "were not measured by this run."
         )
         lines += [f"  - **{v.claim}** for `{v.system}` does not hold: {v.measured}." for v in failed]
         lines += [
@@ -298,6 +315,17 @@ def _dialogue_row(row: DialogueRow) -> dict[str, Any]:
         "ndcg@10": scores.ndcg,
         "p50_ms": row.latency_p50_ms,
     }
+
+
+def _swept(measurements: list[Measurement]) -> str:
+    """Which parameter each system sweeps, from the measurements themselves."""
+    swept: dict[str, list[str]] = {}
+    for m in measurements:
+        for name in m.params:
+            swept.setdefault(f"`{name}`", [])
+            if m.system not in swept[f"`{name}`"]:
+                swept[f"`{name}`"].append(m.system)
+    return "; ".join(f"{name} for {', '.join(systems)}" for name, systems in swept.items()) or "none swept"
 
 
 def _stream_row(row: StreamRow) -> dict[str, Any]:
@@ -461,6 +489,9 @@ def _color(system: str) -> Any:
 
 
 def _save(figure: Any, axes: Any, path: Path) -> Path:
+    for axis in (axes.xaxis, axes.yaxis):
+        if axis.get_scale() == "log":  # minor labels of a narrow log axis pile up on each other
+            axis.set_minor_formatter(ticker.NullFormatter())
     axes.grid(True, which="both", alpha=0.3)
     axes.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0)
     figure.tight_layout()

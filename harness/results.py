@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 from pydantic import TypeAdapter, ValidationError
 
+from .confidence import noisy
 from .metrics import Agreement, EvidenceScores, GroupStats, LatencyStats, latency_stats
 from .plan import RunPlan
 
@@ -59,6 +60,14 @@ class Measurement:
     def latencies_ns(self) -> list[int]:
         """Every timed query of every pass."""
         return [t for one_pass in self.pass_latencies_ns for t in one_pass]
+
+    @property
+    def noisy(self) -> bool:
+        """One timing pass stood out from the others beyond the run's usual noise (`confidence.noisy`)."""
+        return noisy(self.pass_latencies_ns)
+
+    def pass_medians_ms(self) -> list[float]:
+        return [float(np.median(p)) / 1e6 for p in self.pass_latencies_ns if p]
 
     @property
     def pass_spread(self) -> float:

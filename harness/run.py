@@ -17,11 +17,12 @@ from reference.encoders import Encoder, make_encoder
 
 from . import experiments
 from .claims import UNMEASURED, evaluate
+from .corpus import Corpus
 from .dialogue import SPEAKER_CAPTIONS, TurnFormat
 from .plan import DIALOGUE_SYSTEMS, RunPlan
 from .progress import progress
 from .report import summary_table, write_report
-from .results import Machine, RunInfo, RunResults
+from .results import Machine, Measurement, RunInfo, RunResults
 
 SOURCE = Path(__file__).resolve().parents[1]
 """Where this code lives: read for the commit it runs (never written to: an installed copy may be read-only)."""
@@ -71,7 +72,7 @@ def run_benchmark(
         )
         whole = stream_size or len(found.passages)  # the ordered real-text runbook over every passage
         sections["streaming"] = experiments.streaming(plan, found, chosen, progress, cells=whole)
-        dataset_info = {"corpus": found.source, "passages": len(found.passages), "sha256": found.sha256 or "-"}
+        dataset_info = _corpus_info(found, sections["realtext"])
     elif dataset:
         sections["beir"] = experiments.beir(plan, dataset, plan.systems, name, chosen, progress)
     else:
@@ -89,7 +90,7 @@ def run_benchmark(
             *experiments.streaming(plan, found, text_encoder, progress, cells=stream_size),
             *experiments.agent_loop(plan, progress),
         ]
-        dataset_info = {"corpus": found.source, "passages": len(found.passages), "sha256": found.sha256 or "-"}
+        dataset_info = _corpus_info(found, sections["realtext"])
     info = RunInfo(
         id=run_id,
         started=datetime.fromtimestamp(started, UTC).isoformat(),
@@ -112,6 +113,15 @@ def run_benchmark(
     print(summary_table(results) if results.claims or results.targets else "")
     print(f"\nreport: {report}")
     return report, results
+
+
+def _corpus_info(corpus: Corpus, measured: list[Measurement]) -> dict[str, Any]:
+    """What the header says of a real-text corpus: its source, its passages and how the run used them, and
+    the SHA-256 of its files (none for text generated from this interpreter)."""
+    largest = max((m.n_docs for m in measured), default=0)
+    held_out = max((m.queries for m in measured), default=0)
+    used = f"{len(corpus.passages):,} ({largest:,} in the largest memory, {held_out} held out as queries)"
+    return {"corpus": corpus.source, "passages": used} | ({"sha256": corpus.sha256} if corpus.sha256 else {})
 
 
 def _encoders(names: Iterable[str]) -> dict[str, Encoder]:

@@ -8,7 +8,8 @@ over the whole pass and a burst of load on a shared machine falls on all of them
 answers a different block from the one before it: a setting timed on the queries its neighbour (often
 the same system) has just answered finds their data in cache, and ran 11–23% faster than the same
 setting timed after another system (BEAM, 51,551 passages). When the planned passes leave the
-medians unsettled (a loaded machine; `confidence.unsettled`), more passes follow, up to `max_passes`.
+median of a measurement that decides a verdict unsettled (a loaded machine; `confidence.unsettled`), more
+passes follow, up to `max_passes`.
 Queries are timed on one core (`one_core`: BLAS and OpenMP pools held to one thread), as ann-benchmarks
 and annbench time them, so that an exact scan is not measured on two cores against an index on one.
 Warm-up queries before each block stay out of timing; every answer goes through `check_hits`.
@@ -55,6 +56,8 @@ class Job:
     options: Mapping[str, Any] = field(default_factory=dict)
     sweep: bool = False
     slow_down: float = 1.0
+    decides: bool = False
+    """Its latency decides a verdict: timing goes on while it is unsettled (`confidence.unsettled`)."""
 
     @property
     def name(self) -> str:
@@ -132,8 +135,9 @@ def measure_together(
         with one_core():
             for one_pass in progress(range(passes), f"{label}: timing passes over {len(units)} settings"):
                 time_pass(one_pass)
+            deciding = [timings[i] for i, (item, _) in enumerate(units) if item.job.decides]
             for one_pass in range(passes, max_passes):
-                if passes < 2 or not unsettled(timings):  # one planned pass: no spread to judge by
+                if passes < 2 or not deciding or not unsettled(deciding):  # one planned pass: no spread to judge
                     break
                 for _ in progress([one_pass + 1], f"{label}: timing unsettled, another pass"):
                     time_pass(one_pass)

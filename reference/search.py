@@ -140,7 +140,8 @@ class ThreeStageSearch:
         """Stage 5 (text queries): each fused candidate (rows ascending) plus `episode_weight` times the best
         fused score among the candidates of its episode, plus, in an episode the caller named, `neighbour_weight`
         times the better fused score of the cells written just before and after it (0 for one that is not a
-        candidate); divided by 1 + both weights, so scores stay within the fused scores' range. The best fused
+        candidate); divided by the largest value that can reach, so scores stay within the fused scores'
+        range (a hit first in both lists of a memory without named episodes still scores 1). The best fused
         candidate stays first: context reorders what follows the best match, it never hides it."""
         config = self.config
         if not len(rows) or not (config.episode_weight or config.neighbour_weight):
@@ -151,8 +152,11 @@ class ThreeStageSearch:
         before, after = episodes.neighbours(rows)
         around = np.maximum(_scores_of(before, rows, scores), _scores_of(after, rows, scores))
         context = config.episode_weight * best[where] + config.neighbour_weight * around
-        scored: np.ndarray = (scores + context) / (1 + config.episode_weight + config.neighbour_weight)
-        scored[np.argmax(scores)] = np.nextafter(scored.max(), np.inf)
+        neighbours = config.neighbour_weight if (before >= 0).any() or (after >= 0).any() else 0.0
+        scored: np.ndarray = (scores + context) / (1 + config.episode_weight + neighbours)
+        top = np.argmax(scores)
+        if scored[top] < scored.max():  # only another's context lifted it above the best match
+            scored[top] = np.nextafter(scored.max(), np.inf)
         return scored
 
     def _group_stage(

@@ -120,7 +120,9 @@ def test_run_on_a_beir_directory(tmp_path):
 def test_demo_with_the_mock_encoder():
     done = magbench("demo", "--encoder", "mock", "--size", "300")
     assert done.returncode == 0, done.stderr
-    assert "needles in the top 3:" in done.stdout and "groups" in done.stdout
+    assert "needles in the top 3: 5/5" in done.stdout and "groups" in done.stdout
+    cosines = re.findall(r"  \d\.\d{3}\s+(\d\.\d{3})\s+\d\s", done.stdout)  # each best hit's cosine column
+    assert len(cosines) == 5 and len(set(cosines)) > 1  # not the same number for every hit
 
 
 def test_bad_arguments_exit_with_usage():

@@ -1,0 +1,100 @@
+"""What a reader sees: intervals of ratios that respect what a ratio is, noisy timing named, counts that add
+up, captions from the data, stable colours, compare that shows changes and refuses bad numbers."""
+
+import math
+
+import numpy as np
+import pytest
+
+from harness.claims import _interval_words, evaluate
+from harness.compare import compare, render
+from harness.confidence import Estimate, estimate, noisy, unsettled
+from harness.report import _color, _reading, _swept
+from harness.results import ResultsFileError, RunResults, Verdict
+from tests.results_factory import measured, run_info
+
+PASSES = [6.9, 34.0, 6.9, 7.3, 7.2]
+
+
+def test_a_ratios_interval_stays_above_zero_however_one_pass_jumps():
+    rng = np.random.default_rng(0)
+    slow = [list(rng.normal(1.0 * f, 0.01, 40) * 1e6) for f in PASSES]
+    fast = [list(rng.normal(0.14, 0.001, 40) * 1e6) for _ in PASSES]
+    ratio = estimate([slow, fast], lambda m: m[:, 0] / m[:, 1])
+    assert 0 < ratio.low < ratio.value < ratio.high
+    linear = estimate([slow, fast], lambda m: m[:, 0] / m[:, 1], positive=False)
+    assert linear.low < ratio.low  # what the report printed before: "95% CI -2.52–27.44×"
+
+
+def test_a_measurement_whose_passes_disagree_is_named_in_every_verdict_it_decides():
+    assert noisy([[1.05e6] * 9, [1.25e6] * 9, [1.12e6] * 9, [5.78e6] * 9, [6.03e6] * 9])
+    assert not noisy([[1.0e6] * 9, [1.1e6] * 9, [1.2e6] * 9])
+    rows = [
+        measured("flat-chroma", 1_000, 1.0, pass_factors=(1.0, 1.2, 1.1, 5.8, 6.0)),
+        measured("flat-chroma", 25_000, 1.5, pass_factors=(1.0, 1.0, 1.0, 1.0, 1.0)),
+        measured("flat-chroma", 100_000, 2.0, pass_factors=(1.0, 1.0, 1.0, 1.0, 1.0)),
+    ]
+    results = RunResults(run=run_info(), scaling=rows)
+    stable = next(v for v in evaluate(results)[0] if v.claim == "stable-latency" and v.system == "flat-chroma")
+    assert "NOISY timing: flat-chroma at 1,000" in stable.measured
+
+
+def test_timing_goes_on_while_any_deciding_measurement_is_unsettled():
+    steady = [[1e6] * 20, [1.01e6] * 20, [0.99e6] * 20]
+    jumpy = [[1e6] * 20, [3e6] * 20, [1e6] * 20]
+    assert unsettled([steady, jumpy]) and not unsettled([steady, steady])
+
+
+def test_ratios_and_their_intervals_use_the_same_words():
+    assert _interval_words(Estimate(0.12, 0.1, 0.15)) == "(95% CI 6.7–10.0× slower)"
+    assert _interval_words(Estimate(8.3, 6.9, 9.0)) == "(95% CI 6.9–9.0× faster)"
+    assert _interval_words(Estimate(1.2, 0.8, 1.5)) == "(95% CI 1.2× slower to 1.5× faster)"
+
+
+def test_the_reading_counts_every_verdict_including_the_unmeasured():
+    verdicts = [Verdict("c", "s", v, "", "", "") for v in ("SUPPORTED", "NOT MEASURED", "INCONCLUSIVE", "NOT MEASURED")]
+    [line, *_] = _reading([], verdicts)
+    assert "Of 4 targets verdicts, 1 are supported, 0 are not supported, 1 are inconclusive" in line
+    assert "and 2 were not measured" in line
+
+
+def test_the_sweep_caption_names_what_each_system_sweeps():
+    rows = [
+        measured("reference", 100, 1.0, params={"probe_per_sqrt_n": 8}),
+        measured("faiss-hnsw", 100, 1.0, params={"ef_search": 16}),
+        measured("faiss-ivf", 100, 1.0, params={"nprobe": 4}),
+        measured("kmeans", 100, 1.0, params={"nprobe": 4}),
+    ]
+    caption = _swept(rows)
+    assert "`probe_per_sqrt_n` for reference" in caption and "`ef_search` for faiss-hnsw" in caption
+    assert "`nprobe` for faiss-ivf, kmeans" in caption and "group_top_k" not in caption
+
+
+def test_a_system_keeps_its_colour_in_every_plot():
+    assert _color("faiss-ivf") == _color("faiss-ivf") != _color("flat-numpy")
+    assert _color("my_module:make") == _color("my_module:make")
+
+
+def results_with(*rows, claims=()):
+    return RunResults(run=run_info(), scaling=list(rows), claims=list(claims))
+
+
+def test_compare_shows_changes_only_and_does_not_count_the_unmeasured_as_a_change():
+    steady = ("flat-numpy", "kmeans", "faiss-ivf")
+    a = results_with(*(measured(s, 1_000, 1.0) for s in steady), measured("reference", 1_000, 0.5),
+                     claims=[Verdict("flat-linear", "reference", "SUPPORTED", "", "", "")])  # fmt: skip
+    b = results_with(*(measured(s, 1_000, 1.02) for s in steady), measured("reference", 1_000, 1.5),
+                     claims=[Verdict("flat-linear", "reference", "NOT MEASURED", "", "", "")])  # fmt: skip
+    comparison = compare(a, b, latency_tolerance=0.5, recall_tolerance=0.01)
+    text = render(comparison)
+    assert "4 measurements compared" in text and "scaling:reference" in text and "scaling:flat-numpy" not in text
+    assert comparison.flips == [] and "1 verdicts were not measured by one of the runs" in text
+    assert "scaling:flat-numpy" in render(comparison, everything=True)
+
+
+@pytest.mark.parametrize("bad", [math.nan, math.inf])
+def test_compare_refuses_results_with_nan_or_infinity(bad):
+    good = results_with(measured("flat-numpy", 1_000, 1.0))
+    broken = results_with(measured("flat-numpy", 1_000, 1.0, recall=bad))
+    with pytest.raises(ResultsFileError, match="NaN or infinity"):
+        compare(good, broken, latency_tolerance=0.5, recall_tolerance=0.01)
