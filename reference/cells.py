@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -54,6 +54,10 @@ class CellRecord:
     """Who this cell contradicts, and which of the two is newer."""
     episode: str = ""
     """The episode it was written in (`episodes.py`)."""
+    scope: str = ""
+    """Whose memory it is (a user, an agent, a run): searches in a scope see only its cells."""
+    history: list[dict[str, Any]] = field(default_factory=list)
+    """Earlier texts of the cell, oldest first: {"text", "replaced"} (epoch seconds), kept by `update`."""
 
 
 @dataclass(frozen=True)
@@ -71,6 +75,8 @@ class CellBatch:
     metadata: list[dict[str, Any]]
     conflicts: Sequence[Sequence[ConflictNote]]
     episodes: list[str]
+    scopes: list[str]
+    histories: Sequence[Sequence[dict[str, Any]]]
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -103,6 +109,12 @@ class CellTable:
         self.metadata: list[dict[str, Any]] = []
         self.conflicts: dict[int, list[ConflictNote]] = {}
         """The conflicts noted on each row that has any (few do: no empty list per cell)."""
+        self.history: dict[int, list[dict[str, Any]]] = {}
+        """Earlier texts of the rows that were updated."""
+        self.scope = np.zeros(0, dtype=np.int32)
+        """Each row's scope, as a code into `scope_names` (0: the default scope "")."""
+        self.scope_names: list[str] = [""]
+        self._scope_code: dict[str, int] = {"": 0}
         self.row_of: dict[str, int] = {}
 
     def __len__(self) -> int:
@@ -134,9 +146,22 @@ class CellTable:
         self.kinds.extend(batch.kinds)
         self.metadata.extend(batch.metadata)
         self.conflicts.update((start + i, list(notes)) for i, notes in enumerate(batch.conflicts) if notes)
+        self.history.update((start + i, list(texts)) for i, texts in enumerate(batch.histories) if texts)
+        self.scope[start:stop] = [self.scope_code(name) for name in batch.scopes]
         self.row_of.update(zip(batch.ids, range(start, stop)))
         self._size = stop
         return np.arange(start, stop)
+
+    def scope_code(self, name: str) -> int:
+        """The code of a scope, given one if it is new."""
+        code = self._scope_code.setdefault(name, len(self.scope_names))
+        if code == len(self.scope_names):
+            self.scope_names.append(name)
+        return code
+
+    def known_scope(self, name: str) -> int | None:
+        """The code of a scope that has ever held a cell, else None."""
+        return self._scope_code.get(name)
 
     def kill(self, rows: Iterable[int]) -> None:
         """Mark rows deleted."""
@@ -162,6 +187,8 @@ class CellTable:
             metadata=dict(self.metadata[row]),
             conflicts=list(self.conflicts.get(row, ())),
             episode=episode,
+            scope=self.scope_names[int(self.scope[row])],
+            history=list(self.history.get(row, ())),
         )
 
     def _reserve(self, needed: int) -> None:
@@ -177,6 +204,7 @@ class CellTable:
         self.access = grown(self.access, new_capacity)
         self.alive = grown(self.alive, new_capacity)
         self.superseded = grown(self.superseded, new_capacity)
+        self.scope = grown(self.scope, new_capacity)
 
 
 def superseded(conflicts: Sequence[ConflictNote]) -> bool:

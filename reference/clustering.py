@@ -13,17 +13,21 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import kernels
+from .cells import grown
 
 
 class GroupState:
-    """Per-group running sums and member counts; a group with count 0 is empty (deleted or merged).
+    """Per-group running sums, member counts and scopes; a group with count 0 is empty (deleted or merged).
 
-    Slots live in buffers that grow geometrically, so founding or splitting one group at a time
-    does not copy every sum; `sums` and `counts` are views of the slots in use.
+    A group holds the cells of one scope (its `scope` code): scopes partition the memory, so a search or a
+    sleep in one scope works on its groups alone. Slots live in buffers that grow geometrically, so
+    founding or splitting one group at a time does not copy every sum; `sums` and `counts` are views of
+    the slots in use.
     """
 
-    def __init__(self, sums: np.ndarray, counts: np.ndarray) -> None:
+    def __init__(self, sums: np.ndarray, counts: np.ndarray, scopes: np.ndarray | None = None) -> None:
         self._sums, self._counts, self._n = sums, counts, len(counts)
+        self._scopes = np.zeros(len(counts), dtype=np.int32) if scopes is None else scopes
         self._cache: dict[str, np.ndarray] = {}
         self._stale: set[int] = set()
         """Groups whose cached centroid row is out of date (their sums changed, their membership did not)."""
@@ -46,18 +50,38 @@ class GroupState:
         return self._n
 
     @property
-    def n_active(self) -> int:
-        return len(self.active_ids())
+    def scopes(self) -> np.ndarray:
+        """Each slot's scope code."""
+        return self._scopes[: self._n]
 
-    def active_ids(self) -> np.ndarray:
-        """Ids of the non-empty groups (cached until the state changes)."""
+    def n_active(self, scope: int | None = None) -> int:
+        return len(self.active_ids(scope))
+
+    def active_ids(self, scope: int | None = None) -> np.ndarray:
+        """Ids of the non-empty groups (of `scope`; None: of every scope), cached until the state changes."""
         if "active" not in self._cache:
             self._cache["active"] = np.flatnonzero(self.counts)
-        return self._cache["active"]
+        return self._cache["active"][self._in_scope(scope)]
 
-    def active_centroids(self) -> np.ndarray:
-        """Centroids of the non-empty groups, row i for group `active_ids()[i]` (contiguous, cached; a
+    def _in_scope(self, scope: int | None) -> slice | np.ndarray:
+        """Positions into the active groups of those of `scope` (all of them when every group is of it)."""
+        if scope is None:
+            return slice(None)
+        if "active_scopes" not in self._cache:
+            self._cache["active_scopes"] = self.scopes[self._cache["active"]]
+        found = self._cache["active_scopes"]
+        if len(found) and found[0] == scope and found.min() == found.max():
+            return slice(None)  # one scope: no copy
+        mask: np.ndarray = found == scope
+        return mask
+
+    def active_centroids(self, scope: int | None = None) -> np.ndarray:
+        """Centroids of the non-empty groups (of `scope`), row i for group `active_ids(scope)[i]` (cached; a
         write that leaves the set of groups as it was recomputes only the rows of the groups it changed)."""
+        self.active_ids()
+        return self._all_centroids()[self._in_scope(scope)]
+
+    def _all_centroids(self) -> np.ndarray:
         cached = self._cache.get("active_centroids")
         if cached is None:
             cached = self._cache["active_centroids"] = kernels.unit_rows(self.sums, self.active_ids())
@@ -67,14 +91,14 @@ class GroupState:
         self._stale.clear()
         return cached
 
-    def active_sizes(self) -> np.ndarray:
-        """Cell counts of the non-empty groups, in `active_ids()` order (cached)."""
+    def active_sizes(self, scope: int | None = None) -> np.ndarray:
+        """Cell counts of the non-empty groups (of `scope`), in `active_ids(scope)` order (cached)."""
         if "active_sizes" not in self._cache:
             self._cache["active_sizes"] = self.counts[self.active_ids()]
-        return self._cache["active_sizes"]
+        return self._cache["active_sizes"][self._in_scope(scope)]
 
     def copy(self) -> GroupState:
-        twin = GroupState(self.sums.copy(), self.counts.copy())
+        twin = GroupState(self.sums.copy(), self.counts.copy(), self.scopes.copy())
         twin._cache = {name: cached.copy() for name, cached in self._cache.items()}
         twin._stale = set(self._stale)
         return twin
@@ -116,16 +140,20 @@ class GroupState:
             self._sums[source] = 0.0
         self._changed(np.asarray([source, target]))
 
-    def new_slots(self, count: int) -> None:
-        """Append `count` empty groups."""
+    def set_scopes(self, groups: np.ndarray, scopes: np.ndarray) -> None:
+        """Give existing groups their scopes (restoring a memory from its cells)."""
+        self._scopes[groups] = scopes
+        self._cache.clear()
+
+    def new_slots(self, count: int, scope: int = 0) -> None:
+        """Append `count` empty groups of `scope`."""
         needed = self._n + count
         if needed > len(self._counts):
             capacity = max(needed, 2 * len(self._counts), 64)
-            sums = np.zeros((capacity, self._sums.shape[1]), dtype=np.float64)
-            sums[: self._n] = self.sums
-            counts = np.zeros(capacity, dtype=np.int64)
-            counts[: self._n] = self.counts
-            self._sums, self._counts = sums, counts
+            self._sums, self._counts, self._scopes = (
+                grown(column[: self._n], capacity) for column in (self._sums, self._counts, self._scopes)
+            )
+        self._scopes[self._n : needed] = scope
         self._n = needed
         self._cache.clear()
         self._stale.clear()
@@ -170,24 +198,38 @@ class LeaderClustering:
         self.capacity = capacity
         self.bound = bound
 
-    def assign(self, state: GroupState, vectors: np.ndarray, *, members: Members | None = None) -> Assignment:
-        """Groups for `vectors` (unit rows, in order), splits included; nothing is changed in place."""
+    def assign(
+        self,
+        state: GroupState,
+        vectors: np.ndarray,
+        *,
+        members: Members | None = None,
+        scopes: np.ndarray | None = None,
+    ) -> Assignment:
+        """Groups for `vectors` (unit rows, in order), splits included; nothing is changed in place. Each
+        vector joins or founds a group of its scope (`scopes`: a code per vector; all 0 when None), and the
+        target, capacity and bound are those of its scope's size."""
         plan = _Plan(state.copy(), vectors, members)
-        cells = int(state.counts.sum())
-        for start in range(0, len(vectors), self.chunk):
-            stop = min(start + self.chunk, len(vectors))
-            cells += stop - start
-            plan.groups[start:stop] = self._assign_chunk(plan.state, vectors[start:stop], self.target(cells))
-            if members is not None:
-                plan.split_oversized(self.capacity(cells), self.bound(cells), upto=stop)
+        codes = np.zeros(len(vectors), dtype=np.int32) if scopes is None else scopes
+        for scope in dict.fromkeys(codes.tolist()):
+            positions = np.flatnonzero(codes == scope)
+            cells = int(state.counts[state.scopes == scope].sum())
+            for start in range(0, len(positions), self.chunk):
+                part = positions[start : start + self.chunk]
+                cells += len(part)
+                plan.groups[part] = self._assign_chunk(plan.state, vectors[part], self.target(cells), scope)
+                if members is not None:
+                    plan.split_oversized(
+                        self.capacity(cells), self.bound(cells), scope, done=positions[: start + len(part)]
+                    )
         return plan.result()
 
-    def _assign_chunk(self, state: GroupState, block: np.ndarray, target: int) -> np.ndarray:
-        """Vectorised against the chunk-start centroids; only cells that found no group loop."""
-        existing = state.active_ids()
+    def _assign_chunk(self, state: GroupState, block: np.ndarray, target: int, scope: int) -> np.ndarray:
+        """Vectorised against the chunk-start centroids of the scope; only cells that found no group loop."""
+        existing = state.active_ids(scope)
         groups: np.ndarray
         if len(existing):
-            similarity = block @ state.active_centroids().T
+            similarity = block @ state.active_centroids(scope).T
             best_column = similarity.argmax(axis=1)
             best_similarity = similarity[np.arange(len(block)), best_column]
             groups = existing[best_column]
@@ -196,7 +238,7 @@ class LeaderClustering:
             groups = np.full(len(block), -1, dtype=np.int64)
         loners = np.flatnonzero(best_similarity <= self.join_threshold)
         if len(loners):
-            self._place_loners(state, block, loners, groups, best_similarity, max(1, target))
+            self._place_loners(state, block, loners, groups, best_similarity, max(1, target), scope)
         state.add_members(groups, block)
         return groups
 
@@ -208,13 +250,14 @@ class LeaderClustering:
         groups: np.ndarray,
         best_similarity: np.ndarray,
         target: int,
+        scope: int,
     ) -> None:
         """Leader rule inside the chunk, one founder at a time, each step vectorised.
 
         The first unplaced loner founds a group and every later loner closer to it than the
         threshold joins it. At the target count, the remaining loners keep their nearest group.
         """
-        room = target - state.n_active
+        room = target - state.n_active(scope)
         pending = loners
         founders: list[int] = []
         while len(pending) and len(founders) < room:
@@ -230,7 +273,7 @@ class LeaderClustering:
             closer = similarity[np.arange(len(pending)), nearest] > best_similarity[pending]
             groups[pending[closer]] = state.n_slots + nearest[closer]
         if founders:
-            state.new_slots(len(founders))
+            state.new_slots(len(founders), scope)
 
 
 class _Plan:
@@ -245,26 +288,27 @@ class _Plan:
         self.moved_vectors: dict[int, np.ndarray] = {}
         self.slots_before = state.n_slots
 
-    def split_oversized(self, capacity: int, bound: int, *, upto: int) -> None:
-        """Split every group above `capacity` in two until none is (or `bound` groups exist)."""
-        while self.state.n_active < bound:
-            over = np.flatnonzero(self.state.counts > capacity)
+    def split_oversized(self, capacity: int, bound: int, scope: int, *, done: np.ndarray) -> None:
+        """Split every group of `scope` above `capacity` in two until none is (or `bound` groups of it exist);
+        `done`: the positions of this write assigned so far."""
+        while self.state.n_active(scope) < bound:
+            over = np.flatnonzero((self.state.counts > capacity) & (self.state.scopes == scope))
             if not len(over):
                 return
-            over = over[: bound - self.state.n_active]
-            planned, splitting = self.groups[:upto], np.zeros(self.state.n_slots, dtype=bool)
+            over = over[: bound - self.state.n_active(scope)]
+            splitting = np.zeros(self.state.n_slots, dtype=bool)
             splitting[over] = True
-            written = np.flatnonzero(splitting[planned])  # this write's cells in those groups, once per round
+            written = done[splitting[self.groups[done]]]  # this write's cells in those groups, once per round
             for group in over.tolist():
-                self._split(group, written[planned[written] == group])
+                self._split(group, written[self.groups[written] == group], scope)
 
-    def _split(self, group: int, new: np.ndarray) -> None:
-        """Split `group` (its stored cells and `new`, the rows of this write in it) in two."""
+    def _split(self, group: int, new: np.ndarray, scope: int) -> None:
+        """Split `group` (its stored cells and `new`, the positions of this write in it) in two."""
         rows, vectors = self._existing_members(group)
         together = np.concatenate([vectors, self.vectors[new]])
         second = split_in_two(together)
         slot = self.state.n_slots
-        self.state.new_slots(1)
+        self.state.new_slots(1, scope)
         self.state.move_members(group, slot, together[second])
         for row, vector in zip(rows[second[: len(rows)]].tolist(), vectors[second[: len(rows)]]):
             self.moved[row] = slot

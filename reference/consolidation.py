@@ -85,6 +85,18 @@ class Regrouping:
     groups: np.ndarray
     splits: int
 
+    @classmethod
+    def joined(cls, plans: list[Regrouping]) -> Regrouping:
+        """One plan doing what each of `plans` (over disjoint cells and groups) does."""
+        if not plans:
+            return cls([], np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), 0)
+        return cls(
+            [merge for plan in plans for merge in plan.merges],
+            np.concatenate([plan.rows for plan in plans]),
+            np.concatenate([plan.groups for plan in plans]),
+            sum(plan.splits for plan in plans),
+        )
+
 
 def plan_merges(state: GroupState, threshold: float, *, capacity: int = 2**62, fragment: int = 0) -> list[Merge]:
     """The greedy merge sequence for the live groups of `state` (the state is not changed)."""

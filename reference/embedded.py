@@ -25,12 +25,13 @@ import logging
 import shutil
 import sqlite3
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from contextlib import ExitStack, closing
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 from filelock import FileLock, Timeout
 
 from .cells import CellBatch, CellRecord
@@ -53,12 +54,13 @@ class EmbeddedCellStore:
         self.cells, self.sidecar, self.dim = cells, sidecar, dim
         self._next_seq = 0
 
-    def load(self) -> CellBatch | None:
-        """Every cell in insertion order: Chroma's documents joined with the sidecar's fields and vectors.
-        Leftovers of writes that failed part-way (a document without fields: an add whose rollback
-        failed; fields without a document: a delete that failed) are removed, with a warning."""
+    def load(self, texts: Mapping[str, str] | None = None) -> CellBatch | None:
+        """Every cell in insertion order: Chroma's documents (or those `texts` gives, for an update being
+        finished) joined with the sidecar's fields and vectors. Leftovers of writes that failed part-way (a
+        document without fields: an add whose rollback failed; fields without a document: a delete that
+        failed) are removed, with a warning."""
         found = self.cells.read(["documents"])
-        text_of = dict(zip(found["ids"], found["documents"], strict=True))
+        text_of = dict(zip(found["ids"], found["documents"], strict=True)) | dict(texts or {})
         cells, deleted = self.sidecar.load(self.dim, text_of)
         if deleted:
             log.warning("%s: forgetting %d cells a failed delete left in the sidecar", self.cells.name, len(deleted))
@@ -76,6 +78,27 @@ class EmbeddedCellStore:
             self.cells.add(batch)
         except Exception:
             self.sidecar.end(mark, removing=batch.ids)
+            raise
+        self.sidecar.end(mark)
+        self._next_seq += len(batch)
+
+    def replace(self, batch: CellBatch, previous: Sequence[CellRecord]) -> None:
+        """Cells written again under their ids (as written last): the sidecar's rows replaced and the update
+        marked in flight with the new texts (one transaction), then Chroma's documents and embeddings. A
+        failed Chroma write puts `previous` back in both; a process killed during it has it finished on open."""
+        mark, replaced = self.sidecar.replace(batch, self._next_seq)
+        try:
+            self.cells.upsert(batch.ids, batch.vectors, batch.texts)
+        except Exception as error:
+            try:
+                self.cells.upsert(
+                    [r.id for r in previous], np.stack([r.vector for r in previous]), [r.text for r in previous]
+                )
+                self.sidecar.restore(mark, replaced)
+            except Exception as rollback_error:
+                error.add_note(
+                    f"putting the previous cells back failed as well (reopening finishes the update): {rollback_error}"
+                )
             raise
         self.sidecar.end(mark)
         self._next_seq += len(batch)
@@ -162,26 +185,28 @@ def _repair(
     root: Path, namespace: str, identity: StoreIdentity, sidecar: Sidecar, marks: list[InFlight]
 ) -> tuple[Any, EmbeddedCellStore, CellBatch | None]:
     """Rebuild the vector segment from the sidecar's vectors, after finishing the writes in flight: a delete
-    is done again, an add that Chroma holds whole is kept and one it holds in part is removed. The repair
+    is done again, an update is written again whole, an add that Chroma holds whole is kept and one it holds
+    in part is removed. The repair
     replaces those marks by its own until it is done, so a repair that is killed starts over."""
     started = time.perf_counter()
     moved = set_aside_vector_segment(root, f"{namespace}_cells")
     client, store = _open(root, namespace, identity, sidecar)
     try:
         doomed = sorted(
-            {cell for mark in marks if mark.write != "add" or store.cells.present(mark.ids) != set(mark.ids)
-             for cell in mark.ids}
+            {cell for mark in marks if mark.write in ("delete", "rebuild")
+             or (mark.write == "add" and store.cells.present(mark.ids) != set(mark.ids)) for cell in mark.ids}
         )  # fmt: skip
-        repair = sidecar.begin_repair(doomed)
+        updated = {cell: text for mark in marks if mark.texts is not None for cell, text in zip(mark.ids, mark.texts)}
+        sidecar.begin_repair(doomed, updated)
         store.cells.delete(doomed)
         sidecar.drop(doomed)
-        cells = store.load()
+        cells = store.load(texts=updated)
         if cells is not None:
-            store.cells.rewrite_vectors(cells.ids, cells.vectors)
+            store.cells.upsert(cells.ids, cells.vectors, cells.texts)
     except BaseException:
         client.close()
         raise
-    sidecar.end(repair)
+    sidecar.end_repair()
     log.warning(
         "rebuilt the vector segment of %s from %d cells in %.1f s (%d unfinished cells removed); the old one is "
         "kept at %s",

@@ -25,7 +25,7 @@ class EpisodeIndex:
     """Row → episode (as an integer code) and the rows written just before and after it in its episode."""
 
     def __init__(self) -> None:
-        self._code_of: dict[str, int] = {}
+        self._code_of: dict[tuple[int, str], int] = {}
         self._names: list[str] = []
         self._last_row: dict[int, int] = {}
         self._named = np.zeros(0, dtype=bool)
@@ -37,12 +37,13 @@ class EpisodeIndex:
         """Episodes with live cells."""
         return len(self._last_row)
 
-    def add(self, rows: np.ndarray, names: Sequence[str]) -> None:
-        """Index new rows (in the order they were written) under their episodes' names."""
+    def add(self, rows: np.ndarray, names: Sequence[str], scopes: np.ndarray) -> None:
+        """Index new rows (in the order they were written) under their episodes' names, within their scopes
+        (an episode of one scope never holds another scope's cells, whatever its name)."""
         end = int(rows.max()) + 1 if len(rows) else 0
         self.code, self.before, self.after = (with_room(a, end, fill=-1) for a in (self.code, self.before, self.after))
-        for row, name in zip(rows.tolist(), names):
-            code = self._code_of.setdefault(name, len(self._names))
+        for row, name, scope in zip(rows.tolist(), names, scopes.tolist()):
+            code = self._code_of.setdefault((scope, name), len(self._names))
             if code == len(self._names):
                 self._names.append(name)
                 self._named = with_room(self._named, code + 1)

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import re
 import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from itertools import chain
 
@@ -132,8 +132,12 @@ class LexicalIndex:
             if 2 * int(self._live[segment.first_row : segment.end_row].sum()) < segment.end_row - segment.first_row:
                 self._segments[position] = self._merged(segment)  # more than half dead: rewrite it
 
-    def search(self, text: str, depth: int) -> tuple[np.ndarray, np.ndarray]:
-        """The best `depth` rows sharing a word with `text`, by BM25 score (best first; ties: earlier row)."""
+    def search(
+        self, text: str, depth: int, allowed: Callable[[np.ndarray], np.ndarray] | None = None
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """The best `depth` rows sharing a word with `text`, by BM25 score (best first; ties: earlier row);
+        only rows `allowed` keeps (a mask for the rows it is given) when it is given. The statistics (N, df,
+        average length) are those of every live cell."""
         terms, repeats = np.unique(self._known(words(text)), return_counts=True)
         if not len(terms) or not self._docs:
             return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float64)
@@ -150,6 +154,10 @@ class LexicalIndex:
         rows = touched[:found].copy()
         scores = scratch[rows]
         scratch[rows] = 0.0
+        if allowed is not None:
+            keep = allowed(rows)
+            rows, scores = rows[keep], scores[keep]
+            found = len(rows)
         if found > depth:  # the rows scoring at least the depth-th best score (ties included), then ranked
             kept = scores >= np.partition(scores, found - depth)[found - depth]
             rows, scores = rows[kept], scores[kept]

@@ -18,8 +18,8 @@ from typing import Any
 
 import numpy as np
 
-from . import sleep
-from .cells import CellBatch, CellRecord, CellTable, new_ids, seen_text
+from . import ingest, sleep
+from .cells import CellRecord, CellTable, new_ids, seen_text
 from .clustering import GroupState, LeaderClustering
 from .concepts import Concept, concepts_of
 from .config import SEARCH_OPTIONS, MemoryConfig
@@ -27,10 +27,11 @@ from .consolidation import ConsolidationReport
 from .embedded import EmbeddedStore, open_embedded
 from .encoders import Encoder, make_encoder
 from .entities import EntityIndex, extract_entities
-from .episodes import inferred_names
-from .errors import InvalidInputError, MagneticError
+from .errors import InvalidInputError, MagneticError, NotFoundError
+from .filters import check_where
 from .hit import Hit
 from .index import ChromaGroupIndex, GroupIndex, NumpyGroupIndex
+from .ingest import NewCells
 from .judges import Conflict, ConflictJudge, OfflineJudge
 from .lexical import LexicalIndex
 from .scoring import Clock, system_clock
@@ -45,7 +46,9 @@ from .validation import (
     check_interval,
     check_k,
     check_metadata,
+    check_new_ids,
     check_same_length,
+    check_scope,
     check_text,
     check_texts,
     check_texts_per_item,
@@ -134,6 +137,8 @@ class CellularMemory:
         ids: Sequence[str] | None = None,
         context: str | Sequence[str] | None = None,
         episode: str | Sequence[str] | None = None,
+        scope: str | Sequence[str] = "",
+        upsert: bool = False,
     ) -> list[str]:
         """Store texts as cells (all or nothing) and return their ids.
 
@@ -141,7 +146,9 @@ class CellularMemory:
         each text for the encoder and the lexical index, and kept in `metadata["context"]`; the
         cell's text stays as given. `episode` (one name, or one per text: e.g. a conversation's session)
         groups cells written together; without it the episode is inferred from the time between writes
-        (`episodes.py`).
+        (`episodes.py`). `scope` (one name, or one per text: "user:alice") says whose memory a cell is:
+        searches, deletes and sleep in a scope see only its cells. An id already stored is an error,
+        unless `upsert=True`: then that cell is replaced (as by `update`, its old text kept in its history).
         """
         texts = check_texts(texts)
         count = len(texts)
@@ -154,64 +161,170 @@ class CellularMemory:
             metadatas = [{**m, "context": c} for m, c in zip(metadatas, contexts)]
         times = [self.clock()] * count if timestamps is None else [check_timestamp(t) for t in timestamps]
         state = self._state
-        state.check_new_ids(ids)
+        check_new_ids(ids, taken=None if upsert else state.table.row_of)
         seen = [seen_text(text, meta) for text, meta in zip(texts, metadatas)]
         matrix = unit_rows(self.encoder.encode(seen) if vectors is None else vectors, dim=self.dim)
-        cell_ids = list(ids) if ids is not None else new_ids(count)
-        names = None if episode is None else per_item("episode", episode, count, "", check_episode)
-        found = [extract_entities(text) for text in texts]
+        cells = NewCells(
+            ids=list(ids) if ids is not None else new_ids(count),
+            texts=texts,
+            vectors=matrix,
+            kinds=[kind] * count,
+            importance=importances,
+            timestamps=times,
+            metadata=metadatas,
+            scopes=per_item("scope", scope, count, "", check_scope),
+            entities=[extract_entities(text) for text in texts],
+            episodes=None if episode is None else per_item("episode", episode, count, "", check_episode),
+        )
         with state.writing():
-            state.check_new_ids(cell_ids)
-            if names is None:
-                names = inferred_names(cell_ids, times, state.last_written(), self.config.episode_gap_s)
-            plan = self._clustering.assign(state.groups, matrix, members=state.members)
-            batch = CellBatch(
-                ids=cell_ids,
-                texts=texts,
-                vectors=matrix,
-                groups=plan.groups,
-                kinds=[kind] * count,
-                importance=np.asarray(importances),
-                timestamps=np.asarray(times),
-                access=np.zeros(count, dtype=np.int64),
-                metadata=metadatas,
-                conflicts=[()] * count,
-                episodes=names,
-            )
-            state.store.put(batch)
-            state.move(plan.moved_rows, plan.moved_to)
-            state.dirty.update(plan.moved_rows.tolist())  # split moves are persisted with the next flush
-            state.groups = plan.state
-            state.insert(batch, found)
-            state.touched.update(np.unique(plan.groups).tolist())
-            state.touched.update(np.unique(plan.moved_to).tolist())
-            state.version += 1
-        return cell_ids
+            check_new_ids(cells.ids, taken=None if upsert else state.table.row_of)
+            stored = [i for i, cell_id in enumerate(cells.ids) if cell_id in state.table.row_of]
+            if stored:
+                self._rewrite(cells.take(stored), keep_episode=episode is None)
+            fresh = [i for i, cell_id in enumerate(cells.ids) if cell_id not in state.table.row_of]
+            if fresh:
+                ingest.write(state, self._clustering, self.config.episode_gap_s, cells.take(fresh))
+        return cells.ids
 
-    def delete(self, ids: str | Sequence[str]) -> int:
-        """Delete cells by id (all or nothing: an unknown id deletes nothing); returns how many."""
-        ids = list(dict.fromkeys(check_ids(ids)))
+    def update(
+        self, cell_id: str, *, text: str | None = None, vector: Any = None, metadata: Mapping[str, Any] | None = None
+    ) -> CellRecord:
+        """Replace a cell in place: its text (re-embedded, unless `vector` is given too), its vector or its
+        metadata; the rest (kind, importance, timestamp, episode, scope) stays. Its old text is kept in its
+        history. Searches never return the old version once this returns; returns the new record."""
+        if not isinstance(cell_id, str):
+            raise InvalidInputError(f"update takes one id (a str), got {type(cell_id).__name__}")
+        if text is None and vector is None and metadata is None:
+            raise InvalidInputError("update needs a new text, vector or metadata")
+        with self._state.reading():
+            old = self._state.record(int(self._state.rows_of(check_ids(cell_id))[0]))
+        new_text = old.text if text is None else check_text(text)
+        new_metadata = old.metadata if metadata is None else check_metadata(metadata)
+        if vector is not None:
+            matrix = unit_rows(vector, dim=self.dim)
+        elif text is not None or (metadata is not None and "context" in {*new_metadata, *old.metadata}):
+            matrix = unit_rows(self.encoder.encode([seen_text(new_text, new_metadata)]), dim=self.dim)
+        else:
+            matrix = old.vector[None, :]
+        self.add(
+            new_text,
+            vectors=matrix,
+            kind=old.kind,
+            importance=old.importance,
+            metadata=new_metadata,
+            timestamps=[old.timestamp],
+            ids=[cell_id],
+            episode=old.episode if not old.episode.startswith("@") else None,
+            scope=old.scope,
+            upsert=True,
+        )
+        return self.get(cell_id)
+
+    def delete(self, ids: str | Sequence[str] | None = None, *, scope: str | None = None) -> int:
+        """Delete cells by id (all or nothing: an unknown id deletes nothing), or, with only `scope`, every
+        cell of that scope; with both, the ids must be of that scope. Returns how many were deleted."""
+        if ids is None and scope is None:
+            raise InvalidInputError("delete needs ids, a scope, or both")
+        wanted = None if ids is None else list(dict.fromkeys(check_ids(ids)))
+        code = None if scope is None else self._state.table.known_scope(check_scope(scope))
         state = self._state
         with state.writing():
-            rows = state.rows_of(ids)
-            state.store.delete(ids)
-            state.remove(rows)
-            state.version += 1
+            if wanted is None:
+                rows = state.table.live_rows()
+                rows = rows[state.table.scope[rows] == code] if code is not None else rows[:0]
+            else:
+                rows = state.rows_of(wanted)
+                if scope is not None and (code is None or (state.table.scope[rows] != code).any()):
+                    raise NotFoundError(f"not every id given is of scope {scope!r}; nothing was deleted")
+            if len(rows):
+                state.commit_delete(rows)
         return len(rows)
+
+    def apply_supersessions(self) -> list[Conflict]:
+        """Apply the contradictions sleep recorded as updates: the newer cell keeps its text and takes the
+        older one's (and its history) into its history; the older cell goes. Returns what was applied."""
+        applied = []
+        for conflict in self.conflicts():
+            with self._state.reading():
+                table = self._state.table
+                if conflict.first not in table.row_of or conflict.second not in table.row_of:
+                    continue
+                older, newer = self._state.records([table.row_of[conflict.first], table.row_of[conflict.second]])
+            replaced = {"text": older.text, "replaced": self.clock()}
+            with self._state.writing():
+                self._rewrite_records([newer], histories=[[*older.history, replaced, *newer.history]])
+                self._state.commit_delete(self._state.rows_of([older.id]))
+            applied.append(conflict)
+        return applied
+
+    def _rewrite(self, cells: NewCells, *, keep_episode: bool) -> None:
+        """Cells written again (under the write lock): each keeps its history, now with its old text, and,
+        unless new ones are given, its episode."""
+        state = self._state
+        rows = state.rows_of(cells.ids)
+        old = state.records(rows.tolist())
+        changed_at = self.clock()
+        histories = [
+            [*r.history, {"text": r.text, "replaced": changed_at}] if r.text != text else r.history
+            for r, text in zip(old, cells.texts)
+        ]
+        episodes = [r.episode for r in old] if keep_episode else cells.episodes
+        ingest.rewrite(state, self._clustering, rows, replace(cells, histories=histories, episodes=episodes))
+
+    def _rewrite_records(self, records: Sequence[CellRecord], *, histories: list[list[dict[str, Any]]]) -> None:
+        """Records written again as they are, with new histories (under the write lock)."""
+        cells = NewCells(
+            ids=[r.id for r in records],
+            texts=[r.text for r in records],
+            vectors=np.stack([r.vector for r in records]),
+            kinds=[r.kind for r in records],
+            importance=[r.importance for r in records],
+            timestamps=[r.timestamp for r in records],
+            metadata=[r.metadata for r in records],
+            scopes=[r.scope for r in records],
+            entities=[extract_entities(r.text) for r in records],
+            episodes=[r.episode for r in records],
+            histories=histories,
+        )
+        ingest.rewrite(self._state, self._clustering, self._state.rows_of(cells.ids), cells)
 
     # ---- reading -------------------------------------------------------------------------
 
-    def search(self, query: str | Any, k: int = 10, *, mode: Mode = "similarity", vector: Any = None) -> list[Hit]:
+    def search(
+        self,
+        query: str | Any,
+        k: int = 10,
+        *,
+        mode: Mode = "similarity",
+        vector: Any = None,
+        scope: str | None = None,
+        where: Mapping[str, Any] | None = None,
+        since: float | datetime | None = None,
+        until: float | datetime | None = None,
+    ) -> list[Hit]:
         """The best `k` cells for a text or a vector; scores are higher-is-better, sorted, ids unique.
 
         With a text query, `vector` (its embedding, if you already have it) skips the encoder; the
-        text still feeds the entity index.
+        text still feeds the entity index. `scope` searches one scope's cells only (None: every scope);
+        `where` filters on metadata as Chroma's `where` does (`filters.py`), `since` / `until` on the cells'
+        timestamps (inclusive); a filtered search has `k` hits whenever `k` cells match.
         """
         vectors = None if vector is None else [vector]
-        return self.search_batch([query], k, mode=mode, vectors=vectors)[0]
+        return self.search_batch(
+            [query], k, mode=mode, vectors=vectors, scope=scope, where=where, since=since, until=until
+        )[0]
 
     def search_batch(
-        self, queries: Sequence[str | Any], k: int = 10, *, mode: Mode = "similarity", vectors: Any = None
+        self,
+        queries: Sequence[str | Any],
+        k: int = 10,
+        *,
+        mode: Mode = "similarity",
+        vectors: Any = None,
+        scope: str | None = None,
+        where: Mapping[str, Any] | None = None,
+        since: float | datetime | None = None,
+        until: float | datetime | None = None,
     ) -> list[list[Hit]]:
         """`search` for many queries; texts without given `vectors` are encoded in one batch."""
         k = check_k(k)
@@ -220,13 +333,22 @@ class CellularMemory:
         if isinstance(queries, str) or not isinstance(queries, Sequence) or len(queries) == 0:
             raise InvalidInputError("queries must be a non-empty list of strings or vectors")
         check_same_length("vectors", vectors, len(queries))
+        scope = None if scope is None else check_scope(scope)
+        where = None if where is None else check_where(where)
+        since = None if since is None else check_timestamp(since)
+        until = None if until is None else check_timestamp(until)
         units, query_entities = self._encode_queries(queries, vectors)
         texts = [q if isinstance(q, str) else None for q in queries]
         state = self._state
         with state.reading():
+            within = state.within(scope, where, since, until)
+            if within is None:
+                return [[] for _ in queries]
             results = []
             for row, entities, text in zip(units, query_entities, texts):
-                found = self._search.ranked(state, row, k, entities, mode=mode, query_text=text, clock=self.clock)
+                found = self._search.ranked(
+                    state, row, k, entities, mode=mode, query_text=text, clock=self.clock, within=within
+                )
                 state.note_access(found.rows)
                 results.append(self._hits(found))
             return results
@@ -238,17 +360,35 @@ class CellularMemory:
         with self._state.reading():
             return self._state.record(int(self._state.rows_of(check_ids(cell_id))[0]))
 
+    def get_many(self, ids: Sequence[str]) -> list[CellRecord]:
+        """The records of these cells, in the order asked; unknown ids are skipped."""
+        if isinstance(ids, str):
+            raise InvalidInputError("get_many takes a list of ids; get(id) reads one")
+        wanted = check_ids(ids) if len(ids) else []
+        with self._state.reading():
+            row_of = self._state.table.row_of
+            return self._state.records([row_of[i] for i in wanted if i in row_of])
+
     def __len__(self) -> int:
         return len(self._state.table)
 
     def __contains__(self, cell_id: object) -> bool:
         return cell_id in self._state.table.row_of
 
-    def ids(self) -> list[str]:
-        """Every cell id, in insertion order."""
+    def count(self, *, scope: str | None = None) -> int:
+        """How many cells the memory holds (in `scope`, when given)."""
+        if scope is None:
+            return len(self)
+        scope = check_scope(scope)
+        with self._state.reading():
+            return len(self._state.live_in(scope))
+
+    def ids(self, *, scope: str | None = None) -> list[str]:
+        """Every cell id (of `scope`, when given), in insertion order."""
+        scope = None if scope is None else check_scope(scope)
         with self._state.reading():
             table = self._state.table
-            return [table.ids[row] for row in table.live_rows().tolist()]
+            return [table.ids[row] for row in self._state.live_in(scope).tolist()]
 
     def concepts(self) -> list[Concept]:
         """The memory's topics: groups gathered by their centroids (`concepts.py`), numbered in order
@@ -275,7 +415,7 @@ class CellularMemory:
         with self._state.writing():
             self.config = replace(self.config, **changes)
             if self.config.lexical and self._state.lexical is None:  # switched on later: index what is stored
-                self._state.index_texts()
+                self._state.enable_lexical()
             self._search = ThreeStageSearch(self.config, self._pool)
 
     # ---- sleep ---------------------------------------------------------------------------
@@ -337,10 +477,8 @@ class CellularMemory:
 
     def flush(self) -> None:
         """Persist access counts and moves gathered since the last flush."""
-        state = self._state
-        with state.writing():
-            state.store.update(state.records(sorted(state.dirty)))
-            state.dirty.clear()
+        with self._state.writing():
+            self._state.flush()
 
     def close(self) -> None:
         """Flush and release threads and indexes; further calls raise."""
@@ -350,11 +488,9 @@ class CellularMemory:
         self.stop_sleep()
         with state.lock.write():
             try:
-                self.flush()
+                state.close()
             finally:
-                state.closed = True
                 self._pool.shutdown(wait=True)
-                state.index.close()
                 if self._embedded is not None:  # a client passed in stays open: it is the caller's
                     self._embedded.close()
 

@@ -32,12 +32,14 @@ import numpy as np
 from .clustering import GroupState
 from .config import MemoryConfig
 from .episodes import EpisodeIndex
+from .filters import Within
 from .fusion import calibrated_scores, reciprocal_rank
 from .index import GroupIndex, NumpyGroupIndex, similarities, top_k
 from .scoring import Clock, memory_scores
 from .state import EngineState
 
 Mode = Literal["similarity", "memory"]
+EVERYTHING = Within.everything()
 MEMORY_MODE_POOL = 4
 """In memory mode the dense and lexical stages fetch this many times k candidates to re-rank."""
 
@@ -67,13 +69,15 @@ class ThreeStageSearch:
         mode: Mode,
         query_text: str | None,
         clock: Clock,
+        within: Within = EVERYTHING,
     ) -> Candidates:
-        """The best `k` cells for one query, ranked for `mode` (call under the state's read lock)."""
+        """The best `k` cells for one query among those `within` allows, ranked for `mode` (call under the
+        state's read lock)."""
         if len(state.table) == 0:
             return Candidates(np.empty(0, dtype=np.int64), np.empty(0))
         if mode == "similarity":
-            return self.run(state, query, k, query_entities, query_text)
-        found = self.run(state, query, k * MEMORY_MODE_POOL, query_entities, query_text)
+            return self.run(state, query, k, query_entities, query_text, within)
+        found = self.run(state, query, k * MEMORY_MODE_POOL, query_entities, query_text, within)
         config, table, rows = self.config, state.table, found.rows
         scores = (
             memory_scores(
@@ -97,29 +101,44 @@ class ThreeStageSearch:
         k: int,
         query_entities: frozenset[str],
         query_text: str | None = None,
+        within: Within = EVERYTHING,
     ) -> Candidates:
-        """Stages 1–4: similarity-mode candidates (cosine, entity boost, lexical fusion), best first."""
+        """Stages 1–4: similarity-mode candidates (cosine, entity boost, lexical fusion), best first.
+
+        Restricted to a scope, the groups probed are the scope's (a group holds one scope's cells). Filtered,
+        a filter that leaves no more cells than the probe would read is searched exactly over them; a wider
+        one probes, drops what it excludes, and is searched exactly when fewer than k candidates remain, so
+        a filtered search has k hits whenever k cells match."""
         config, table, lexical = self.config, state.table, state.lexical
         fusing = config.lexical and lexical is not None and query_text is not None
         depth = max(k, config.fusion_depth) if fusing else k
-        budget = config.probe_candidates(k, len(table)) if config.probing == "budget" else 0
-        flat = bool(budget) and config.flat_is_cheaper(k, len(table))
+        cells = len(table) if within.scope is None else int(state.groups.active_sizes(within.scope).sum())
+        budget = config.probe_candidates(k, cells) if config.probing == "budget" else 0
+        matching = None if within.rows is None else len(within.rows)
+        flat = (bool(budget) and config.flat_is_cheaper(k, cells)) or (matching is not None and matching <= budget)
         if flat:
-            rows, scores = flat_search(query, depth, state)
+            rows, scores = flat_search(query, depth, state, within)
         else:
-            rows, scores = self._group_stage(query, k, depth, budget, state.groups, state.index)
+            wider = depth if matching is None else min(cells, depth * max(1, cells // max(matching, 1)))
+            rows, scores = self._group_stage(query, k, wider, budget, state, within.scope)
+        if within.restricts and not flat:
+            keep = within.allows(table.scope, rows)
+            rows, scores = rows[keep], scores[keep]
         if config.use_entities and query_entities:
-            rows, scores = _merge_best(rows, scores, *self._entity_stage(query, query_entities, state))
+            rows, scores = _merge_best(rows, scores, *self._entity_stage(query, query_entities, state, within))
         best = top_k(scores, depth)
         rows, scores = rows[best], scores[best]
-        if not flat and config.probing == "top_k" and np.count_nonzero(scores[:k] > config.min_score) < k:
+        shortfall = matching is not None and len(rows) < min(k, matching)
+        top_k_short = config.probing == "top_k" and np.count_nonzero(scores[:k] > config.min_score) < k
+        if not flat and (shortfall or top_k_short):
             flat = True
-            rows, scores = _merge_best(rows, scores, *flat_search(query, depth, state))
+            rows, scores = _merge_best(rows, scores, *flat_search(query, depth, state, within))
             best = top_k(scores, depth)
             rows, scores = rows[best], scores[best]
         if fusing:
             assert lexical is not None and query_text is not None
-            lexical_rows, lexical_scores = lexical.search(query_text, config.fusion_depth)
+            allowed = (lambda found: within.allows(table.scope, found)) if within.restricts else None
+            lexical_rows, lexical_scores = lexical.search(query_text, config.fusion_depth, allowed)
             if config.fusion == "rrf":
                 rows, scores = reciprocal_rank((rows, scores), (lexical_rows, lexical_scores), rrf_k=config.rrf_k)
             else:
@@ -160,16 +179,18 @@ class ThreeStageSearch:
         return scored
 
     def _group_stage(
-        self, query: np.ndarray, k: int, depth: int, budget: int, groups: GroupState, index: GroupIndex
+        self, query: np.ndarray, k: int, depth: int, budget: int, state: EngineState, scope: int | None
     ) -> tuple[np.ndarray, np.ndarray]:
-        """Candidates of the probed groups: the best `depth` cells read (budget probing over the `numpy`
-        index), every cell of the chosen groups (its `top_k` probing), or each group's best `depth`."""
-        config, active = self.config, groups.active_ids()
+        """Candidates of the probed groups (of `scope`; None: of every scope): the best `depth` cells read
+        (budget probing over the `numpy` index), every cell of the chosen groups (its `top_k` probing), or
+        each group's best `depth`."""
+        config, groups, index = self.config, state.groups, state.index
+        active, centroids = groups.active_ids(scope), groups.active_centroids(scope)
         floor = config.probe_per_k * k
         if budget and isinstance(index, NumpyGroupIndex):  # the rule below, compiled with a running k-th score
             return index.probe(
                 active,
-                groups.active_centroids(),
+                centroids,
                 query,
                 k,
                 depth=depth,
@@ -177,11 +198,11 @@ class ThreeStageSearch:
                 budget=budget,
                 margin=config.probe_margin,
             )
-        centroid_scores = similarities(groups.active_centroids(), query)
+        centroid_scores = similarities(centroids, query)
         if not budget:
             chosen = active[top_k(centroid_scores, config.group_top_k)]
             return self._search_groups(chosen, query, depth, groups, index)
-        ranked, reached = _probe_order(centroid_scores, groups.active_sizes(), budget)
+        ranked, reached = _probe_order(centroid_scores, groups.active_sizes(scope), budget)
         first = int(np.searchsorted(reached, floor)) + 1
         rows, scores = self._search_groups(active[ranked[:first]], query, depth, groups, index)
         rest = ranked[first:]
@@ -206,11 +227,14 @@ class ThreeStageSearch:
         return np.concatenate([r for r, _ in results]), np.concatenate([s for _, s in results])
 
     def _entity_stage(
-        self, query: np.ndarray, query_entities: frozenset[str], state: EngineState
+        self, query: np.ndarray, query_entities: frozenset[str], state: EngineState, within: Within
     ) -> tuple[np.ndarray, np.ndarray]:
         matched = state.entities.matches(query_entities)
         rows = np.fromiter(matched, dtype=np.int64, count=len(matched))
         shares = np.fromiter(matched.values(), dtype=np.float64, count=len(matched)) / len(query_entities)
+        if within.restricts:
+            keep = within.allows(state.table.scope, rows)
+            rows, shares = rows[keep], shares[keep]
         cosines = similarities(state.index.vectors_of(rows), query).astype(np.float64)
         return rows, cosines + self.config.entity_boost * shares
 
@@ -228,11 +252,26 @@ def _probe_order(centroid_scores: np.ndarray, sizes: np.ndarray, budget: int) ->
         guess = min(len(sizes), 2 * guess)
 
 
-def flat_search(query: np.ndarray, k: int, state: EngineState) -> tuple[np.ndarray, np.ndarray]:
-    """Exact top-k over every live cell (ties go to the earlier row): one product over the table's
-    contiguous copy of the vectors where it keeps one, else one compiled scan of the arena."""
-    table = state.table
-    if table.keep_vectors:
+def flat_search(
+    query: np.ndarray, k: int, state: EngineState, within: Within = EVERYTHING
+) -> tuple[np.ndarray, np.ndarray]:
+    """Exact top-k over every live cell `within` allows (ties go to the earlier row): over a filter's rows
+    or a scope's groups directly; else one product over the table's contiguous copy of the vectors where it
+    keeps one, or one compiled scan of the arena."""
+    table, index = state.table, state.index
+    if within.rows is not None:
+        rows = within.rows
+        scores = similarities(index.vectors_of(rows), query)
+    elif within.scope is not None:  # the scope's groups hold its cells
+        groups = state.groups.active_ids(within.scope)
+        if isinstance(index, NumpyGroupIndex):
+            rows, scores = index.scan(groups, query)
+        else:
+            rows = np.concatenate([index.members(group) for group in groups.tolist()] or [np.zeros(0, np.int64)])
+            scores = similarities(index.vectors_of(rows), query)
+        order = np.argsort(rows, kind="stable")
+        rows, scores = rows[order], scores[order]
+    elif table.keep_vectors:
         rows = np.arange(table.size)
         scores = similarities(table.vectors[: table.size], query)
         scores[~table.alive[: table.size]] = -np.inf
@@ -241,7 +280,8 @@ def flat_search(query: np.ndarray, k: int, state: EngineState) -> tuple[np.ndarr
         rows, scores = state.index.scan_all(query)
         order = np.argsort(rows, kind="stable")
         rows, scores = rows[order], scores[order]
-    best = top_k(scores, min(k, len(table)))
+    best = top_k(scores, min(k, len(rows)))
+    best = best[np.isfinite(scores[best])]
     return rows[best], scores[best]
 
 
@@ -257,6 +297,6 @@ def _merge_best(
     """The union of two candidate lists; a row in both keeps its higher score."""
     rows, scores = np.concatenate([rows, more_rows]), np.concatenate([scores, more_scores])
     order = np.lexsort((-scores, rows))
-    first = np.r_[True, rows[order][1:] != rows[order][:-1]]
+    first = np.r_[True, rows[order][1:] != rows[order][:-1]][: len(rows)]
     keep = order[first]
     return rows[keep], scores[keep]

@@ -29,17 +29,26 @@ from .cells import CellBatch, CellRecord, ConflictNote
 from .errors import BackendUnavailableError, StoreDamagedError
 
 SIDECAR = "magbench.sqlite3"
-Write = Literal["add", "delete", "rebuild"]
+Write = Literal["add", "delete", "update", "rebuild"]
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS cells (
     seq INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE, grp INTEGER NOT NULL, kind TEXT NOT NULL,
     importance REAL NOT NULL, timestamp REAL NOT NULL, access INTEGER NOT NULL,
-    meta TEXT NOT NULL, conflicts TEXT NOT NULL, episode TEXT NOT NULL, vector BLOB NOT NULL
+    meta TEXT NOT NULL, conflicts TEXT NOT NULL, episode TEXT NOT NULL, scope TEXT NOT NULL DEFAULT '',
+    history TEXT NOT NULL DEFAULT '[]', vector BLOB NOT NULL
 ) STRICT;
-CREATE TABLE IF NOT EXISTS in_flight (mark INTEGER PRIMARY KEY AUTOINCREMENT, write TEXT NOT NULL, ids TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS in_flight (
+    mark INTEGER PRIMARY KEY AUTOINCREMENT, write TEXT NOT NULL, ids TEXT NOT NULL, texts TEXT
+);
 """
-COLUMNS = "seq, id, grp, kind, importance, timestamp, access, meta, conflicts, episode, vector"
-EMPTY_META, NO_CONFLICTS = "{}", "[]"
+ADDED_COLUMNS = {
+    "cells": {"scope": "TEXT NOT NULL DEFAULT ''", "history": "TEXT NOT NULL DEFAULT '[]'"},
+    "in_flight": {"texts": "TEXT"},
+}
+"""Columns later versions added, with what a file written before them holds."""
+COLUMNS = "seq, id, grp, kind, importance, timestamp, access, meta, conflicts, episode, scope, history, vector"
+INSERT = f"INSERT INTO cells ({COLUMNS}) VALUES ({', '.join('?' * len(COLUMNS.split(',')))})"
+EMPTY_META, NO_CONFLICTS, NO_HISTORY = "{}", "[]", "[]"
 
 
 @dataclass(frozen=True)
@@ -48,6 +57,8 @@ class InFlight:
 
     write: Write
     ids: list[str]
+    texts: list[str] | None = None
+    """An update's new texts (Chroma's documents), so that a repair can finish it."""
 
 
 class Sidecar:
@@ -61,11 +72,20 @@ class Sidecar:
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("PRAGMA synchronous=FULL")
             self._db.executescript(SCHEMA)
+            self._add_missing_columns()
         except sqlite3.Error as error:
             raise BackendUnavailableError(f"cannot open {self.path}: {error}") from error
 
     def close(self) -> None:
         self._db.close()
+
+    def _add_missing_columns(self) -> None:
+        """Bring a file written by an earlier version up to the schema."""
+        for table, columns in ADDED_COLUMNS.items():
+            present = {row[1] for row in self._db.execute(f"PRAGMA table_info({table})")}
+            for name, declaration in columns.items():
+                if name not in present:
+                    self._db.execute(f"ALTER TABLE {table} ADD COLUMN {name} {declaration}")
 
     def count(self) -> int:
         return int(self._db.execute("SELECT count(*) FROM cells").fetchone()[0])
@@ -77,9 +97,21 @@ class Sidecar:
         kept = [row for row in rows if row[1] in texts]
         if not kept:
             return None, [row[1] for row in rows]
-        _, ids, groups, kinds, importance, timestamps, access, metas, conflicts, episodes, vectors = zip(
-            *kept, strict=True
-        )
+        (
+            _,
+            ids,
+            groups,
+            kinds,
+            importance,
+            timestamps,
+            access,
+            metas,
+            conflicts,
+            episodes,
+            scopes,
+            histories,
+            vectors,
+        ) = zip(*kept, strict=True)
         for cell_id, vector in zip(ids, vectors):
             if len(vector) != 4 * dim:
                 raise StoreDamagedError(f"cell {cell_id!r}: its stored vector has {len(vector)} bytes, not {4 * dim}")
@@ -99,6 +131,8 @@ class Sidecar:
             metadata=[_metadata(cell_id, text) for cell_id, text in zip(ids, metas)],
             conflicts=[_conflicts(cell_id, text) for cell_id, text in zip(ids, conflicts)],
             episodes=list(episodes),
+            scopes=list(scopes),
+            histories=[_history(cell_id, text) for cell_id, text in zip(ids, histories)],
         )
         return batch, [row[1] for row in rows if row[1] not in texts]
 
@@ -109,23 +143,27 @@ class Sidecar:
     def add(self, batch: CellBatch, first_seq: int) -> int:
         """Store a batch's fields and vectors and mark its Chroma write in flight (one transaction); returns
         the mark."""
-        rows = zip(
-            range(first_seq, first_seq + len(batch)),
-            batch.ids,
-            batch.groups.tolist(),
-            batch.kinds,
-            batch.importance.tolist(),
-            batch.timestamps.tolist(),
-            batch.access.tolist(),
-            [_json(metadata, EMPTY_META) for metadata in batch.metadata],
-            map(_conflicts_json, batch.conflicts),
-            batch.episodes,
-            map(bytes, np.ascontiguousarray(batch.vectors, dtype="<f4")),
-            strict=True,
-        )
         with self._transaction() as db:
-            db.executemany(f"INSERT INTO cells ({COLUMNS}) VALUES ({', '.join('?' * 11)})", rows)
+            db.executemany(INSERT, _rows(batch, first_seq))
             return self._mark(db, "add", batch.ids)
+
+    def replace(self, batch: CellBatch, first_seq: int) -> tuple[int, list[tuple[Any, ...]]]:
+        """Store a batch of cells that replace the stored cells of the same ids (numbered from `first_seq`:
+        they count as written last) and mark the Chroma update in flight with their texts (one transaction);
+        returns the mark and the replaced rows (for `restore`)."""
+        ids = [(cell_id,) for cell_id in batch.ids]
+        with self._transaction() as db:
+            old = [db.execute(f"SELECT {COLUMNS} FROM cells WHERE id = ?", key).fetchone() for key in ids]
+            db.executemany("DELETE FROM cells WHERE id = ?", ids)
+            db.executemany(INSERT, _rows(batch, first_seq))
+            return self._mark(db, "update", batch.ids, batch.texts), [row for row in old if row is not None]
+
+    def restore(self, mark: int, rows: Sequence[tuple[Any, ...]]) -> None:
+        """Undo a `replace` whose Chroma update failed: its replaced `rows` come back as they were."""
+        with self._transaction() as db:
+            db.executemany("DELETE FROM cells WHERE id = ?", [(row[1],) for row in rows])
+            db.executemany(INSERT, rows)
+            db.execute("DELETE FROM in_flight WHERE mark = ?", (mark,))
 
     def update(self, records: Sequence[CellRecord]) -> None:
         """Rewrite the fields that change after a write: group, access count, conflicts."""
@@ -139,11 +177,18 @@ class Sidecar:
         with self._transaction(durable=False) as db:
             return self._mark(db, write, ids)
 
-    def begin_repair(self, doomed: Sequence[str]) -> int:
-        """Replace every mark by one for a rebuild that also removes the cells `doomed`; returns it."""
+    def begin_repair(self, doomed: Sequence[str], updated: Mapping[str, str]) -> None:
+        """Replace every mark by the repair's: a rebuild that also removes the cells `doomed`, and the updates
+        it finishes (`updated`: their texts); `end_repair` clears them."""
         with self._transaction() as db:
             db.execute("DELETE FROM in_flight")
-            return self._mark(db, "rebuild", doomed)
+            self._mark(db, "rebuild", doomed)
+            if updated:
+                self._mark(db, "update", list(updated), list(updated.values()))
+
+    def end_repair(self) -> None:
+        with self._transaction() as db:
+            db.execute("DELETE FROM in_flight")
 
     def drop(self, ids: Sequence[str]) -> None:
         """Forget these cells' rows."""
@@ -160,12 +205,17 @@ class Sidecar:
 
     def in_flight(self) -> list[InFlight]:
         """The writes a process began and did not see end, oldest first."""
-        rows = self._db.execute("SELECT write, ids FROM in_flight ORDER BY mark").fetchall()
-        return [InFlight(write, json.loads(ids)) for write, ids in rows]
+        rows = self._db.execute("SELECT write, ids, texts FROM in_flight ORDER BY mark").fetchall()
+        return [
+            InFlight(write, json.loads(ids), None if texts is None else json.loads(texts)) for write, ids, texts in rows
+        ]
 
     @staticmethod
-    def _mark(db: sqlite3.Connection, write: Write, ids: Sequence[str]) -> int:
-        cursor = db.execute("INSERT INTO in_flight (write, ids) VALUES (?, ?)", (write, json.dumps(list(ids))))
+    def _mark(db: sqlite3.Connection, write: Write, ids: Sequence[str], texts: Sequence[str] | None = None) -> int:
+        cursor = db.execute(
+            "INSERT INTO in_flight (write, ids, texts) VALUES (?, ?, ?)",
+            (write, json.dumps(list(ids)), None if texts is None else json.dumps(list(texts), ensure_ascii=False)),
+        )
         assert cursor.lastrowid is not None
         return cursor.lastrowid
 
@@ -184,6 +234,26 @@ class Sidecar:
                     self._db.execute("ROLLBACK")
         except sqlite3.Error as error:
             raise BackendUnavailableError(f"cannot write {self.path}: {error}") from error
+
+
+def _rows(batch: CellBatch, first_seq: int) -> Iterator[tuple[Any, ...]]:
+    """A batch's rows of the cells table, numbered from `first_seq`."""
+    return zip(
+        range(first_seq, first_seq + len(batch)),
+        batch.ids,
+        batch.groups.tolist(),
+        batch.kinds,
+        batch.importance.tolist(),
+        batch.timestamps.tolist(),
+        batch.access.tolist(),
+        [_json(metadata, EMPTY_META) for metadata in batch.metadata],
+        map(_conflicts_json, batch.conflicts),
+        batch.episodes,
+        batch.scopes,
+        [_json(list(texts), NO_HISTORY) for texts in batch.histories],
+        map(bytes, np.ascontiguousarray(batch.vectors, dtype="<f4")),
+        strict=True,
+    )
 
 
 def _json(value: object, empty: str) -> str:
@@ -209,6 +279,15 @@ def _metadata(cell_id: str, text: str) -> dict[str, Any]:
     if not isinstance(metadata, dict):
         raise StoreDamagedError(f"cell {cell_id!r}: its stored metadata is a {type(metadata).__name__}")
     return metadata
+
+
+def _history(cell_id: str, text: str) -> list[dict[str, Any]]:
+    if text == NO_HISTORY:
+        return []
+    history = _decoded(cell_id, "history", text)
+    if not isinstance(history, list) or not all(isinstance(entry, dict) for entry in history):
+        raise StoreDamagedError(f"cell {cell_id!r}: its stored history is not a list of entries")
+    return history
 
 
 def _conflicts(cell_id: str, text: str) -> list[ConflictNote]:

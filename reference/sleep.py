@@ -13,7 +13,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from .cells import ConflictNote, superseded
+from .clustering import GroupState
 from .concepts import concept_of_group, concepts_of
 from .config import MemoryConfig
 from .consolidation import ConsolidationReport, GroupSizes, Regrouping, final_groups, plan_merges, plan_regrouping
@@ -41,7 +41,7 @@ def consolidate(
         if state.version != version:  # written to meanwhile: plan again, now that nothing can change
             plan = plan_sleep(state, config)
         moved = regroup(state, plan)
-        touched, state.touched = state.touched, set()
+        touched = state.take_touched()
         sizes_after = GroupSizes.of(state.groups.counts)
     with state.reading():
         ari_after = agreement(state, labels)
@@ -68,47 +68,69 @@ def consolidate(
 
 
 def plan_sleep(state: EngineState, config: MemoryConfig) -> Regrouping:
-    """The regrouping plan for the current state (adaptive: merges, k-means steps, splits)."""
+    """The regrouping plan for the current state (adaptive: merges, k-means steps, splits), each scope's
+    groups planned on their own (a sleep never merges, moves or splits across scopes); new groups are
+    numbered after every existing one."""
     table = state.table
     live = table.live_rows()
-    groups = table.group[live]
+    scopes = table.scope[live]
+    plans, slot = [], state.groups.n_slots
+    for scope in np.unique(scopes).tolist():
+        plan = _plan_scope(state, config, live[scopes == scope], slot)
+        plans.append(plan)
+        slot += plan.splits
+    return Regrouping.joined(plans)
+
+
+def _plan_scope(state: EngineState, config: MemoryConfig, rows: np.ndarray, first_new: int) -> Regrouping:
+    """The plan for the live `rows` of one scope, on a group state of its groups alone (renumbered from 0
+    for planning; new groups numbered from `first_new`)."""
+    groups = state.table.group[rows]
+    ids = np.unique(groups)
+    own = GroupState(state.groups.sums[ids].copy(), state.groups.counts[ids].copy())
+    local = np.searchsorted(ids, groups)
+    vectors = state.index.vectors_of(rows)
+    cells = len(rows)
     if not config.adaptive:
-        merges = plan_merges(state.groups, config.merge_threshold)
+        merges = plan_merges(own, config.merge_threshold)
         target = final_groups(merges)
-        after = np.asarray([target.get(g, g) for g in groups.tolist()], dtype=np.int64)
-        moved = after != groups
-        return Regrouping(merges, live[moved], after[moved], 0)
-    cells = len(table)
-    return plan_regrouping(
-        state.groups,
-        live,
-        state.index.vectors_of(live),
-        groups,
-        threshold=config.merge_threshold,
-        capacity=config.group_capacity(cells),
-        fragment=int(config.target_group_size(cells) / config.fragment_divisor),
-        bound=config.group_bound(cells),
-        rounds=config.sleep_rounds,
-        settled=config.sleep_settled,
-    )
+        after = np.asarray([target.get(g, g) for g in local.tolist()], dtype=np.int64)
+        plan = Regrouping(merges, rows, after, 0)
+    else:
+        plan = plan_regrouping(
+            own,
+            rows,
+            vectors,
+            local,
+            threshold=config.merge_threshold,
+            capacity=config.group_capacity(cells),
+            fragment=int(config.target_group_size(cells) / config.fragment_divisor),
+            bound=config.group_bound(cells),
+            rounds=config.sleep_rounds,
+            settled=config.sleep_settled,
+        )
+
+    def numbered(found: np.ndarray) -> np.ndarray:
+        return np.where(found < len(ids), ids[found.clip(max=len(ids) - 1)], first_new + found - len(ids))
+
+    after = numbered(plan.groups)
+    moved = after != state.table.group[plan.rows]
+    merges = [replace(m, kept=int(ids[m.kept]), absorbed=int(ids[m.absorbed])) for m in plan.merges]
+    return Regrouping(merges, plan.rows[moved], after[moved], plan.splits)
 
 
 def regroup(state: EngineState, plan: Regrouping) -> int:
-    """Move cells to their planned groups (store first, then memory); returns how many moved."""
+    """Move cells to their planned groups (committed by the state: store first); returns how many moved."""
     rows, after = plan.rows, plan.groups
     if not len(rows):
         return 0
-    table = state.table
-    before, vectors = table.group[rows].copy(), state.index.vectors_of(rows)
-    state.store.update([replace(r, group_id=g) for r, g in zip(state.records(rows.tolist()), after.tolist())])
+    before, vectors = state.table.group[rows], state.index.vectors_of(rows)
     groups = state.groups.copy()
     groups.new_slots(max(0, int(after.max()) + 1 - groups.n_slots))
+    groups.set_scopes(after, state.table.scope[rows])
     groups.remove_members(before, vectors)
     groups.add_members(after, vectors)
-    state.groups = groups
-    state.move(rows, after)
-    state.touched.update(np.unique(after).tolist())
-    state.version += 1
+    state.commit_regroup(rows, after, groups)
     return len(rows)
 
 
@@ -156,23 +178,7 @@ def find_conflicts(
 def record_conflicts(state: EngineState, conflicts: list[Conflict], now: float) -> list[Conflict]:
     """Note each new conflict on both cells (the older one as superseded); returns the new ones."""
     with state.writing():
-        table, new, changed = state.table, [], set()
-        for conflict in conflicts:
-            if conflict.first not in table.row_of or conflict.second not in table.row_of:
-                continue  # deleted meanwhile
-            older, newer = table.row_of[conflict.first], table.row_of[conflict.second]
-            notes = table.conflicts.setdefault(older, [])
-            if any(c.other == conflict.second for c in notes):
-                continue
-            notes.append(ConflictNote(conflict.second, True, conflict.reason, conflict.judge, now))
-            table.conflicts.setdefault(newer, []).append(
-                ConflictNote(conflict.first, False, conflict.reason, conflict.judge, now)
-            )
-            table.superseded[older] = superseded(notes)
-            changed |= {older, newer}
-            new.append(conflict)
-        state.store.update(state.records(sorted(changed)))
-    return new
+        return state.record_conflicts(conflicts, now)
 
 
 def recorded_conflicts(state: EngineState) -> list[Conflict]:

@@ -8,22 +8,24 @@ The facade, search, sleep and stats each take the state; none of them reaches in
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import replace
+from typing import Any
 
 import numpy as np
 
-from .cells import CellBatch, CellRecord, CellTable, seen_text
-from .clustering import GroupState
+from .cells import CellBatch, CellRecord, CellTable, ConflictNote, seen_text, superseded
+from .clustering import Assignment, GroupState
 from .entities import EntityIndex, extract_entities
 from .episodes import EpisodeIndex
 from .errors import InvalidInputError, InvariantError, NotFoundError
+from .filters import MetadataIndex, Within
 from .index import GroupIndex
+from .judges.base import Conflict
 from .lexical import LexicalIndex
 from .locks import ReadWriteLock
 from .store import CellStore
-from .validation import check_ids
 
 
 class SearchCounters:
@@ -40,28 +42,56 @@ class SearchCounters:
             self.flat += flat
 
 
-@dataclass
 class EngineState:
-    """Cells, groups, indexes and store of one engine. Read under `reading()`, change under `writing()`."""
+    """Cells, groups, indexes and store of one engine. Read under `reading()`, change under `writing()`.
 
-    table: CellTable
-    groups: GroupState
-    index: GroupIndex
-    entities: EntityIndex
-    lexical: LexicalIndex | None
-    store: CellStore
-    episodes: EpisodeIndex = field(default_factory=EpisodeIndex)
-    counters: SearchCounters = field(default_factory=SearchCounters)
-    lock: ReadWriteLock = field(default_factory=ReadWriteLock)
-    access_lock: threading.Lock = field(default_factory=threading.Lock)
-    """Searches run in parallel under the read lock; access counts are bumped under this one."""
-    dirty: set[int] = field(default_factory=set)
-    """Rows whose access count or group changed since the last flush."""
-    touched: set[int] = field(default_factory=set)
-    """Groups that gained cells or changed since the last sleep (the ones a judge reads)."""
-    version: int = 0
-    """Bumped by every write, so a sleep plan made under the read lock knows when it is stale."""
-    closed: bool = False
+    Only this class changes what it holds: a write goes through one of its commits (`commit_write`,
+    `commit_replace`, `commit_delete`, `commit_regroup`, `record_conflicts`), each writing the store first
+    (so a failed store write changes nothing) and bumping `version` once, in `_changed`.
+    """
+
+    def __init__(
+        self,
+        *,
+        table: CellTable,
+        groups: GroupState,
+        index: GroupIndex,
+        entities: EntityIndex,
+        lexical: LexicalIndex | None,
+        store: CellStore,
+    ) -> None:
+        self.table, self.index, self.entities, self.store = table, index, entities, store
+        self._groups, self._lexical, self._episodes = groups, lexical, EpisodeIndex()
+        self._metadata = MetadataIndex()
+        self.counters = SearchCounters()
+        self.lock = ReadWriteLock()
+        self.access_lock = threading.Lock()
+        """Searches run in parallel under the read lock; access counts are bumped under this one."""
+        self._dirty: set[int] = set()
+        self._touched: set[int] = set()
+        self._version = 0
+        self._closed = False
+
+    @property
+    def groups(self) -> GroupState:
+        return self._groups
+
+    @property
+    def lexical(self) -> LexicalIndex | None:
+        return self._lexical
+
+    @property
+    def episodes(self) -> EpisodeIndex:
+        return self._episodes
+
+    @property
+    def version(self) -> int:
+        """Bumped by every commit, so a sleep plan made under the read lock knows when it is stale."""
+        return self._version
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
 
     @contextmanager
     def reading(self) -> Iterator[None]:
@@ -76,14 +106,104 @@ class EngineState:
             yield
 
     def check_open(self) -> None:
-        if self.closed:
+        if self._closed:
             raise InvalidInputError("this CellularMemory is closed; open a new one")
+
+    # ---- commits (call under the write lock) --------------------------------------------------------
+
+    def commit_write(self, batch: CellBatch, plan: Assignment, found: list[frozenset[str]]) -> None:
+        """New cells: stored, then grouped as `plan` says (splits move stored cells too) and indexed."""
+        self.store.put(batch)
+        self._apply(batch, plan, found)
+
+    def commit_replace(self, rows: np.ndarray, batch: CellBatch, plan: Assignment, found: list[frozenset[str]]) -> None:
+        """Cells written again under their ids (`rows` hold them now): stored in one replacing write, then
+        the old rows leave the indexes and the new ones enter them; `plan` was made without the old rows."""
+        self.store.replace(batch, self.records(rows.tolist()))
+        self._forget(rows)
+        self._apply(batch, plan, found)
+
+    def commit_delete(self, rows: np.ndarray) -> None:
+        self.store.delete([self.table.ids[row] for row in rows.tolist()])
+        self._groups.remove_members(self.table.group[rows], self.index.vectors_of(rows))
+        self._forget(rows)
+        self._changed()
+
+    def commit_regroup(self, rows: np.ndarray, after: np.ndarray, groups: GroupState) -> None:
+        """Cells moved to other groups by a sleep plan (`groups`: the group state they make)."""
+        self.store.update([replace(r, group_id=g) for r, g in zip(self.records(rows.tolist()), after.tolist())])
+        self._groups = groups
+        self.move(rows, after)
+        self._touched.update(np.unique(after).tolist())
+        self._changed()
+
+    def record_conflicts(self, conflicts: list[Conflict], now: float) -> list[Conflict]:
+        """Note each new conflict on both cells (the older one as superseded); returns the new ones."""
+        table, new, changed = self.table, [], set()
+        for conflict in conflicts:
+            if conflict.first not in table.row_of or conflict.second not in table.row_of:
+                continue  # deleted meanwhile
+            older, newer = table.row_of[conflict.first], table.row_of[conflict.second]
+            notes = table.conflicts.setdefault(older, [])
+            if any(c.other == conflict.second for c in notes):
+                continue
+            notes.append(ConflictNote(conflict.second, True, conflict.reason, conflict.judge, now))
+            table.conflicts.setdefault(newer, []).append(
+                ConflictNote(conflict.first, False, conflict.reason, conflict.judge, now)
+            )
+            table.superseded[older] = superseded(notes)
+            changed |= {older, newer}
+            new.append(conflict)
+        self.store.update(self.records(sorted(changed)))
+        self._changed()
+        return new
+
+    def take_touched(self) -> set[int]:
+        """The groups that gained cells or changed since the last sleep (the ones a judge reads); cleared."""
+        touched, self._touched = self._touched, set()
+        return touched
+
+    def flush(self) -> None:
+        """Persist access counts and moves gathered since the last flush."""
+        self.store.update(self.records(sorted(self._dirty)))
+        self._dirty.clear()
+
+    def close(self) -> None:
+        """Flush and stop: further calls raise."""
+        try:
+            self.flush()
+        finally:
+            self._closed = True
+            self.index.close()
+
+    def abandon(self) -> None:
+        """Stop without writing anything more (what a process that dies leaves; for crash tests)."""
+        self._closed = True
+
+    def enable_lexical(self) -> None:
+        """Build the lexical index over every stored cell (when it is switched on later)."""
+        self._lexical = LexicalIndex()
+        live = self.table.live_rows()
+        self._lexical.add(live, self._seen_texts(live))
+
+    def _apply(self, batch: CellBatch, plan: Assignment, found: list[frozenset[str]]) -> None:
+        self.move(plan.moved_rows, plan.moved_to)
+        self._dirty.update(plan.moved_rows.tolist())  # split moves are persisted with the next flush
+        self._groups = plan.state
+        self.insert(batch, found)
+        self._touched.update(np.unique(plan.groups).tolist())
+        self._touched.update(np.unique(plan.moved_to).tolist())
+        self._changed()
+
+    def _changed(self) -> None:
+        self._version += 1
 
     def restore(self, batch: CellBatch | None) -> None:
         """Rebuild every derived structure from the store's cells."""
         if batch is None:
             return
         self.groups.new_slots(int(batch.groups.max()) + 1)
+        self.groups.set_scopes(batch.groups, self.scope_codes(batch.scopes))
         self.groups.add_members(batch.groups, batch.vectors)
         self.insert(batch, [extract_entities(text) for text in batch.texts])
         self.groups.active_centroids()  # computed once here, not by the first search
@@ -92,23 +212,23 @@ class EngineState:
         """Append stored cells to the table and the indexes (the group state is the caller's)."""
         rows = self.table.append(batch)
         self.index.add(batch.groups, rows, batch.vectors)
-        self.episodes.add(rows, batch.episodes)
+        self._episodes.add(rows, batch.episodes, self.table.scope[rows])
+        self._metadata.add(rows, batch.metadata)
         for row, entities in zip(rows.tolist(), found):
             self.entities.add(row, entities)
-        if self.lexical is not None:
-            self.lexical.add(rows, self._seen_texts(rows))
+        if self._lexical is not None:
+            self._lexical.add(rows, self._seen_texts(rows))
 
-    def remove(self, rows: np.ndarray) -> None:
-        """Take deleted cells out of the groups, the indexes and the table."""
-        groups = self.table.group[rows]
-        self.groups.remove_members(groups, self.index.vectors_of(rows))
-        self.index.remove(groups, rows)
-        if self.lexical is not None:
-            self.lexical.remove(rows, self._seen_texts(rows))
-        self.episodes.remove(rows)
+    def _forget(self, rows: np.ndarray) -> None:
+        """Take cells out of the indexes and the table (their groups' sums are the caller's)."""
+        self.index.remove(self.table.group[rows], rows)
+        if self._lexical is not None:
+            self._lexical.remove(rows, self._seen_texts(rows))
+        self._episodes.remove(rows)
+        self._metadata.remove(rows, [self.table.metadata[row] for row in rows.tolist()])
         for row in rows.tolist():
             self.entities.remove(row)
-            self.dirty.discard(row)
+            self._dirty.discard(row)
         self.table.kill(rows.tolist())
 
     def move(self, rows: np.ndarray, groups: np.ndarray) -> None:
@@ -134,16 +254,46 @@ class EngineState:
         vectors = self.index.vectors_of(np.asarray(rows, dtype=np.int64))
         return [self.table.record(row, vector, self.episodes.name(row)) for row, vector in zip(rows, vectors)]
 
+    def scope_codes(self, names: Sequence[str]) -> np.ndarray:
+        """The codes of these scopes (new ones get codes)."""
+        return np.fromiter((self.table.scope_code(name) for name in names), dtype=np.int32, count=len(names))
+
+    def within(
+        self, scope: str | None, where: Mapping[str, Any] | None, since: float | None, until: float | None
+    ) -> Within | None:
+        """The live cells a search may return: of `scope` (None: any), matching the checked `where` filter,
+        written in [`since`, `until`]; None when no cell can be (a scope that never held one)."""
+        table = self.table
+        code = None if scope is None else table.known_scope(scope)
+        if scope is not None and code is None:
+            return None
+        if where is None and since is None and until is None:
+            return Within(code)
+        if where is None:
+            rows = table.live_rows()
+        else:
+            rows = np.fromiter(sorted(self._metadata.matching(where)), dtype=np.int64)
+        keep = np.ones(len(rows), dtype=bool)
+        if code is not None:
+            keep &= table.scope[rows] == code
+        if since is not None:
+            keep &= table.timestamp[rows] >= since
+        if until is not None:
+            keep &= table.timestamp[rows] <= until
+        return Within(code, rows[keep])
+
+    def live_in(self, scope: str | None) -> np.ndarray:
+        """The live rows of a scope (None: of every scope), in insertion order."""
+        live = self.table.live_rows()
+        if scope is None:
+            return live
+        code = self.table.known_scope(scope)
+        return live[self.table.scope[live] == code] if code is not None else live[:0]
+
     def last_written(self) -> tuple[str, float] | None:
         """The episode and timestamp of the live cell written last (None in an empty memory)."""
         live = self.table.live_rows()
         return None if not len(live) else (self.episodes.name(int(live[-1])), float(self.table.timestamp[live[-1]]))
-
-    def index_texts(self) -> None:
-        """Build the lexical index over every stored cell (when it is switched on later)."""
-        self.lexical = LexicalIndex()
-        live = self.table.live_rows()
-        self.lexical.add(live, self._seen_texts(live))
 
     def _seen_texts(self, rows: np.ndarray) -> list[str]:
         """What the encoder and the lexical index saw of these rows (`cells.seen_text`)."""
@@ -154,23 +304,13 @@ class EngineState:
         """Count a read of these cells (persisted at the next flush)."""
         with self.access_lock:
             self.table.access[rows] += 1
-            self.dirty.update(rows.tolist())
+            self._dirty.update(rows.tolist())
 
     def rows_of(self, ids: Sequence[str]) -> np.ndarray:
         missing = [i for i in ids if i not in self.table.row_of]
         if missing:
             raise NotFoundError(f"unknown ids: {missing[:5]}{' …' if len(missing) > 5 else ''}")
         return np.asarray([self.table.row_of[i] for i in ids], dtype=np.int64)
-
-    def check_new_ids(self, ids: Sequence[str] | None) -> None:
-        if ids is None:
-            return
-        check_ids(ids)
-        if len(set(ids)) != len(ids):
-            raise InvalidInputError("ids contain duplicates; every cell needs its own id")
-        taken = [i for i in ids if i in self.table.row_of]
-        if taken:
-            raise InvalidInputError(f"ids already stored: {taken[:5]}; delete them first or pick new ids")
 
     def check_invariants(self) -> None:
         """Groups, centroids, the group index and the entity and lexical indexes agree with the cells
@@ -202,5 +342,9 @@ class EngineState:
         if self.episodes.rows() != set(live.tolist()):
             problems.append("the episode index holds other cells than the live ones")
         problems += self.episodes.problems()
+        if self._metadata.rows() != set(live.tolist()):
+            problems.append("the metadata index holds other cells than the live ones")
+        if (groups.scopes[table.group[live]] != table.scope[live]).any():
+            problems.append("a cell is in a group of another scope")
         if problems:
             raise InvariantError("; ".join(problems))

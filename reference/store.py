@@ -52,6 +52,7 @@ class CellStore(Protocol):
 
     def load(self) -> CellBatch | None: ...
     def put(self, batch: CellBatch) -> None: ...
+    def replace(self, batch: CellBatch, previous: Sequence[CellRecord]) -> None: ...
     def update(self, records: Sequence[CellRecord]) -> None: ...
     def delete(self, ids: Sequence[str]) -> None: ...
 
@@ -65,6 +66,9 @@ class NullStore:
         return None
 
     def put(self, batch: CellBatch) -> None:
+        pass
+
+    def replace(self, batch: CellBatch, previous: Sequence[CellRecord]) -> None:
         pass
 
     def update(self, records: Sequence[CellRecord]) -> None:
@@ -157,6 +161,25 @@ class ChromaCells:
         for start in range(0, len(ids), self.batch):
             guarded(f"deleting from {self.name}", self._collection.delete, ids=list(ids[start : start + self.batch]))
 
+    def upsert(
+        self,
+        ids: Sequence[str],
+        vectors: np.ndarray,
+        texts: Sequence[str],
+        metadatas: Sequence[dict[str, Any]] | None = None,
+    ) -> None:
+        """Write these cells over the ones of the same ids (in chunks; not all or nothing)."""
+        for start in range(0, len(ids), self.batch):
+            chunk = slice(start, start + self.batch)
+            guarded(
+                f"updating {self.name}",
+                self._collection.upsert,
+                ids=list(ids[chunk]),
+                embeddings=vectors[chunk],
+                documents=list(texts[chunk]),
+                **({} if metadatas is None else {"metadatas": list(metadatas[chunk])}),
+            )
+
     def update_metadata(self, ids: Sequence[str], metadatas: Sequence[dict[str, Any]]) -> None:
         """Set some metadata keys of these cells (Chroma merges them into what is stored)."""
         for start in range(0, len(ids), self.batch):
@@ -203,18 +226,8 @@ class ServerCellStore:
 
     def put(self, batch: CellBatch) -> None:
         split = len(batch) > self.cells.batch
-        seq = self._next_seq
-        split_keys = {"batch": seq, "committed": False} if split else {}
-        metadatas = [
-            split_keys
-            | {
-                "seq": seq + i,
-                "cell": fields_of(batch, i),
-                "vec": base64.b64encode(batch.vectors[i].astype("<f4").tobytes()).decode("ascii"),
-            }
-            for i in range(len(batch))
-        ]
-        self.cells.add(batch, metadatas)
+        split_keys = {"batch": self._next_seq, "committed": False} if split else {}
+        self.cells.add(batch, [split_keys | fields for fields in self._metadatas(batch)])
         if split:
             try:
                 self.cells.update_metadata(batch.ids, [{"committed": True}] * len(batch))
@@ -222,6 +235,34 @@ class ServerCellStore:
                 self.cells.delete(batch.ids)
                 raise
         self._next_seq += len(batch)
+
+    def replace(self, batch: CellBatch, previous: Sequence[CellRecord]) -> None:
+        """The cells of the batch's ids written again (as written last); a failed write puts `previous` back."""
+        try:
+            self.cells.upsert(batch.ids, batch.vectors, batch.texts, self._metadatas(batch))
+        except Exception as error:
+            try:
+                self.cells.upsert(
+                    [r.id for r in previous],
+                    np.stack([r.vector for r in previous]),
+                    [r.text for r in previous],
+                    [{"cell": record_fields(r)} for r in previous],
+                )
+            except Exception as rollback_error:
+                error.add_note(f"putting the previous cells back failed as well: {rollback_error}")
+            raise
+        self._next_seq += len(batch)
+
+    def _metadatas(self, batch: CellBatch) -> list[dict[str, Any]]:
+        """Each cell's metadata as this layout stores it, numbered from the next `seq`."""
+        return [
+            {
+                "seq": self._next_seq + i,
+                "cell": fields_of(batch, i),
+                "vec": base64.b64encode(batch.vectors[i].astype("<f4").tobytes()).decode("ascii"),
+            }
+            for i in range(len(batch))
+        ]
 
     def update(self, records: Sequence[CellRecord]) -> None:
         metadatas = [{"cell": record_fields(r)} for r in records]
@@ -260,6 +301,8 @@ def fields_of(batch: CellBatch, i: int) -> str:
         batch.metadata[i],
         batch.conflicts[i],
         batch.episodes[i],
+        batch.scopes[i],
+        batch.histories[i],
     )
 
 
@@ -274,6 +317,8 @@ def record_fields(record: CellRecord) -> str:
         record.metadata,
         record.conflicts,
         record.episode,
+        record.scope,
+        record.history,
     )
 
 
@@ -286,9 +331,12 @@ def _fields_json(
     metadata: dict[str, Any],
     conflicts: Sequence[ConflictNote],
     episode: str,
+    scope: str,
+    history: Sequence[dict[str, Any]],
 ) -> str:
     fields = {"group": group, "kind": kind, "importance": importance, "timestamp": timestamp, "access": access}
     fields |= {"meta": metadata, "conflicts": [c.to_json() for c in conflicts], "episode": episode}
+    fields |= {"scope": scope, "history": list(history)}
     return json.dumps(fields, ensure_ascii=False)
 
 
@@ -308,7 +356,8 @@ def decoded_fields(cell_id: str, text: str) -> dict[str, Any]:
     try:
         fields = json.loads(text)
         wrong = [name for name, kind in FIELD_TYPES.items() if not isinstance(fields.get(name), kind)]
-        wrong += [] if isinstance(fields.setdefault("episode", ""), str) else ["episode"]  # none before episodes
+        optional = {"episode": ("", str), "scope": ("", str), "history": ([], list)}  # added by later versions
+        wrong += [key for key, (empty, kind) in optional.items() if not isinstance(fields.setdefault(key, empty), kind)]
         if wrong:
             raise ValueError(f"missing or mistyped: {', '.join(wrong)}")
         fields["conflicts"] = [ConflictNote.from_json(c) for c in fields["conflicts"]]
@@ -332,6 +381,8 @@ def batch_of(ids: list[str], texts: list[str], cells: list[tuple[dict[str, Any],
         metadata=[f["meta"] for f in fields],
         conflicts=[f["conflicts"] for f in fields],
         episodes=[f.get("episode") or INFERRED + cell_id for f, cell_id in zip(fields, ids)],
+        scopes=[f["scope"] for f in fields],
+        histories=[f["history"] for f in fields],
     )
 
 

@@ -156,6 +156,29 @@ def per_item(name: str, value: Any, count: int, default: T, check: Callable[[Any
     return [check(v) for v in value]
 
 
+def check_new_ids(ids: Sequence[str] | None, *, taken: Mapping[str, Any] | None) -> None:
+    """Ids for new cells: strings, no duplicates, and none of them in `taken` (when given)."""
+    if ids is None:
+        return
+    check_ids(ids)
+    if len(set(ids)) != len(ids):
+        raise InvalidInputError("ids contain duplicates; every cell needs its own id")
+    stored = [i for i in ids if taken is not None and i in taken]
+    if stored:
+        raise InvalidInputError(f"ids already stored: {stored[:5]}; delete them first, or add with upsert=True")
+
+
+def check_scope(name: Any) -> str:
+    """A scope's name: a string of at most `MAX_EPISODE_CHARS` characters ("" is the default scope)."""
+    if not isinstance(name, str):
+        raise InvalidInputError(f"a scope is named by a str, got {type(name).__name__}")
+    if name:
+        check_text(name, what="scope")
+    if len(name) > MAX_EPISODE_CHARS:
+        raise InvalidInputError(f"a scope is named by at most {MAX_EPISODE_CHARS} characters")
+    return name
+
+
 MAX_EPISODE_CHARS = 200
 
 

@@ -23,6 +23,7 @@ from reference.chroma import persistent_client
 from reference.embedded import set_aside_vector_segment
 from reference.encoders import MockEncoder
 from reference.sidecar import Sidecar
+from reference.store import ChromaCells
 from tests.integration.test_persistence import TEXTS, answers
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -185,13 +186,69 @@ def test_a_write_in_flight_when_the_process_died_is_undone_and_the_segment_rebui
 def test_an_interrupted_repair_starts_over(tmp_path, caplog):
     before = write_memory(tmp_path)
     sidecar = Sidecar(tmp_path)
-    sidecar.begin_repair([])  # the repair was killed after moving the segment aside
+    sidecar.begin_repair([], {})  # the repair was killed after moving the segment aside
     sidecar.close()
     set_aside_vector_segment(tmp_path, "mem_cells")
 
     with caplog.at_level(logging.WARNING), CellularMemory(path=str(tmp_path), encoder=MockEncoder()) as mem:
         assert mem.ids() == before["ids"]
     assert f"from {len(TEXTS)} cells" in caplog.text
+    assert_whole(tmp_path, before)
+
+
+KILLED_DURING_UPDATE = textwrap.dedent(
+    """
+    import os, sys
+    sys.path.insert(0, sys.argv[2])
+    from reference import CellularMemory
+    from reference.encoders import MockEncoder
+    from reference.store import ChromaCells
+    memory = CellularMemory(path=sys.argv[1], encoder=MockEncoder())
+    ChromaCells.upsert = lambda *args, **kwargs: os._exit(9)  # killed inside Chroma's write
+    memory.update(memory.ids()[0], text="an updated text about a walrus")
+"""
+)
+
+
+def test_an_update_in_flight_when_the_process_died_is_finished_on_open(tmp_path):
+    before = write_memory(tmp_path)
+    killed = subprocess.run([sys.executable, "-c", KILLED_DURING_UPDATE, str(tmp_path), str(ROOT)], timeout=120)
+    assert killed.returncode == 9
+
+    with CellularMemory(path=str(tmp_path), encoder=MockEncoder()) as mem:
+        updated = mem.get(before["ids"][0])
+        assert updated.text == "an updated text about a walrus" and updated.history[0]["text"] == TEXTS[0]
+        assert mem.search("walrus", k=1)[0].id == updated.id
+        assert all(h.text != TEXTS[0] for h in mem.search(TEXTS[0], k=len(TEXTS)))
+        assert sorted(mem.ids()) == sorted(before["ids"])
+        mem.check_invariants()
+    client = persistent_client(str(tmp_path))
+    try:
+        stored = client.get_collection("mem_cells").get(ids=[updated.id], include=["documents", "embeddings"])
+        assert stored["documents"] == [updated.text]  # Chroma holds the new text and vector too
+        np.testing.assert_allclose(stored["embeddings"][0], updated.vector, atol=1e-6)
+    finally:
+        client.close()
+
+
+def test_a_failed_update_changes_nothing(tmp_path, monkeypatch):
+    before = write_memory(tmp_path)
+    first_upsert = ChromaCells.upsert
+    calls = []
+
+    def fails_once(self, *args, **kwargs):
+        calls.append(args)
+        if len(calls) == 1:
+            raise BackendUnavailableError("Chroma went away")
+        return first_upsert(self, *args, **kwargs)
+
+    monkeypatch.setattr(ChromaCells, "upsert", fails_once)
+    with CellularMemory(path=str(tmp_path), encoder=MockEncoder()) as mem:
+        with pytest.raises(BackendUnavailableError, match="went away"):
+            mem.update(before["ids"][0], text="an updated text")
+        assert mem.get(before["ids"][0]).text == TEXTS[0] and mem.get(before["ids"][0]).history == []
+        assert json.loads(json.dumps(answers(mem))) == before["answers"]
+    assert len(calls) == 2  # the failed write, then the previous cells put back
     assert_whole(tmp_path, before)
 
 

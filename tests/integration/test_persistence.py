@@ -145,7 +145,7 @@ def test_a_batch_whose_writer_died_is_whole_or_absent_on_reopen(tmp_path, monkey
         with pytest.raises(Killed):
             mem.add(TEXTS[9:15])
         monkeypatch.undo()
-        mem._state.closed = True  # the process "dies": nothing more is written
+        mem._state.abandon()  # the process "dies": nothing more is written
         if layout == "embedded":
             mem._embedded.close()  # the OS would release its lock
     with open_store(layout, tmp_path) as mem:
@@ -158,9 +158,21 @@ def test_a_batch_whose_writer_died_is_whole_or_absent_on_reopen(tmp_path, monkey
 def test_reopening_gives_back_every_field_exactly(tmp_path, layout):
     stamp, importance = 1796134115.3159413, 0.123456789012345678
     with open_store(layout, tmp_path) as mem:
-        [cell] = mem.add(["a precise note"], timestamps=[stamp], importance=[importance], metadata=[{"x": 1e-300}])
+        [cell, other] = mem.add(
+            ["a first note", "another note"],
+            timestamps=[stamp, stamp],
+            importance=[importance, importance],
+            metadata=[{"x": 1e-300}, {}],
+            scope="user:alice",
+        )
+        mem.update(cell, text="a precise note")
         before = mem.get(cell)
     with open_store(layout, tmp_path) as mem:
         after = mem.get(cell)
+        assert mem.ids() == [other, cell]  # an updated cell counts as written last
+        assert mem.search("precise", k=2, scope="user:alice")[0].id == cell
+        assert mem.search("precise", scope="") == []
     assert after.timestamp == stamp and after.importance == importance and after.metadata == {"x": 1e-300}
     assert np.array_equal(after.vector, before.vector) and after.episode == before.episode
+    assert (after.text, after.scope, after.history) == ("a precise note", "user:alice", before.history)
+    assert [entry["text"] for entry in after.history] == ["a first note"]

@@ -16,13 +16,13 @@ def race(path: str, barrier, outcomes) -> None:
     from reference import BackendUnavailableError, CellularMemory
     from reference.encoders import MockEncoder
 
-    for _ in range(TRIALS):
+    for trial in range(TRIALS):
         barrier.wait()
         try:
-            memory = CellularMemory(path=path, encoder=MockEncoder(16))
-        except BackendUnavailableError:
-            memory = None
-        outcomes.put(memory is not None)
+            memory, refusal = CellularMemory(path=path, encoder=MockEncoder(16)), ""
+        except BackendUnavailableError as error:
+            memory, refusal = None, str(error)
+        outcomes.put((trial, memory is not None, refusal))  # a queue's feeder thread may deliver it late
         barrier.wait()  # both have tried
         if memory is not None:
             memory.close()
@@ -41,11 +41,16 @@ def test_two_processes_opening_one_store_at_once_exactly_one_opens_each_time(tmp
     racers = [context.Process(target=race, args=(path, barrier, outcomes)) for _ in range(2)]
     for racer in racers:
         racer.start()
-    opened_per_trial = [sum(outcomes.get(timeout=120) for _ in range(2)) for _ in range(TRIALS)]
+    trials: list[list[tuple[bool, str]]] = [[] for _ in range(TRIALS)]
+    for _ in range(2 * TRIALS):
+        trial, opened, refusal = outcomes.get(timeout=120)
+        trials[trial].append((opened, refusal))
     for racer in racers:
         racer.join(60)
         assert racer.exitcode == 0
-    assert opened_per_trial == [1] * TRIALS
+    opened_per_trial = [sum(opened for opened, _ in trial) for trial in trials]
+    odd = {i: trial for i, trial in enumerate(trials) if opened_per_trial[i] != 1}
+    assert not odd, f"trials where not exactly one opened: {odd}"
     with CellularMemory(path=path, encoder=MockEncoder(16)) as memory:
         assert len(memory) == 1
         memory.check_invariants()

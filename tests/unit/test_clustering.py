@@ -67,7 +67,7 @@ def test_chunks_see_the_groups_of_earlier_chunks():
 
 def test_group_count_never_exceeds_max_groups_and_extra_cells_join_the_nearest():
     groups, state = clustering(max_groups=2).assign(GroupState.empty(2), unit(0, 90, 180, 265))
-    assert state.n_active == 2
+    assert state.n_active() == 2
     # 180°: cos 0 to 90° beats cos -1 to 0°; 265°: cos(265°) = -0.09 to 0° beats cos(175°) = -0.996 to 90°
     assert groups.tolist() == [0, 1, 1, 0]
 
@@ -75,7 +75,7 @@ def test_group_count_never_exceeds_max_groups_and_extra_cells_join_the_nearest()
 def test_bound_holds_across_calls():
     state = clustering(max_groups=3).assign(GroupState.empty(2), unit(0, 120))[1]
     groups, state = clustering(max_groups=3).assign(state, unit(250, 60, 190))
-    assert state.n_active == 3
+    assert state.n_active() == 3
     # 250° founds group 2 (the last room); 60° is 0.5 from both 0° and 120° (the first wins);
     # 190° is 0.5 from the new 250° group and 0.34 from 120°: the new group is nearer
     assert groups.tolist() == [2, 0, 2]
@@ -98,6 +98,6 @@ def test_clustered_data_recovers_the_true_clusters(chunk):
     data = clustered_unit_vectors(600, dim=64, clusters=6, spread=0.5, seed=3)
     vectors, labels = data.vectors, data.labels
     groups, state = clustering(chunk=chunk).assign(GroupState.empty(64), vectors)
-    assert state.n_active == 6
+    assert state.n_active() == 6
     pairs = {(int(g), int(label)) for g, label in zip(groups, labels)}
     assert len(pairs) == 6  # a one-to-one map between groups and true clusters

@@ -59,7 +59,7 @@ def test_deletes_relink_the_neighbours_and_reopen_restores_episodes(tmp_path):
 
 def test_the_index_links_cells_in_write_order_within_each_episode():
     index = EpisodeIndex()
-    index.add(np.arange(5), ["x", "y", "x", "x", "y"])
+    index.add(np.arange(5), ["x", "y", "x", "x", "y"], np.zeros(5, dtype=np.int32))
     assert index.before[[0, 2, 3]].tolist() == [-1, 0, 2] and index.after[[0, 2, 3]].tolist() == [2, 3, -1]
     index.remove(np.asarray([2]))
     assert index.after[0] == 3 and index.before[3] == 0 and index.problems() == []

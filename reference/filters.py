@@ -1,0 +1,156 @@
+"""Search filters: a `where` over cell metadata, in Chroma's syntax, and the index that answers it.
+
+`where` is {"key": value} (equality), {"key": {"$eq" | "$ne" | "$gt" | "$gte" | "$lt" | "$lte": value}},
+{"key": {"$in" | "$nin": [values]}}, or {"$and": [...]} / {"$or": [...]} of such filters; a filter of
+several keys means all of them. Values are strings, numbers or booleans (a boolean is never equal to a
+number); the ranges compare numbers. `$ne` and `$nin` match cells that have the key with another value.
+
+`MetadataIndex` keeps, for every top-level key of the cells' metadata, the rows holding each value and, for
+numbers, a column of values by row, so a filter costs the rows it matches, not a scan of every cell's
+metadata. Rows are the table's; the index is derived from the cells and rebuilt on open.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from .cells import with_room
+from .errors import InvalidInputError
+
+COMPARISONS = ("$gt", "$gte", "$lt", "$lte")
+OPERATORS = frozenset({"$eq", "$ne", "$in", "$nin", *COMPARISONS})
+Scalar = str | int | float | bool
+
+
+def check_where(where: Any) -> dict[str, Any]:
+    """A `where` filter, checked through and through (a typed error names what is wrong)."""
+    if not isinstance(where, Mapping) or not where:
+        raise InvalidInputError(f"where must be a non-empty mapping, got {where!r}")
+    for key, condition in where.items():
+        if key in ("$and", "$or"):
+            if not isinstance(condition, list) or not condition:
+                raise InvalidInputError(f"{key} takes a non-empty list of filters")
+            for part in condition:
+                check_where(part)
+        elif not isinstance(key, str) or key.startswith("$"):
+            raise InvalidInputError(f"unknown operator or key {key!r} in where; keys are metadata names")
+        elif isinstance(condition, Mapping):
+            if len(condition) != 1 or next(iter(condition)) not in OPERATORS:
+                raise InvalidInputError(f"{key}: one of {sorted(OPERATORS)} per condition, got {dict(condition)!r}")
+            [(operator, value)] = condition.items()
+            _check_value(key, operator, value)
+        else:
+            _check_value(key, "$eq", condition)
+    return dict(where)
+
+
+def _check_value(key: str, operator: str, value: Any) -> None:
+    if operator in ("$in", "$nin"):
+        if not isinstance(value, list) or not value:
+            raise InvalidInputError(f"{key}: {operator} takes a non-empty list of values")
+        for item in value:
+            _check_value(key, "$eq", item)
+    elif operator in COMPARISONS:
+        if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+            raise InvalidInputError(f"{key}: {operator} compares finite numbers, got {value!r}")
+    elif not isinstance(value, Scalar) or (isinstance(value, float) and not math.isfinite(value)):
+        raise InvalidInputError(f"{key}: values are strings, finite numbers or booleans, got {value!r}")
+
+
+def _key(value: Scalar) -> tuple[bool, Scalar]:
+    """A value as the index files it (True and 1 are equal in Python, not in a filter)."""
+    return isinstance(value, bool), value
+
+
+class MetadataIndex:
+    """Top-level metadata values → rows, and numbers by row, per key."""
+
+    def __init__(self) -> None:
+        self._rows: dict[str, dict[tuple[bool, Scalar], set[int]]] = defaultdict(lambda: defaultdict(set))
+        self._numbers: dict[str, np.ndarray] = {}
+        self._indexed: set[int] = set()
+
+    def add(self, rows: np.ndarray, metadatas: Sequence[Mapping[str, Any]]) -> None:
+        end = int(rows.max()) + 1 if len(rows) else 0
+        for row, metadata in zip(rows.tolist(), metadatas):
+            self._indexed.add(row)
+            for key, value in metadata.items():
+                if not isinstance(value, Scalar):
+                    continue
+                self._rows[key][_key(value)].add(row)
+                if isinstance(value, int | float) and not isinstance(value, bool):
+                    column = with_room(self._numbers.get(key, np.zeros(0)), end, fill=math.nan)
+                    column[row] = value
+                    self._numbers[key] = column
+
+    def remove(self, rows: np.ndarray, metadatas: Sequence[Mapping[str, Any]]) -> None:
+        for row, metadata in zip(rows.tolist(), metadatas):
+            self._indexed.discard(row)
+            for key, value in metadata.items():
+                if isinstance(value, Scalar):
+                    self._rows[key][_key(value)].discard(row)
+                    if key in self._numbers and row < len(self._numbers[key]):
+                        self._numbers[key][row] = math.nan
+
+    def rows(self) -> set[int]:
+        return set(self._indexed)
+
+    def matching(self, where: Mapping[str, Any]) -> set[int]:
+        """The indexed rows that match a checked filter."""
+        found: set[int] | None = None
+        for key, condition in where.items():
+            if key == "$and":
+                part = set.intersection(*(self.matching(w) for w in condition))
+            elif key == "$or":
+                part = set.union(*(self.matching(w) for w in condition))
+            else:
+                [(operator, value)] = condition.items() if isinstance(condition, Mapping) else [("$eq", condition)]
+                part = self._clause(key, operator, value)
+            found = part if found is None else found & part
+        return found or set()
+
+    def _clause(self, key: str, operator: str, value: Any) -> set[int]:
+        postings = self._rows.get(key, {})
+        if operator in ("$eq", "$in"):
+            values = value if operator == "$in" else [value]
+            return set().union(*(postings.get(_key(v), set()) for v in values))
+        if operator in ("$ne", "$nin"):
+            values = {_key(v) for v in (value if operator == "$nin" else [value])}
+            return set().union(*(rows for held, rows in postings.items() if held not in values))
+        column = self._numbers.get(key, np.zeros(0))
+        with np.errstate(invalid="ignore"):
+            mask = {"$gt": column > value, "$gte": column >= value, "$lt": column < value, "$lte": column <= value}
+        return set(np.flatnonzero(mask[operator]).tolist())
+
+
+@dataclass(frozen=True)
+class Within:
+    """Which live cells a search may return: those of one scope (`scope`, a code; None: every scope) and,
+    when filtered, only `rows` (ascending; already of that scope). `Within.everything()` restricts nothing."""
+
+    scope: int | None = None
+    rows: np.ndarray | None = None
+
+    @classmethod
+    def everything(cls) -> Within:
+        return cls()
+
+    @property
+    def restricts(self) -> bool:
+        return self.scope is not None or self.rows is not None
+
+    def allows(self, scope: np.ndarray, rows: np.ndarray) -> np.ndarray:
+        """Which of `rows` may be returned (`scope`: the table's scope codes by row)."""
+        keep = np.ones(len(rows), dtype=bool)
+        if self.rows is not None:
+            position = np.searchsorted(self.rows, rows).clip(max=max(len(self.rows) - 1, 0))
+            keep &= self.rows[position] == rows if len(self.rows) else False
+        elif self.scope is not None:
+            keep &= scope[rows] == self.scope
+        return keep

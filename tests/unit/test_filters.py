@@ -1,0 +1,130 @@
+"""Filtered search: `where` over metadata (Chroma's syntax) and a time range, with k hits whenever k match."""
+
+import zlib
+
+import numpy as np
+import pytest
+
+from reference import CellularMemory, InvalidInputError
+
+CELLS = 3000
+
+
+@pytest.fixture(scope="module")
+def memory():
+    from reference.encoders.mock import MockEncoder
+
+    rng = np.random.default_rng(5)
+    encoder = MockEncoder(dim=64)
+    memory = CellularMemory(encoder=encoder)
+    metadata = [
+        {"user": f"u{i % 100}", "rank": i % 50, "kind": ["note", "task", "mail"][i % 3], "done": i % 2 == 0}
+        for i in range(CELLS)
+    ]
+    memory.add(
+        [f"cell {i} about topic {i % 7}" for i in range(CELLS)],
+        vectors=rng.standard_normal((CELLS, encoder.dim)),
+        metadata=metadata,
+        timestamps=[1_700_000_000.0 + i for i in range(CELLS)],
+    )
+    yield memory
+    memory.close()
+
+
+def exact(memory: CellularMemory, query: np.ndarray, keep, k: int) -> list[str]:
+    """The best k cells that `keep(record)` accepts, by cosine (the ground truth)."""
+    records = [r for r in memory.get_many(memory.ids()) if keep(r)]
+    vectors = np.stack([r.vector for r in records])
+    scores = vectors @ (query / np.linalg.norm(query))
+    return [records[i].id for i in np.argsort(-scores, kind="stable")[:k]]
+
+
+FILTERS = {
+    "equality (1%)": ({"user": "u7"}, lambda m: m["user"] == "u7"),
+    "$in": ({"user": {"$in": ["u1", "u2"]}}, lambda m: m["user"] in ("u1", "u2")),
+    "$ne": ({"kind": {"$ne": "note"}}, lambda m: m["kind"] != "note"),
+    "$nin": ({"kind": {"$nin": ["note", "task"]}}, lambda m: m["kind"] == "mail"),
+    "range": ({"$and": [{"rank": {"$gte": 10}}, {"rank": {"$lt": 12}}]}, lambda m: 10 <= m["rank"] < 12),
+    "$or": ({"$or": [{"user": "u3"}, {"rank": {"$gt": 48}}]}, lambda m: m["user"] == "u3" or m["rank"] > 48),
+    "two keys": ({"kind": "task", "done": True}, lambda m: m["kind"] == "task" and m["done"] is True),
+    "boolean": ({"done": False}, lambda m: m["done"] is False),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("name", list(FILTERS))
+@pytest.mark.parametrize("k", [1, 10])
+def test_a_filtered_search_returns_k_matching_cells(memory, name, k):
+    """k matching hits always; the exact best ones when the filter leaves no more cells than a probe reads
+    (a wider filter probes, approximately, as an unfiltered search does)."""
+    where, keep = FILTERS[name]
+    query = np.random.default_rng(zlib.crc32(name.encode())).standard_normal(memory.dim)
+    hits = memory.search(query, k=k, where=where)
+    assert len(hits) == k
+    assert all(keep(h.metadata) for h in hits)
+    matching = sum(keep(r.metadata) for r in memory.get_many(memory.ids()))
+    if matching <= memory.config.probe_candidates(k, CELLS):
+        assert [h.id for h in hits] == exact(memory, query, lambda r: keep(r.metadata), k)
+
+
+def test_a_text_query_is_filtered_in_every_stage(memory):
+    """Lexical and entity candidates obey the filter too."""
+    hits = memory.search("cell 1234 about topic 2", k=10, where={"user": "u7"})
+    assert len(hits) == 10 and {h.metadata["user"] for h in hits} == {"u7"}
+
+
+def test_a_time_range_is_inclusive(memory):
+    start = 1_700_000_000.0
+    hits = memory.search("topic", k=50, since=start + 100, until=start + 109)
+    times = sorted(memory.get(h.id).timestamp for h in hits)
+    assert times == [start + 100 + i for i in range(10)]
+
+
+def test_a_filter_matching_fewer_than_k_returns_them_all(memory):
+    hits = memory.search("topic", k=10, where={"user": "u7"}, since=1_700_000_000.0 + 2900)
+    assert [memory.get(h.id).timestamp - 1_700_000_000.0 for h in hits] == [2907.0]  # cell 2907 alone matches
+
+
+def test_a_filter_matching_nothing_returns_nothing(memory):
+    assert memory.search("topic", where={"user": "nobody"}) == []
+    assert memory.search("topic", where={"missing key": 1}) == []
+
+
+def test_deleted_and_updated_cells_leave_the_filter(mock_encoder):
+    with CellularMemory(encoder=mock_encoder) as memory:
+        first, second = memory.add(["red apples", "green apples"], metadata=[{"tag": "a"}, {"tag": "a"}])
+        memory.delete(first)
+        memory.update(second, metadata={"tag": "b"})
+        assert memory.search("apples", where={"tag": "a"}) == []
+        assert [h.id for h in memory.search("apples", where={"tag": "b"})] == [second]
+        memory.check_invariants()
+
+
+@pytest.mark.parametrize(
+    "where",
+    [
+        {},
+        [],
+        {"$and": []},
+        {"$and": {"a": 1}},
+        {"$not": {"a": 1}},
+        {"a": {"$regex": "x"}},
+        {"a": {"$gt": "x"}},
+        {"a": {"$gt": True}},
+        {"a": {"$in": []}},
+        {"a": {"$in": "x"}},
+        {"a": {"$eq": [1]}},
+        {"a": {"$gt": 1, "$lt": 2}},
+        {"a": float("nan")},
+        {"a": None},
+        {3: "x"},
+    ],
+)
+def test_a_bad_filter_is_a_typed_error(memory, where):
+    with pytest.raises(InvalidInputError):
+        memory.search("topic", where=where)
+
+
+@pytest.mark.parametrize("bound", [float("nan"), float("inf"), "yesterday"])
+def test_a_bad_time_bound_is_a_typed_error(memory, bound):
+    with pytest.raises(InvalidInputError):
+        memory.search("topic", since=bound)

@@ -1,0 +1,168 @@
+"""Scopes: many users' and agents' memories in one store, never mixed (by search, delete, sleep or judge)."""
+
+import random
+
+import numpy as np
+import pytest
+
+from reference import CellularMemory, InvalidInputError, MemoryConfig, NotFoundError
+from reference.judges import Conflict, Statement
+
+SCOPES = ["user:alice", "user:bob", "agent:planner", "run:42", ""]
+WORDS = "Paris Berlin coffee meeting budget Alice Bob deadline garden piano invoice flight".split()
+SMALL_GROUPS = MemoryConfig(group_size=4, group_size_per_sqrt_n=0.0, flat_copy_rows=0)
+"""Small groups, so that a few hundred cells make many groups and sleep has merges and splits to do."""
+
+
+def random_text(rng: random.Random) -> str:
+    return " ".join(rng.choice(WORDS) for _ in range(6))
+
+
+def random_vectors(rng: np.random.Generator, count: int, dim: int) -> np.ndarray:
+    """Vectors around a few shared directions, so that cells of every scope sit in the same regions."""
+    centres = np.random.default_rng(7).standard_normal((4, dim))
+    return centres[rng.integers(0, 4, count)] + 0.6 * rng.standard_normal((count, dim))
+
+
+class ScopeRecorder:
+    """A judge that remembers the scopes of every batch it is shown."""
+
+    name = "recorder"
+
+    def __init__(self, scope_of: dict[str, str]) -> None:
+        self.scope_of = scope_of
+        self.batches: list[set[str]] = []
+
+    def judge(self, statements: list[Statement]) -> list[Conflict]:
+        self.batches.append({self.scope_of[s.id] for s in statements})
+        return []
+
+
+def check_isolated(memory: CellularMemory, expected: dict[str, str], queries: list, rng: random.Random) -> None:
+    """Every search in a scope returns only its cells (and as many as it holds, up to k)."""
+    for scope in SCOPES:
+        held = sum(1 for s in expected.values() if s == scope)
+        for query in queries:
+            hits = memory.search(query, k=8, scope=scope)
+            assert {expected[h.id] for h in hits} <= {scope}, f"scope {scope!r} returned another scope's cell"
+            assert len(hits) == min(8, held)
+        assert memory.count(scope=scope) == held
+        assert set(memory.ids(scope=scope)) == {i for i, s in expected.items() if s == scope}
+
+
+def check_found_by_own_vector(memory: CellularMemory, expected: dict[str, str]) -> None:
+    for cell_id, scope in expected.items():
+        record = memory.get(cell_id)
+        assert record.scope == scope
+        assert memory.search(record.vector, k=1, scope=scope)[0].id == cell_id
+
+
+def test_a_thousand_random_operations_never_mix_five_scopes(tmp_path, mock_encoder):
+    rng, np_rng = random.Random(11), np.random.default_rng(11)
+    expected: dict[str, str] = {}
+    path = str(tmp_path / "store")
+    memory = CellularMemory(path, encoder=mock_encoder, config=SMALL_GROUPS)
+    judged = ScopeRecorder(expected)
+    operations = {"add": 0, "update": 0, "delete": 0, "delete scope": 0, "consolidate": 0, "reopen": 0}
+    try:
+        for step in range(1000):
+            roll = rng.random()
+            if roll < 0.55 or len(expected) < 20:
+                scope, count = rng.choice(SCOPES), rng.randint(1, 12)
+                texts = [random_text(rng) for _ in range(count)]
+                vectors = random_vectors(np_rng, count, mock_encoder.dim)
+                ids = memory.add(texts, vectors=vectors, scope=scope)
+                expected.update(dict.fromkeys(ids, scope))
+                operations["add"] += 1
+            elif roll < 0.75:
+                cell_id = rng.choice(sorted(expected))
+                memory.update(cell_id, text=random_text(rng))
+                operations["update"] += 1
+            elif roll < 0.88:
+                doomed = rng.sample(sorted(expected), rng.randint(1, 3))
+                assert memory.delete(doomed) == len(doomed)
+                for cell_id in doomed:
+                    del expected[cell_id]
+                operations["delete"] += 1
+            elif roll < 0.9:
+                scope = rng.choice(SCOPES[:4])
+                gone = [i for i, s in expected.items() if s == scope]
+                assert memory.delete(scope=scope) == len(gone)
+                for cell_id in gone:
+                    del expected[cell_id]
+                operations["delete scope"] += 1
+            elif roll < 0.97:
+                memory.consolidate(judged)
+                operations["consolidate"] += 1
+            else:
+                memory.close()
+                memory = CellularMemory(path, encoder=mock_encoder, config=SMALL_GROUPS)
+                operations["reopen"] += 1
+            queries = [random_text(rng), random_vectors(np_rng, 1, mock_encoder.dim)[0]]
+            check_isolated(memory, expected, queries, rng)
+            if step % 100 == 99:
+                check_found_by_own_vector(memory, expected)
+                memory.check_invariants()
+        check_found_by_own_vector(memory, expected)
+        memory.check_invariants()
+    finally:
+        memory.close()
+    assert min(operations.values()) > 0, operations
+    assert judged.batches and all(len(scopes) == 1 for scopes in judged.batches)
+
+
+def test_sleep_never_merges_groups_of_two_scopes(mock_encoder):
+    vector = np.ones(mock_encoder.dim)
+    with CellularMemory(encoder=mock_encoder) as memory:
+        alice = memory.add(["a note"] * 3, vectors=[vector] * 3, scope="user:alice")
+        bob = memory.add(["a note"] * 3, vectors=[vector] * 3, scope="user:bob")
+        memory.consolidate()
+        groups = {cell: memory.get(cell).group_id for cell in alice + bob}
+        assert {groups[c] for c in alice}.isdisjoint({groups[c] for c in bob})
+        memory.check_invariants()
+
+
+def test_an_unknown_scope_finds_nothing_and_deletes_nothing(mock_encoder):
+    with CellularMemory(encoder=mock_encoder) as memory:
+        memory.add(["coffee with Alice"], scope="user:alice")
+        assert memory.search("coffee", scope="user:carol") == []
+        assert memory.count(scope="user:carol") == 0
+        assert memory.delete(scope="user:carol") == 0
+        assert len(memory.search("coffee")) == 1  # no scope: every scope
+
+
+def test_deleting_ids_of_another_scope_deletes_nothing(mock_encoder):
+    with CellularMemory(encoder=mock_encoder) as memory:
+        [alice] = memory.add(["coffee with Alice"], scope="user:alice")
+        [bob] = memory.add(["coffee with Bob"], scope="user:bob")
+        with pytest.raises(NotFoundError, match="scope"):
+            memory.delete([alice, bob], scope="user:alice")
+        assert len(memory) == 2
+
+
+@pytest.mark.parametrize("scope", [3, "x" * 201, "bad\x00name", b"bytes", ["a", "b"]])
+def test_a_bad_scope_is_refused_and_writes_nothing(mock_encoder, scope):
+    with CellularMemory(encoder=mock_encoder) as memory:
+        with pytest.raises(InvalidInputError):
+            memory.add(["a"], scope=scope)
+        assert len(memory) == 0
+        if scope is not None:
+            with pytest.raises(InvalidInputError):
+                memory.search("a", scope=scope)
+
+
+def test_one_scope_per_text(mock_encoder):
+    with CellularMemory(encoder=mock_encoder) as memory:
+        ids = memory.add(["a", "b"], scope=["user:alice", "user:bob"])
+        assert [memory.get(i).scope for i in ids] == ["user:alice", "user:bob"]
+        with pytest.raises(InvalidInputError):
+            memory.add(["a", "b"], scope=["user:alice"])
+
+
+def test_scopes_and_episodes_stay_apart(mock_encoder):
+    """Two users' cells written in the same named episode are not each other's context."""
+    with CellularMemory(encoder=mock_encoder) as memory:
+        [alice] = memory.add(["Alice booked the flight to Paris"], scope="user:alice", episode="s1")
+        memory.add(["Bob booked the flight to Berlin"], scope="user:bob", episode="s1")
+        assert memory.stats().episodes == 2
+        assert [h.id for h in memory.search("flight", k=5, scope="user:alice")] == [alice]
