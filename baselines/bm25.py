@@ -62,6 +62,8 @@ class LexicalRetriever:
 
     def scores(self, text: str) -> tuple[list[str], np.ndarray]:
         """Every live document's id and BM25 score for `text` (0 where it shares no word)."""
+        if not self._texts:  # bm25s cannot index nothing
+            return [], np.zeros(0)
         if self._built is None:
             ids = list(self._texts)
             retriever = self._bm25s.BM25()

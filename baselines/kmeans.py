@@ -48,6 +48,8 @@ class KMeansGroups:
 
     def search(self, query: Query, *, k: int) -> list[SearchHit]:
         k = check_k(k)
+        if not self._docs:
+            return []
         similarity = similarities(self.centroids, vector_of(query))
         groups = top_k(similarity, self.nprobe)
         if self._sizes[groups].sum() < min(k, len(self._ids)):  # too few cells for k hits: probe further

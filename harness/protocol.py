@@ -8,7 +8,11 @@ can do in `capabilities` instead of being probed with `hasattr`:
 - ``"persist"``, ``"consolidate"``, ``"memory_scoring"``: engine features the conformance suite tests;
 - ``"delete"``: it removes documents (`delete(doc_ids)`), so churn can be tested;
 - ``"tunable"``: it has query-time parameters (`query_params`, `set_query_params`) for sweeps;
-- ``"groups"``: it groups documents (`group_labels(doc_ids)`, `describe()` with a "groups" count).
+- ``"groups"``: it groups documents (`group_labels(doc_ids)`, `describe()` with a "groups" count);
+- ``"scopes"``: it keeps each `Document.scope` apart, and a `Query.scope` searches one scope only;
+- ``"filters"``: a `Query.where` (Chroma's `where` syntax over metadata) restricts a search;
+- ``"update"``: `upsert(docs)` writes documents or replaces the ones stored under their ids;
+- ``"get"``: `get(doc_ids)` returns the stored documents, in the order asked, skipping unknown ids.
 """
 
 from __future__ import annotations
@@ -20,7 +24,10 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
-CAPABILITIES = frozenset({"text", "vectors", "persist", "consolidate", "memory_scoring", "tunable", "groups", "delete"})
+CAPABILITIES = frozenset(
+    {"text", "vectors", "persist", "consolidate", "memory_scoring", "tunable", "groups", "delete"}
+    | {"scopes", "filters", "update", "get"}
+)
 
 
 @dataclass(frozen=True)
@@ -29,6 +36,8 @@ class Document:
     text: str
     vector: np.ndarray | None = None
     metadata: Mapping[str, Any] = field(default_factory=dict)
+    scope: str = ""
+    """Whose document it is (systems with the "scopes" capability keep scopes apart)."""
 
 
 @dataclass(frozen=True)
@@ -36,6 +45,10 @@ class Query:
     id: str
     text: str
     vector: np.ndarray | None = None
+    scope: str | None = None
+    """Search this scope only (None: every scope); for systems with the "scopes" capability."""
+    where: Mapping[str, Any] | None = None
+    """A metadata filter in Chroma's `where` syntax; for systems with the "filters" capability."""
 
 
 @dataclass(frozen=True)
@@ -83,6 +96,18 @@ class DeletingSystem(MemorySystem, Protocol):
     """A system that removes documents by id."""
 
     def delete(self, doc_ids: Sequence[str]) -> None: ...
+
+
+class UpdatingSystem(MemorySystem, Protocol):
+    """A system that writes documents over the ones stored under their ids."""
+
+    def upsert(self, docs: Sequence[Document]) -> None: ...
+
+
+class ReadingSystem(MemorySystem, Protocol):
+    """A system that returns stored documents by id."""
+
+    def get(self, doc_ids: Sequence[str]) -> list[Document]: ...
 
 
 class GroupingSystem(MemorySystem, Protocol):

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import copy
 import math
 import time
+from dataclasses import replace
 from itertools import pairwise
 
 import numpy as np
@@ -248,3 +250,166 @@ def test_memory_mode_prefers_the_more_recent_of_two_equal_documents(system_under
     assert [h.doc_id for h in system.search(query, k=2, mode="memory")] == ["new", "old"]
     similarity = system.search(query, k=2)
     assert similarity[0].score == pytest.approx(similarity[1].score)
+
+
+@pytest.mark.requirement("MB-ADD-4")
+def test_a_new_system_is_empty(system_under_test):
+    system = system_under_test.open()
+    assert system.search(probe_queries(system)[0], k=5) == []
+
+
+@pytest.mark.requirement("MB-ADD-5")
+def test_inputs_are_left_as_they_were(system_under_test):
+    system = system_under_test.open()
+    docs = [Document(d.id, d.text, d.vector, {"tags": ["a", "b"], "n": 1}) for d in documents(system)]
+    kept = [(d.text, None if d.vector is None else d.vector.copy(), copy.deepcopy(dict(d.metadata))) for d in docs]
+    system.add(docs)
+    query = probe_queries(system)[0]
+    query_vector = None if query.vector is None else query.vector.copy()
+    system.search(query, k=10)
+    for doc, (text, vector, metadata) in zip(docs, kept):
+        assert doc.text == text and dict(doc.metadata) == metadata
+        assert vector is None or np.array_equal(doc.vector, vector)
+    assert query_vector is None or np.array_equal(query.vector, query_vector)
+
+
+@pytest.mark.requirement("MB-DEL-1")
+@pytest.mark.capability("delete")
+def test_deleting_unknown_ids_is_no_error_and_deletes_nothing_else(loaded):
+    loaded.delete(["never-added"])
+    loaded.delete(["doc-3"])
+    loaded.delete(["doc-3", "never-added"])
+    returned = {h.doc_id for q in probe_queries(loaded) for h in loaded.search(q, k=N)}
+    assert "doc-3" not in returned and len(returned) == N - 1
+    assert all(finds(loaded, i) for i in range(N) if i != 3)
+
+
+def scoped_documents(system) -> list[Document]:
+    """Every document twice, in scopes "user:a" and "user:b" (same text and vector), and a third of them
+    in "user:c"."""
+    return [
+        Document(f"{scope}/{d.id}", d.text, d.vector, d.metadata, scope)
+        for scope, rows in (("user:a", range(N)), ("user:b", range(N)), ("user:c", range(0, N, 3)))
+        for d in documents(system, rows)
+    ]
+
+
+def scope_answers(system, scope: str, k: int) -> list[list[str]]:
+    return [[h.doc_id for h in system.search(replace(q, scope=scope), k=k)] for q in probe_queries(system)]
+
+
+def check_scopes_apart(system) -> None:
+    held = {"user:a": N, "user:b": N, "user:c": len(range(0, N, 3)), "user:nobody": 0}
+    for scope, count in held.items():
+        for k in (5, N):
+            for hits in scope_answers(system, scope, k):
+                assert all(h.startswith(f"{scope}/") for h in hits), f"scope {scope} returned {hits[:5]}"
+                assert len(hits) == min(k, count), f"scope {scope}: {len(hits)} hits of {min(k, count)}"
+
+
+@pytest.mark.requirement("MB-SCOPE-1")
+@pytest.mark.capability("scopes")
+def test_a_search_in_a_scope_returns_only_that_scope(system_under_test):
+    system = system_under_test.open()
+    system.add(scoped_documents(system))
+    check_scopes_apart(system)
+    if "consolidate" in system.capabilities:
+        system.consolidate()
+        check_scopes_apart(system)
+    if "persist" in system.capabilities:
+        system = system_under_test.reopen(system)
+        check_scopes_apart(system)
+
+
+@pytest.mark.requirement("MB-SCOPE-2")
+@pytest.mark.capability("scopes")
+def test_every_document_is_found_in_its_own_scope(system_under_test):
+    system = system_under_test.open()
+    system.add(scoped_documents(system))
+    k = 1 if "vectors" in system.capabilities else 10
+    for scope in ("user:a", "user:b", "user:c"):
+        for i in range(0, N, 3):
+            hits = system.search(replace(query_for(system, i), scope=scope), k=k)
+            assert f"{scope}/doc-{i}" in [h.doc_id for h in hits], (scope, i, hits)
+
+
+FILTERED = [
+    ({"colour": "red"}, lambda m: m["colour"] == "red"),
+    ({"colour": {"$in": ["red", "blue"]}}, lambda m: m["colour"] in ("red", "blue")),
+    ({"colour": {"$ne": "red"}}, lambda m: m["colour"] != "red"),
+    ({"rank": {"$gte": 50}}, lambda m: m["rank"] >= 50),
+    ({"rank": {"$lt": 4}}, lambda m: m["rank"] < 4),
+    ({"$and": [{"colour": "green"}, {"rank": {"$gt": 20}}]}, lambda m: m["colour"] == "green" and m["rank"] > 20),
+    ({"$or": [{"rank": 7}, {"rank": {"$lte": 1}}]}, lambda m: m["rank"] in (0, 1, 7)),
+    ({"colour": "violet"}, lambda m: False),
+]
+
+
+@pytest.mark.requirement("MB-FILTER-1")
+@pytest.mark.capability("filters")
+def test_a_filtered_search_returns_only_and_enough_matching_documents(system_under_test):
+    system = system_under_test.open()
+    colours = ["red", "green", "blue"]
+    metadata = [{"colour": colours[i % 3], "rank": i} for i in range(N)]
+    system.add([Document(d.id, d.text, d.vector, metadata[i]) for i, d in enumerate(documents(system))])
+    for where, keep in FILTERED:
+        matching = {f"doc-{i}" for i in range(N) if keep(metadata[i])}
+        for k in (1, 10):
+            for query in probe_queries(system)[:4]:
+                hits = [h.doc_id for h in system.search(replace(query, where=where), k=k)]
+                assert set(hits) <= matching, f"{where}: returned {sorted(set(hits) - matching)[:5]}"
+                assert len(hits) == min(k, len(matching)), f"{where}, k={k}: {len(hits)} hits"
+
+
+def moved(system, i: int) -> Document:
+    """Document i rewritten with the text and vector of document (i + N/2) mod N."""
+    j = (i + N // 2) % N
+    source = documents(system, [j])[0]
+    return Document(f"doc-{i}", f"{text_of(j)} (rewritten)", source.vector, {"version": 2})
+
+
+@pytest.mark.requirement("MB-UPDATE-1")
+@pytest.mark.capability("update")
+def test_an_upserted_document_is_searched_as_its_new_version(loaded):
+    rewritten = list(range(0, N, 6))
+    loaded.upsert([moved(loaded, i) for i in rewritten])
+    vectors = {f"doc-{i}": DATA.vectors[(i + N // 2) % N if i in rewritten else i] for i in range(N)}
+    ids = list(vectors)
+    matrix = np.stack([vectors[i] for i in ids])
+    for i in rewritten:
+        new = moved(loaded, i)
+        query = Query(f"new-{i}", new.text, new.vector)
+        assert f"doc-{i}" in [h.doc_id for h in loaded.search(query, k=1 if new.vector is not None else 10)]
+        if "vectors" in loaded.capabilities:
+            old = DATA.vectors[i]
+            scores = matrix @ old / np.linalg.norm(matrix, axis=1) / np.linalg.norm(old)
+            [first] = loaded.search(Query(f"old-{i}", "", old), k=1)
+            assert first.doc_id != f"doc-{i}" or scores[ids.index(f"doc-{i}")] >= scores.max() - 1e-6
+        if "get" in loaded.capabilities:
+            [stored] = loaded.get([f"doc-{i}"])
+            assert stored.text == new.text and dict(stored.metadata).get("version") == 2
+
+
+@pytest.mark.requirement("MB-UPDATE-2")
+@pytest.mark.capability("update")
+def test_upsert_is_idempotent(system_under_test):
+    system = system_under_test.open()
+    system.upsert(documents(system, range(0, 40)))
+    system.upsert(documents(system, range(0, 40)))
+    system.upsert(documents(system, range(30, N)))
+    returned = [h.doc_id for h in system.search(probe_queries(system)[0], k=2 * N)]
+    assert len(returned) == len(set(returned)) == N
+    assert all(finds(system, i) for i in (0, 35, 59))
+
+
+@pytest.mark.requirement("MB-GET-1")
+@pytest.mark.capability("get")
+def test_get_returns_documents_in_the_order_asked(system_under_test):
+    system = system_under_test.open()
+    docs = [Document(d.id, d.text, d.vector, {"n": i}) for i, d in enumerate(documents(system))]
+    system.add(docs)
+    asked = ["doc-9", "unknown", "doc-2", "doc-40"]
+    found = system.get(asked)
+    assert [d.id for d in found] == ["doc-9", "doc-2", "doc-40"]
+    assert [(d.text, dict(d.metadata).get("n")) for d in found] == [(text_of(i), i) for i in (9, 2, 40)]
+    assert system.get([]) == []

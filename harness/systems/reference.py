@@ -29,7 +29,10 @@ from reference.search import Mode
 
 from ..protocol import Document, Query, SearchHit, SystemContext, vector_of
 
-BASE_CAPABILITIES = frozenset({"text", "vectors", "memory_scoring", "tunable", "groups", "consolidate", "delete"})
+BASE_CAPABILITIES = frozenset(
+    {"text", "vectors", "memory_scoring", "tunable", "groups", "consolidate", "delete"}
+    | {"scopes", "filters", "update", "get"}
+)
 
 
 class _GivenVectorsOnly(MockEncoder):
@@ -83,6 +86,12 @@ class ReferenceSystem:
         self._default_params = {name: getattr(self.memory.config, name) for name in self.query_params}
 
     def add(self, docs: Sequence[Document]) -> None:
+        self._write(docs, upsert=False)
+
+    def upsert(self, docs: Sequence[Document]) -> None:
+        self._write(docs, upsert=True)
+
+    def _write(self, docs: Sequence[Document], *, upsert: bool) -> None:
         now = self.memory.clock()
         episodes = [d.metadata.get("episode") for d in docs]
         self.memory.add(
@@ -96,19 +105,28 @@ class ReferenceSystem:
             ],
             episode=[str(e) for e in episodes] if all(episodes) else None,
             context=[f"[{d.metadata.get('date', '')}]" for d in docs] if self.date_context else None,
+            scope=[d.scope for d in docs],
+            upsert=upsert,
         )
         if self.sleep_after_add:
             self.memory.consolidate()
 
     def search(self, query: Query, *, k: int, mode: Mode = "similarity") -> list[SearchHit]:
+        scope, where = query.scope, query.where
         if self.text_queries and query.text:
-            hits = self.memory.search(query.text, k=k, vector=query.vector, mode=mode)
+            hits = self.memory.search(query.text, k=k, vector=query.vector, mode=mode, scope=scope, where=where)
         else:
-            hits = self.memory.search(vector_of(query), k=k, mode=mode)
+            hits = self.memory.search(vector_of(query), k=k, mode=mode, scope=scope, where=where)
         return [SearchHit(h.id, h.score) for h in hits]
 
+    def get(self, doc_ids: Sequence[str]) -> list[Document]:
+        return [Document(r.id, r.text, r.vector, r.metadata, r.scope) for r in self.memory.get_many(list(doc_ids))]
+
     def delete(self, doc_ids: Sequence[str]) -> None:
-        self.memory.delete(list(doc_ids))
+        """Deletes the stored ones of these ids (an id not stored is no error: MB-DEL-1)."""
+        stored = [doc_id for doc_id in doc_ids if doc_id in self.memory]
+        if stored:
+            self.memory.delete(stored)
 
     def consolidate(self) -> None:
         self.memory.consolidate()

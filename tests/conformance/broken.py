@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
+import numpy as np
+
 from baselines.flat_numpy import FlatNumpy
-from harness.protocol import SearchHit
+from harness.protocol import Document, SearchHit
+from harness.systems.reference import ReferenceSystem
 
 
 class DuplicateIds(FlatNumpy):
@@ -45,12 +50,83 @@ class DropsDocuments(FlatNumpy):
 
 
 class KeepsDeleted(FlatNumpy):
-    """Declares `delete` but only forgets the ids, so deleted documents come back in searches."""
+    """Declares `delete` and deletes nothing, so deleted documents come back in searches."""
 
     capabilities = frozenset({"vectors", "delete"})
 
     def delete(self, doc_ids):
         pass
+
+
+class StartsFull(FlatNumpy):
+    """Comes with a document nobody added."""
+
+    def __init__(self, context):
+        super().__init__(context)
+        super().add([Document("left-over", "a left-over note", np.ones(context.vector_dim()))])
+
+
+class MutatesInputs(FlatNumpy):
+    """Normalises the vectors it is given in place."""
+
+    def add(self, docs):
+        for doc in docs:
+            doc.vector /= np.linalg.norm(doc.vector) / 2
+        super().add(docs)
+
+
+class RaisesOnUnknownDelete(ReferenceSystem):
+    """Deletes as the engine's own API does: an unknown id is an error."""
+
+    def delete(self, doc_ids):
+        self.memory.delete(list(doc_ids))
+
+
+class LeaksScopes(ReferenceSystem):
+    """Takes every document's scope and ignores the query's."""
+
+    def search(self, query, *, k, mode="similarity"):
+        return super().search(replace(query, scope=None), k=k, mode=mode)
+
+
+class OneCopyPerText(ReferenceSystem):
+    """Stores a text once, in the first scope that adds it (a content-addressed store)."""
+
+    def add(self, docs):
+        held = {r.text for r in self.memory.get_many(self.memory.ids())}
+        fresh = {d.text: d for d in reversed(docs) if d.text not in held}
+        super().add([d for d in docs if fresh.get(d.text) is d])
+
+
+class FiltersAfterSearching(ReferenceSystem):
+    """Searches k, then drops what the filter excludes: short of hits."""
+
+    def search(self, query, *, k, mode="similarity"):
+        hits = super().search(replace(query, where=None), k=k, mode=mode)
+        if query.where is None:
+            return hits
+        matching = {h.doc_id for h in super().search(query, k=max(1, len(self.memory)), mode=mode)}
+        return [h for h in hits if h.doc_id in matching]
+
+
+class UpsertKeepsOld(ReferenceSystem):
+    """Adds the new ids of an upsert and keeps the stored versions of the others."""
+
+    def upsert(self, docs):
+        super().add([d for d in docs if d.id not in self.memory])
+
+
+class UpsertDuplicates(ReferenceSystem):
+    """Adds every upserted document under a new id."""
+
+    def upsert(self, docs):
+        super().add([replace(d, id=f"{d.id}#{len(self.memory)}") if d.id in self.memory else d for d in docs])
+
+
+class GetsInStoredOrder(ReferenceSystem):
+    def get(self, doc_ids):
+        found = {d.id: d for d in super().get(doc_ids)}
+        return [found[i] for i in self.memory.ids() if i in found]
 
 
 def factory(cls):
@@ -65,3 +141,12 @@ forgets_on_reopen = factory(ForgetsOnReopen)
 fails_on_non_ascii = factory(FailsOnNonAscii)
 drops_documents = factory(DropsDocuments)
 keeps_deleted = factory(KeepsDeleted)
+starts_full = factory(StartsFull)
+mutates_inputs = factory(MutatesInputs)
+raises_on_unknown_delete = factory(RaisesOnUnknownDelete)
+leaks_scopes = factory(LeaksScopes)
+one_copy_per_text = factory(OneCopyPerText)
+filters_after_searching = factory(FiltersAfterSearching)
+upsert_keeps_old = factory(UpsertKeepsOld)
+upsert_duplicates = factory(UpsertDuplicates)
+gets_in_stored_order = factory(GetsInStoredOrder)

@@ -60,6 +60,15 @@ def run_suite(pytester: pytest.Pytester, system: str) -> dict[str, dict]:
         ("fails_on_non_ascii", "MB-ADD-2"),
         ("drops_documents", "MB-ADD-1"),
         ("keeps_deleted", "MB-CHURN-1"),
+        ("starts_full", "MB-ADD-4"),
+        ("mutates_inputs", "MB-ADD-5"),
+        ("raises_on_unknown_delete", "MB-DEL-1"),
+        ("leaks_scopes", "MB-SCOPE-1"),
+        ("one_copy_per_text", "MB-SCOPE-2"),
+        ("filters_after_searching", "MB-FILTER-1"),
+        ("upsert_keeps_old", "MB-UPDATE-1"),
+        ("upsert_duplicates", "MB-UPDATE-2"),
+        ("gets_in_stored_order", "MB-GET-1"),
     ],
 )
 def test_each_broken_adapter_fails_its_requirement(pytester, adapter, requirement):
