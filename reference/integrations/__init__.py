@@ -1,0 +1,1 @@
+"""Adapters that put the engine behind other frameworks' interfaces (each an optional extra)."""

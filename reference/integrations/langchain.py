@@ -1,0 +1,187 @@
+"""`CellularVectorStore`: the engine as a LangChain `VectorStore` (extra `langchain`: `langchain-core`).
+
+Agents built on LangChain or LangGraph use it as they use Chroma's integration:
+
+    store = CellularVectorStore(embedding=embeddings, path="memory")   # path=None: in memory
+    store.add_documents(documents, scope="user:alice")
+    store.similarity_search("where does Alice live?", k=4, scope="user:alice", filter={"source": "chat"})
+
+Documents added under ids the store holds replace them (an upsert, as the standard suite expects); deleting
+ids it does not hold is no error. Keyword arguments reach the engine: `scope=` (whose memory: a user, an
+agent, a run) for adds, searches and deletes, `filter=` (Chroma's `where` syntax over metadata), `since=` /
+`until=` (timestamps) for searches, `episode=` for adds; other keyword arguments of the constructor are
+`MemoryConfig` fields. The memory is opened on the first call that has an embedding in hand (its dimension
+comes from the embedding model); `close()` releases it. Relevance scores are the engine's scores: a cosine for
+vector searches, a fused score in [0, 1] for text searches.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import numpy as np
+from langchain_core.documents import Document
+from langchain_core.embeddings import Embeddings
+from langchain_core.vectorstores import VectorStore
+
+from ..cells import new_ids
+from ..config import MemoryConfig
+from ..errors import InvalidInputError
+from ..hit import Hit
+from ..memory import CellularMemory
+
+
+class _EmbeddingsEncoder:
+    """A LangChain embedding model as the engine's encoder (documents embedded as documents)."""
+
+    def __init__(self, embedding: Embeddings, dim: int) -> None:
+        self.embedding, self.dim = embedding, dim
+        model = getattr(embedding, "model", None) or getattr(embedding, "model_name", None)
+        self.name = f"langchain:{type(embedding).__name__}" + (f":{model}" if isinstance(model, str) else "")
+
+    def encode(self, texts: Sequence[str]) -> np.ndarray:
+        return np.asarray(self.embedding.embed_documents(list(texts)), dtype=np.float32)
+
+
+class CellularVectorStore(VectorStore):
+    """A `CellularMemory` behind LangChain's `VectorStore` interface, sync and async."""
+
+    def __init__(self, embedding: Embeddings, path: str | None = None, **options: Any) -> None:
+        self._embedding, self._path = embedding, path
+        self._config = MemoryConfig(**options)
+        self._memory: CellularMemory | None = None
+        self._opening = threading.Lock()
+
+    @property
+    def embeddings(self) -> Embeddings:
+        return self._embedding
+
+    def add_texts(
+        self,
+        texts: Iterable[str],
+        metadatas: list[dict[str, Any]] | None = None,
+        *,
+        ids: list[str] | None = None,
+        scope: str | Sequence[str] = "",
+        episode: str | Sequence[str] | None = None,
+        **kwargs: Any,
+    ) -> list[str]:
+        """Embed and store texts; a text under an id the store holds replaces it; a text without an id (None,
+        as `add_documents` passes for a document without one) gets a new one. Returns the ids."""
+        _no_other(kwargs)
+        texts = list(texts)
+        if not texts:
+            return []
+        given: list[str | None] = list(ids) if ids is not None else [None] * len(texts)
+        if len(given) != len(texts):
+            raise InvalidInputError(f"{len(given)} ids for {len(texts)} texts")
+        fresh = iter(new_ids(sum(i is None for i in given)))
+        chosen = [i if i is not None else next(fresh) for i in given]
+        vectors = self._embedding.embed_documents(texts)
+        memory = self._open(len(vectors[0]))
+        metadata = [dict(m) for m in metadatas] if metadatas is not None else None
+        return memory.add(
+            texts, vectors=vectors, metadata=metadata, ids=chosen, scope=scope, episode=episode, upsert=True
+        )
+
+    def delete(self, ids: list[str] | None = None, *, scope: str | None = None, **kwargs: Any) -> bool | None:
+        """Delete these ids (ids the store does not hold are skipped); with no ids, every document (of
+        `scope`, when given). Returns True."""
+        _no_other(kwargs)
+        memory = self._existing()
+        if memory is None:
+            return True
+        wanted = memory.ids(scope=scope) if ids is None else [i for i in dict.fromkeys(ids) if i in memory]
+        if wanted:
+            memory.delete(wanted, scope=scope)
+        return True
+
+    def get_by_ids(self, ids: Sequence[str], /) -> list[Document]:
+        """The stored documents of these ids, in the order asked; ids not stored are skipped."""
+        memory = self._existing()
+        if memory is None or not ids:
+            return []
+        return [Document(page_content=r.text, metadata=r.metadata, id=r.id) for r in memory.get_many(list(ids))]
+
+    def similarity_search(self, query: str, k: int = 4, **kwargs: Any) -> list[Document]:
+        return [document for document, _ in self.similarity_search_with_score(query, k, **kwargs)]
+
+    def similarity_search_with_score(self, query: str, k: int = 4, **kwargs: Any) -> list[tuple[Document, float]]:
+        """The best k documents for a text (hybrid: its embedding and its words) with their scores."""
+        vector = self._embedding.embed_query(query)
+        return self._search(query, vector, k, **kwargs)
+
+    def similarity_search_by_vector(self, embedding: list[float], k: int = 4, **kwargs: Any) -> list[Document]:
+        return [document for document, _ in self._search(None, embedding, k, **kwargs)]
+
+    def _search(
+        self,
+        query: str | None,
+        vector: Sequence[float],
+        k: int,
+        *,
+        scope: str | None = None,
+        filter: dict[str, Any] | None = None,
+        since: float | None = None,
+        until: float | None = None,
+        **kwargs: Any,
+    ) -> list[tuple[Document, float]]:
+        _no_other(kwargs)
+        memory = self._open(len(vector))
+        within: dict[str, Any] = {"scope": scope, "where": filter, "since": since, "until": until}
+        hits = (
+            memory.search(vector, k=k, **within)
+            if query is None
+            else memory.search(query, k=k, vector=vector, **within)
+        )
+        return [(_document(hit), hit.score) for hit in hits]
+
+    def _select_relevance_score_fn(self) -> Any:
+        return lambda score: score
+
+    @classmethod
+    def from_texts(
+        cls,
+        texts: list[str],
+        embedding: Embeddings,
+        metadatas: list[dict[str, Any]] | None = None,
+        *,
+        ids: list[str] | None = None,
+        path: str | None = None,
+        **options: Any,
+    ) -> CellularVectorStore:
+        store = cls(embedding=embedding, path=path, **options)
+        store.add_texts(texts, metadatas, ids=ids)
+        return store
+
+    def close(self) -> None:
+        """Close the memory (persisting what it gathered); a later call opens it again."""
+        with self._opening:
+            if self._memory is not None:
+                self._memory.close()
+                self._memory = None
+
+    def _open(self, dim: int) -> CellularMemory:
+        """The memory, opened for embeddings of `dim` on first use."""
+        with self._opening:
+            if self._memory is None:
+                encoder = _EmbeddingsEncoder(self._embedding, dim)
+                self._memory = CellularMemory(path=self._path, encoder=encoder, config=self._config)
+            return self._memory
+
+    def _existing(self) -> CellularMemory | None:
+        """The memory if it holds anything: opened here for a stored one, None for a new one not yet used."""
+        if self._memory is None and self._path is not None:
+            return self._open(len(self._embedding.embed_query("dimension")))
+        return self._memory
+
+
+def _document(hit: Hit) -> Document:
+    return Document(page_content=hit.text, metadata=hit.metadata, id=hit.id)
+
+
+def _no_other(kwargs: dict[str, Any]) -> None:
+    if kwargs:
+        raise InvalidInputError(f"unknown arguments {sorted(kwargs)}; see reference.integrations.langchain")
