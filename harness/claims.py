@@ -120,7 +120,8 @@ def _linear_growth(results: RunResults, system: str) -> Finding:
 
     def slope(medians: np.ndarray) -> np.ndarray:
         y = np.log(medians)
-        return ((y - y.mean(axis=1, keepdims=True)) @ x) / (x @ x)
+        slopes: np.ndarray = ((y - y.mean(axis=1, keepdims=True)) @ x) / (x @ x)
+        return slopes
 
     value = estimate(_latencies(*rows), slope, positive=False)
     return Finding(

@@ -15,6 +15,7 @@ from reference.errors import MagneticError
 
 from .beir import DatasetFormatError
 from .compare import LATENCY_TOLERANCE
+from .dataset_spec import DatasetSpec
 from .dialogue import TurnFormat
 from .metrics import CutoffError
 from .options import OptionError, parse_options
@@ -32,6 +33,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--quick", action="store_true", help="small sizes and fewer seeds (under a minute)")
     run.add_argument(
         "--dataset",
+        type=DatasetSpec.parse,
         help="evaluate only this: locomo:FILE, longmemeval:FILE (a dialogue memory per conversation), beam:DIR "
         "(real-text passages, recall vs exact), or a BEIR-format directory (corpus.jsonl, queries.jsonl, qrels/)",
     )
@@ -156,11 +158,8 @@ def _check_run_inputs(args: argparse.Namespace, systems: tuple[str, ...] | None)
     """Everything a run needs from the user, checked before any work starts."""
     for spec in systems or ():
         resolve(spec)
-    if args.dataset:
-        kind, _, location = args.dataset.partition(":")
-        path = Path(location if kind in ("locomo", "longmemeval", "beam") and location else args.dataset)
-        if not path.exists():
-            raise FileNotFoundError(f"--dataset {args.dataset}: {path} does not exist")
+    if args.dataset and not args.dataset.location.exists():
+        raise FileNotFoundError(f"--dataset {args.dataset}: {args.dataset.location} does not exist")
     if args.corpus != "stdlib":
         location = args.corpus.removeprefix("beam:")
         if not Path(location).exists():
@@ -226,7 +225,7 @@ def _run(args: argparse.Namespace, argv: list[str] | None) -> int:
             return 2
         print(render(comparison, everything=args.all, latency_tolerance=args.latency_tolerance))
         regressions = comparison.regressions
-        sections = sorted({c.key.split(":")[0] + ":" + c.key.split(":")[1] for c in regressions})
+        sections = sorted({f"{c.key.section}:{c.key.system}" for c in regressions})
         print(
             f"\n{len(regressions)} regression(s) beyond noise and tolerance"
             + (f": {', '.join(sections)}" if sections else "")

@@ -25,7 +25,7 @@ from scipy.stats import mannwhitneyu
 from tabulate import tabulate
 
 from .claims import UNMEASURED
-from .results import Measurement, ResultsFileError, RunResults
+from .results import Measurement, MeasurementKey, ResultsFileError, RunResults
 
 ALPHA = 0.01
 LATENCY_TOLERANCE = 0.5
@@ -38,7 +38,7 @@ moved by 53 % between identical runs), never a regression."""
 
 @dataclass(frozen=True)
 class Change:
-    key: str
+    key: MeasurementKey
     metric: str
     before: float
     after: float
@@ -95,30 +95,31 @@ def compare(
     )
 
 
-def _check_finite(run: str, key: str, measurement: Measurement) -> None:
+def _check_finite(run: str, key: MeasurementKey, measurement: Measurement) -> None:
     """A figure compare reads that is NaN or infinite makes the file unusable: refused, never passed."""
     figures = [measurement.latency.p50_ms, measurement.recall_at_10, *measurement.latencies_ns]
     if not np.isfinite(np.asarray(figures, dtype=np.float64)).all():
         raise ResultsFileError(f"run {run}: {key} holds NaN or infinity in its latency or recall; rerun it")
 
 
-def _drift(key: str, shared: list[str], before: dict[str, Measurement], after: dict[str, Measurement]) -> float:
+def _drift(
+    key: MeasurementKey,
+    shared: list[MeasurementKey],
+    before: dict[MeasurementKey, Measurement],
+    after: dict[MeasurementKey, Measurement],
+) -> float:
     """How much slower B's machine ran the other systems on the same data (same section, dataset, encoder
     and size, timed together with this one): the median B/A ratio of their medians; 1 when there are none."""
-    section, system, *data = key.split(":")[:5]
     ratios = [
         after[other].latency.p50_ms / before[other].latency.p50_ms
         for other in shared
-        if (parts := other.split(":"))[0] == section
-        and parts[1] != system
-        and parts[2:5] == data
-        and before[other].latency.p50_ms > 0
+        if other.same_data(key) and other.system != key.system and before[other].latency.p50_ms > 0
     ]
     return float(np.median(ratios)) if ratios else 1.0
 
 
 def _latency_change(
-    key: str, old: Measurement, new: Measurement, drift: float, tolerance: float, alpha: float
+    key: MeasurementKey, old: Measurement, new: Measurement, drift: float, tolerance: float, alpha: float
 ) -> Change:
     """Slower than the drift allows, beyond both runs' noise and the tolerance. A busier machine (drift
     above 1) excuses a slowdown; a quieter one (below 1) does not turn a steady system into a regression."""
@@ -143,7 +144,7 @@ def render(comparison: Comparison, *, everything: bool = False, latency_toleranc
     shown = [c for c in comparison.changes if everything or c.regression or _notable(c, latency_tolerance)]
     rows = [
         [
-            c.key,
+            str(c.key),
             c.metric,
             f"{c.before:.4g}",
             f"{c.after:.4g}",
@@ -158,11 +159,8 @@ def render(comparison: Comparison, *, everything: bool = False, latency_toleranc
     text = f"{compared} measurements compared; " + (
         "all shown" if everything else f"{len(shown)} rows changed beyond the tolerance (--all shows every row)"
     )
-    text += "\n\n" + tabulate(
-        rows,
-        headers=["measurement", "metric", "A", "B", "change", "drift", "p (B slower; passes)", ""],
-        tablefmt="github",
-    )
+    headers = ["measurement", "metric", "A", "B", "change", "drift", "p (B slower; passes)", ""]
+    text += "\n\n" + str(tabulate(rows, headers=headers, tablefmt="github"))
     if comparison.machine_differences:
         text += (
             "\n\nWarning: the runs were made on different machines or package versions, so their latencies "

@@ -18,15 +18,14 @@ def needles_evalset(haystack: int = 200, needles: int = 5, *, seed: int = 0) -> 
     docs = [Document(f"d{i}", text) for i, text in enumerate(data.texts)]
     queries = [Query(f"q{j}", n.question) for j, n in enumerate(data.needles)]
     qrels = {f"q{j}": {f"d{n.position}": 1.0} for j, n in enumerate(data.needles)}
-    kinds = {f"q{j}": n.kind for j, n in enumerate(data.needles)}
-    return EvalSet(f"needles-{haystack}x{needles}-s{seed}", docs, queries, qrels, info={"kinds": kinds})
+    return EvalSet(f"needles-{haystack}x{needles}-s{seed}", docs, queries, qrels)
 
 
 def topics_evalset(size: int, *, seed: int = 0) -> EvalSet:
     """A topic haystack with true labels (no queries: it measures grouping, not retrieval)."""
     data = topic_haystack(size, seed=seed)
     docs = [Document(f"d{i}", text) for i, text in enumerate(data.texts)]
-    return EvalSet(f"topics-{size}-s{seed}", docs, [], {}, labels=data.labels, info={"topics": data.topics})
+    return EvalSet(f"topics-{size}-s{seed}", docs, [], {}, labels=data.labels, topics=tuple(data.topics))
 
 
 def vectors_evalset(
@@ -51,7 +50,6 @@ def vectors_evalset(
         query_list,
         qrels,
         labels=np.asarray(data.labels),
-        info={"dim": dim, "clusters": clusters, "spread": spread},
     )
 
 
@@ -70,7 +68,7 @@ def corpus_evalset(
     docs = [Document(f"p{i}", corpus.passages[i], vectors[i]) for i in kept.tolist()]
     query_list = [Query(f"q{i}", corpus.passages[i], vectors[i]) for i in held_out.tolist()]
     qrels = {q.id: {docs[r].id: 1.0 for r in row} for q, row in zip(query_list, truth.tolist())}
-    return EvalSet(f"{corpus.name}-{size}-s{seed}", docs, query_list, qrels, info={"source": corpus.source})
+    return EvalSet(f"{corpus.name}-{size}-s{seed}", docs, query_list, qrels)
 
 
 def stream_evalset(corpus: Corpus, vectors: np.ndarray, cells: int, *, queries: int, seed: int = 0) -> EvalSet:
@@ -82,7 +80,7 @@ def stream_evalset(corpus: Corpus, vectors: np.ndarray, cells: int, *, queries: 
     stream = np.setdiff1d(np.arange(cells + queries), held_out)
     docs = [Document(f"p{i}", corpus.passages[i], vectors[i]) for i in stream.tolist()]
     query_list = [Query(f"q{i}", corpus.passages[i], vectors[i]) for i in held_out.tolist()]
-    return EvalSet(f"{corpus.name}-stream-{cells}-s{seed}", docs, query_list, {}, info={"source": corpus.source})
+    return EvalSet(f"{corpus.name}-stream-{cells}-s{seed}", docs, query_list, {})
 
 
 def notes_evalset(cells: int, *, queries: int, seed: int = 5) -> EvalSet:

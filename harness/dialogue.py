@@ -17,7 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from .beir import DatasetFormatError
-from .evalset import EvalSet
+from .dataset_spec import DatasetSpec
+from .evalset import Conversation, EvalSet
 from .protocol import Document, Query
 
 LOCOMO_CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
@@ -57,7 +58,7 @@ SPEAKER_CAPTIONS = TurnFormat()
 class DialogueSet:
     """The conversations of one file, each an `EvalSet` (docs = turns, queries = questions).
 
-    Each set's `info` holds `session_of` (doc id → session id) and `category` (query id → name).
+    Each set's `conversation` holds `session_of` (doc id → session id) and `category` (query id → name).
     """
 
     name: str
@@ -66,13 +67,12 @@ class DialogueSet:
     conversations: list[EvalSet]
 
 
-def load_dialogue(spec: str, turn_format: TurnFormat = SPEAKER_CAPTIONS) -> DialogueSet:
+def load_dialogue(spec: DatasetSpec, turn_format: TurnFormat = SPEAKER_CAPTIONS) -> DialogueSet:
     """`locomo:FILE` or `longmemeval:FILE` (a `.json` file, or for LoCoMo a folder of them)."""
-    kind, _, location = spec.partition(":")
     loaders = {"locomo": _locomo_conversations, "longmemeval": _longmemeval_conversations}
-    if kind not in loaders or not location:
+    if spec.kind not in loaders:
         raise DatasetFormatError(f"{spec}: give locomo:FILE or longmemeval:FILE")
-    path = Path(location)
+    kind, path = spec.kind, spec.location
     files = sorted(path.glob("*.json")) if path.is_dir() else [path]
     if not files or not all(f.is_file() for f in files):
         raise DatasetFormatError(f"{path}: no such file (or no .json files in this folder)")
@@ -119,7 +119,7 @@ def _locomo_conversations(file: Path, data: Any, fmt: TurnFormat) -> Iterator[Ev
             code = qa.get("category")
             category[query_id] = LOCOMO_CATEGORIES.get(code, str(code)) if isinstance(code, int) else str(code)
         if queries:
-            yield EvalSet(name, docs, queries, qrels, info={"session_of": session_of, "category": category})
+            yield EvalSet(name, docs, queries, qrels, conversation=Conversation(session_of, category))
 
 
 def _locomo_turns(
@@ -184,7 +184,7 @@ def _longmemeval_conversations(file: Path, data: Any, fmt: TurnFormat) -> Iterat
             docs,
             [Query(question_id, question)],
             qrels,
-            info={"session_of": session_of, "category": {question_id: category}},
+            conversation=Conversation(session_of, {question_id: category}),
         )
 
 

@@ -49,7 +49,8 @@ def encode_corpus(corpus: Corpus, encoder: Encoder, *, cache: Path | None = CACH
     """Unit vectors of every passage, encoded once per (corpus, encoder) and cached; progress per chunk."""
     path = None if cache is None else cache / f"corpus-{corpus.name}-{encoder.name}-{corpus.fingerprint}.npy"
     if path is not None and path.is_file():
-        return np.load(path)
+        cached: np.ndarray = np.load(path)
+        return cached
     parts = []
     chunks = range(0, len(corpus.passages), chunk)
     for start in progress(chunks, f"encoding {corpus.name} ({encoder.name}, {chunk} passages per step)"):

@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
-from typing import Any
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -12,15 +11,25 @@ from .protocol import Document, Query
 
 
 @dataclass(frozen=True)
+class Conversation:
+    """What a dialogue set knows beyond its qrels: each turn's session and each question's category."""
+
+    session_of: Mapping[str, str]
+    category: Mapping[str, str]
+
+
+@dataclass(frozen=True)
 class EvalSet:
-    """`qrels[query_id][doc_id]` is a relevance grade (> 0 is relevant); `labels` are true topics."""
+    """`qrels[query_id][doc_id]` is a relevance grade (> 0 is relevant); `labels` are true topics (named by
+    `topics`); a dialogue set also has its `conversation`."""
 
     name: str
     docs: list[Document]
     queries: list[Query]
     qrels: Mapping[str, Mapping[str, float]]
     labels: np.ndarray | None = None
-    info: Mapping[str, Any] = field(default_factory=dict)
+    topics: tuple[str, ...] = ()
+    conversation: Conversation | None = None
 
     def relevant(self) -> list[list[str]]:
         """Relevant doc ids per query, in query order."""

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Mapping
+from pathlib import Path
 from typing import NamedTuple
 
 from reference.encoders import Encoder, MockEncoder
@@ -10,6 +12,7 @@ from reference.encoders import Encoder, MockEncoder
 from .beir import load_beir
 from .claims import DECIDING
 from .corpus import Corpus, load_corpus
+from .dataset_spec import DatasetSpec
 from .datasets import (
     corpus_evalset,
     needles_evalset,
@@ -84,7 +87,7 @@ def grouping(plan: RunPlan, encoders: dict[str, Encoder], progress: Progress) ->
     for encoder_name, encoder in encoders.items():
         evalset = encode_evalset(topics_evalset(plan.topic_docs, seed=11), encoder)
         for system in progress(GROUPING_SYSTEMS, f"grouping ({encoder_name})"):
-            options = {"n_clusters": len(evalset.info["topics"])} if system == "kmeans" else {}
+            options = {"n_clusters": len(evalset.topics)} if system == "kmeans" else {}
             labels = group_labels(system, evalset, encoder=encoder_name, options=options)
             if evalset.labels is None:
                 raise ValueError(f"{evalset.name} has no true topics to compare groups with")
@@ -127,7 +130,7 @@ def judges(progress: Progress, *, per_kind: int = 30, seeds: tuple[int, ...] = (
 
 def beir(
     plan: RunPlan,
-    directory: str,
+    directory: Path,
     systems: tuple[str, ...],
     encoder_name: str,
     encoder: Encoder,
@@ -189,7 +192,7 @@ class Answer(NamedTuple):
     category: str
     found: list[str]
     wanted: list[str]
-    session_of: dict[str, str]
+    session_of: Mapping[str, str]
 
 
 BULK, WHEN_DUE, AT_THE_END = "bulk", "online: when due", "online: at the end"
@@ -198,7 +201,7 @@ by turn, the question asked as soon as its last evidence turn is written; turn b
 
 
 def dialogue(
-    spec: str,
+    spec: DatasetSpec,
     systems: tuple[str, ...],
     encoder_name: str,
     encoder: Encoder,
@@ -217,7 +220,8 @@ def dialogue(
     for conversation in progress(data.conversations, f"{data.name} conversations"):
         check_cutoff(k, len(conversation.docs), f"turns of {conversation.name}")
         evalset = encode_evalset(conversation, encoder)
-        categories, session_of = evalset.info["category"], evalset.info["session_of"]
+        assert evalset.conversation is not None  # every dialogue set has one
+        categories, session_of = evalset.conversation.category, evalset.conversation.session_of
         if len(set(session_of.values())) <= k:  # session level would rank every session: not scored
             too_few_sessions += 1
             session_of = {}
@@ -275,6 +279,6 @@ def _set_apart(category: str) -> bool:
     return category == ADVERSARIAL or category.endswith("-abstention")
 
 
-def _sessions(turns: list[str], session_of: dict[str, str]) -> list[str]:
+def _sessions(turns: list[str], session_of: Mapping[str, str]) -> list[str]:
     """The sessions of retrieved turns in rank order, each once (a session ranks by its best turn)."""
     return list(dict.fromkeys(session_of[t] for t in turns))

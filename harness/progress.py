@@ -24,7 +24,8 @@ def progress(items: Iterable[T], label: str, *, unit: str = "step") -> Iterable[
     """`items`, reported as they are taken: a tqdm bar on a terminal, timestamped lines otherwise."""
     items = list(items)
     if sys.stderr.isatty():
-        return tqdm(items, desc=label, unit=unit, leave=False, file=sys.stderr)
+        bar: Iterable[T] = tqdm(items, desc=label, unit=unit, leave=False, file=sys.stderr)
+        return bar
     return _lines(items, label)
 
 

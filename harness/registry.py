@@ -21,7 +21,8 @@ def _lazy(module: str, attribute: str, **preset: Any) -> Factory:
     """Import on first use, so an optional extra (faiss) is only needed when its system runs."""
 
     def factory(context: SystemContext, **options: Any) -> MemorySystem:
-        return getattr(importlib.import_module(module), attribute)(context, **{**preset, **options})
+        system: MemorySystem = getattr(importlib.import_module(module), attribute)(context, **{**preset, **options})
+        return system
 
     return factory
 

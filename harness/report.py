@@ -18,8 +18,8 @@ import matplotlib.pyplot as plt
 from matplotlib import ticker
 from tabulate import tabulate
 
-from .claims import INCONCLUSIVE, MEANING, REFUTED, SUPPORTED
-from .confidence import MARGIN
+from .claims import MEANING
+from .confidence import INCONCLUSIVE, MARGIN, REFUTED, SUPPORTED
 from .registry import SYSTEMS
 from .results import DialogueRow, Measurement, RunResults, StreamRow, Verdict
 
@@ -97,12 +97,12 @@ def write_report(out: Path, results: RunResults) -> Path:
 def summary_table(results: RunResults) -> str:
     """The end-of-run summary printed to the terminal."""
     rows = [[v.claim, v.system, v.verdict, v.measured] for v in [*results.claims, *results.targets]]
-    return tabulate(
-        rows, headers=["claim / target", "system", "verdict", "measured"], maxcolwidths=[None, None, None, 80]
+    return str(
+        tabulate(rows, headers=["claim / target", "system", "verdict", "measured"], maxcolwidths=[None, None, None, 80])
     )
 
 
-def _markdown(results: RunResults, tables: dict[str, list], plots: list[Path]) -> str:
+def _markdown(results: RunResults, tables: dict[str, list[dict[str, Any]]], plots: list[Path]) -> str:
     run, claims, targets = results.run, results.claims, results.targets
     machine = run.machine
     lines = [
@@ -404,7 +404,7 @@ def _pick(row: dict[str, Any], columns: Sequence[str]) -> dict[str, Any]:
 
 
 def _table(rows: list[dict[str, Any]]) -> str:
-    return tabulate(rows, headers="keys", tablefmt="github", floatfmt=".4g", intfmt=",")
+    return str(tabulate(rows, headers="keys", tablefmt="github", floatfmt=".4g", intfmt=","))
 
 
 def _write_csv(path: Path, rows: list[dict[str, Any]]) -> None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple, TypedDict
 
 import numpy as np
 from pydantic import TypeAdapter, ValidationError
@@ -25,6 +25,30 @@ SCHEMA_VERSION = 3
 
 class ResultsFileError(ValueError):
     """A results file that this version cannot read: missing, not JSON, another schema, or malformed."""
+
+
+class MeasurementKey(NamedTuple):
+    """What identifies a measurement across runs: its section, system, data (dataset, encoder, size) and
+    query-time settings; shown as `section:system:dataset:encoder:n[:settings]`."""
+
+    section: str
+    system: str
+    dataset: str
+    encoder: str
+    n_docs: int
+    params: str = ""
+
+    def __str__(self) -> str:
+        return ":".join(map(str, self if self.params else self[:-1]))
+
+    def same_data(self, other: MeasurementKey) -> bool:
+        """Measured in the same section on the same data (any system, any settings)."""
+        return (self.section, self.dataset, self.encoder, self.n_docs) == (
+            other.section,
+            other.dataset,
+            other.encoder,
+            other.n_docs,
+        )
 
 
 @dataclass(frozen=True)
@@ -75,10 +99,10 @@ class Measurement:
         medians = [float(np.median(p)) for p in self.pass_latencies_ns if p]
         return max(medians) / min(medians) - 1 if medians and min(medians) > 0 else 0.0
 
-    def key(self, section: str) -> str:
+    def key(self, section: str) -> MeasurementKey:
         """What identifies this measurement across runs."""
         params = ",".join(f"{k}={v}" for k, v in sorted(self.params.items()))
-        return f"{section}:{self.system}:{self.dataset}:{self.encoder}:{self.n_docs}" + (f":{params}" if params else "")
+        return MeasurementKey(section, self.system, self.dataset, self.encoder, self.n_docs, params)
 
     def row(self) -> dict[str, Any]:
         """A flat dict for tables and CSV (no raw lists)."""
@@ -254,6 +278,20 @@ class RunInfo:
     dataset_info: dict[str, Any] = field(default_factory=dict)
 
 
+class Sections(TypedDict, total=False):
+    """What a run measured, section by section, as it goes (the sections of `RunResults`)."""
+
+    scaling: list[Measurement]
+    growing: list[Measurement]
+    needles: list[Measurement]
+    beir: list[Measurement]
+    realtext: list[Measurement]
+    dialogue: list[DialogueRow]
+    streaming: list[StreamRow]
+    grouping: list[GroupingRow]
+    judges: list[JudgeRow]
+
+
 @dataclass(frozen=True)
 class RunResults:
     """Everything a run measured and judged. Sections a run did not measure stay empty."""
@@ -273,7 +311,7 @@ class RunResults:
 
     TIMED_SECTIONS = ("scaling", "growing", "needles", "beir", "realtext")
 
-    def measurements(self) -> dict[str, Measurement]:
+    def measurements(self) -> dict[MeasurementKey, Measurement]:
         """Every measurement of the timed sections by its key (see `Measurement.key`)."""
         return {m.key(section): m for section in self.TIMED_SECTIONS for m in getattr(self, section)}
 

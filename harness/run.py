@@ -18,24 +18,24 @@ from reference.encoders import Encoder, make_encoder
 from . import experiments
 from .claims import UNMEASURED, evaluate
 from .corpus import Corpus
+from .dataset_spec import DatasetSpec
 from .dialogue import SPEAKER_CAPTIONS, TurnFormat
 from .plan import DIALOGUE_SYSTEMS, RunPlan
 from .progress import progress
 from .report import summary_table, write_report
-from .results import Machine, Measurement, RunInfo, RunResults
+from .results import Machine, Measurement, RunInfo, RunResults, Sections
 
 SOURCE = Path(__file__).resolve().parents[1]
 """Where this code lives: read for the commit it runs (never written to: an installed copy may be read-only)."""
 REPORTS = Path("reports")
 """Reports go under the working directory (or where --out says)."""
-DIALOGUE_KINDS = ("locomo", "longmemeval")
 
 
 def run_benchmark(
     plan: RunPlan,
     *,
     out: Path | None,
-    dataset: str | None,
+    dataset: DatasetSpec | None,
     encoder: str | None,
     systems: tuple[str, ...] | None,
     command: str,
@@ -58,23 +58,23 @@ def run_benchmark(
             loop_systems=systems,
         )
     encoders = _encoders((encoder,) if encoder else plan.encoders)
-    sections: dict[str, Any] = {}
+    sections: Sections = {}
     name, chosen = next(iter(encoders.items()))
     dataset_info: dict[str, Any] = {}
-    if dataset and dataset.split(":")[0] in DIALOGUE_KINDS:
+    if dataset and dataset.dialogue:
         data, sections["dialogue"] = experiments.dialogue(
             dataset, systems or DIALOGUE_SYSTEMS, name, chosen, progress, turn_format=turn_format
         )
         dataset_info = {"file": str(data.path), "sha256": data.sha256, "turn_format": asdict(turn_format)}
-    elif dataset and dataset.startswith("beam:"):
+    elif dataset and dataset.kind == "beam":
         found, sections["realtext"] = experiments.realtext(
-            plan, dataset, systems or plan.realtext_systems, name, chosen, progress
+            plan, str(dataset), systems or plan.realtext_systems, name, chosen, progress
         )
         whole = stream_size or len(found.passages)  # the ordered real-text runbook over every passage
         sections["streaming"] = experiments.streaming(plan, found, chosen, progress, cells=whole)
         dataset_info = _corpus_info(found, sections["realtext"])
     elif dataset:
-        sections["beir"] = experiments.beir(plan, dataset, plan.systems, name, chosen, progress)
+        sections["beir"] = experiments.beir(plan, dataset.location, plan.systems, name, chosen, progress)
     else:
         sections["scaling"] = experiments.scaling(plan, plan.systems, progress)
         growing_systems = tuple(s for s in plan.growing_systems if s in plan.systems)
@@ -101,7 +101,7 @@ def run_benchmark(
         machine=_machine(),
         plan=plan,
         encoders={name: e.name for name, e in encoders.items()},
-        dataset=dataset,
+        dataset=None if dataset is None else str(dataset),
         dataset_info=dataset_info,
     )
     results = RunResults(run=info, **sections)

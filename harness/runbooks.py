@@ -15,23 +15,17 @@ moment. Two runbooks are generated here:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import astuple, dataclass
 
 import numpy as np
 
 
 @dataclass(frozen=True)
-class Load:
-    """Cells added in one untimed bulk write (the memory an agent starts from)."""
-
-    cells: range
-
-
-@dataclass(frozen=True)
 class Write:
-    """One turn's cells, added in one timed write."""
+    """Cells added in one write: a turn (timed) or the memory an agent starts from (a bulk load, untimed)."""
 
     cells: range
+    timed: bool = True
 
 
 @dataclass(frozen=True)
@@ -68,7 +62,7 @@ class Checkpoint:
     label: str
 
 
-Step = Load | Write | Search | FindOwn | Forget | Sleep | Checkpoint
+Step = Write | Search | FindOwn | Forget | Sleep | Checkpoint
 
 
 @dataclass(frozen=True)
@@ -85,7 +79,7 @@ class Runbook:
         live = np.zeros(self.cells, dtype=bool)
         found = {}
         for step in self.steps:
-            if isinstance(step, Load | Write):
+            if isinstance(step, Write):
                 live[step.cells.start : step.cells.stop] = True
             elif isinstance(step, Forget):
                 live[list(step.cells)] = False
@@ -94,24 +88,27 @@ class Runbook:
         return found
 
 
-def agent_stream(
-    cells: int,
-    queries: int,
-    *,
-    seed: int = 0,
-    turn: tuple[int, int] = (1, 50),
-    searches: int = 200,
-    forget_every: float = 0.1,
-    window_share: float = 0.1,
-    random_share: float = 0.02,
-    sleeps: int = 2,
-    checkpoints: int = 4,
-) -> Runbook:
-    """Text arriving in turns of `turn` cells (uniform, seeded); after every turn, or every few turns so
-    that about `searches` turns are followed by searches, one search right after the write and one more;
-    every `forget_every` of the stream, the oldest `window_share` of the live cells is forgotten and a
-    random `random_share` of them deleted; `sleeps` sleep passes spread over the stream; checkpoints at
-    each 1/`checkpoints` of it (after the deletes due there)."""
+@dataclass(frozen=True)
+class StreamShape:
+    """How `agent_stream` shapes a stream: turns of `turn` cells (uniform); about `searches` turns followed
+    by searches; every `forget_every` of the stream, the oldest `window_share` of the live cells forgotten and
+    a random `random_share` of them deleted; `sleeps` sleep passes; `checkpoints` checkpoints."""
+
+    turn: tuple[int, int] = (1, 50)
+    searches: int = 200
+    forget_every: float = 0.1
+    window_share: float = 0.1
+    random_share: float = 0.02
+    sleeps: int = 2
+    checkpoints: int = 4
+
+
+def agent_stream(cells: int, queries: int, *, seed: int = 0, shape: StreamShape = StreamShape()) -> Runbook:
+    """Text arriving in turns (sizes uniform, seeded); after every turn, or every few turns, one search right
+    after the write and one more; at each forgetting mark the oldest share of the live cells forgotten and a
+    random few deleted; sleep passes spread over the stream; checkpoints at even shares of it (after the
+    deletes due there). `shape` sets the numbers."""
+    turn, searches, forget_every, window_share, random_share, sleeps, checkpoints = astuple(shape)
     rng = np.random.default_rng(seed)
     sizes: list[int] = []
     while sum(sizes) < cells:
@@ -157,7 +154,7 @@ def agent_loop(loaded: int, rounds: int, queries: int) -> Runbook:
     """`loaded` cells in bulk, then `rounds` of: write the next cell, search a held-out query (right after
     the write), search another (no write before it), find the cell written by its own text; a checkpoint
     at the end. The two searches ask the same kind of question, so their ratio is what the write costs."""
-    steps: list[Step] = [Load(range(loaded))]
+    steps: list[Step] = [Write(range(loaded), timed=False)]
     for number in range(rounds):
         cell = loaded + number
         steps += [Write(range(cell, cell + 1)), Search(2 * number % queries), Search((2 * number + 1) % queries)]

@@ -17,7 +17,6 @@ Warm-up queries before each block stay out of timing; every answer goes through 
 
 from __future__ import annotations
 
-import os
 import tempfile
 import time
 from collections.abc import Iterator, Mapping, Sequence
@@ -26,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
 
+import psutil
 from threadpoolctl import threadpool_limits
 
 from .checking import check_documents, check_hits
@@ -180,11 +180,11 @@ def _build(job: Job) -> Iterator[_Built]:
         if job.slow_down != 1.0:
             system = Slowed(system, job.slow_down)
         try:
-            rss_before = _rss_bytes()
+            rss_before = resident_bytes()
             started = time.perf_counter()
             system.add(job.evalset.docs)
             build_s = time.perf_counter() - started
-            grown = _rss_bytes() - rss_before  # the allocator may hand memory back: a drop is no reading
+            grown = resident_bytes() - rss_before  # the allocator may hand memory back: a drop is no reading
             rss_per_doc = grown / len(job.evalset.docs) if grown >= 0 else float("nan")
             yield _Built(job, system, build_s, rss_per_doc, frozenset(d.id for d in job.evalset.docs))
         finally:
@@ -240,6 +240,6 @@ def _score(item: _Built, params: dict[str, Any], retrieved: list[list[str]], tim
     )
 
 
-def _rss_bytes() -> int:
-    with open("/proc/self/statm") as statm:
-        return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+def resident_bytes() -> int:
+    """This process's resident memory (psutil: any platform)."""
+    return int(psutil.Process().memory_info().rss)

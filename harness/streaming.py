@@ -5,7 +5,7 @@ or of the ground truth runs in between: an exact scan between two searches would
 The ground truth is computed first: at each checkpoint, every held-out query's exact 10th best similarity
 over the cells live then; recall counts the hits that score at least that (ann-benchmarks' rule: a hit
 tied with the 10th neighbour counts). Operations are timed on one core, as the other sections time queries (a bulk
-`Load` keeps every core). Every answer is checked (`checking.check_hits`); a hit naming a deleted cell is
+untimed `Write` keeps every core). Every answer is checked (`checking.check_hits`); a hit naming a deleted cell is
 counted, and any such hit fails the system's row. A system that cannot delete skips a runbook that
 deletes, with the reason.
 """
@@ -28,7 +28,7 @@ from .metrics import threshold_recall
 from .progress import Progress, silent
 from .protocol import DeletingSystem, Document, MemorySystem, Query, SearchHit, vector_of
 from .results import Operation, StreamCheckpoint, StreamRow
-from .runbooks import Checkpoint, FindOwn, Forget, Load, Runbook, Search, Sleep, Step, Write
+from .runbooks import Checkpoint, FindOwn, Forget, Runbook, Search, Sleep, Step, Write
 from .runner import one_core, open_system
 
 K = 10
@@ -126,7 +126,7 @@ class _Walk:
 
     def through(self, runbook: Runbook, row: dict[str, Any]) -> StreamRow:
         for step in runbook.steps:
-            if isinstance(step, Load):
+            if isinstance(step, Write) and not step.timed:
                 self._add(step.cells, timed=False)
             else:
                 with one_core():

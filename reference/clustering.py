@@ -178,25 +178,17 @@ class Assignment:
     state: GroupState
 
 
+@dataclass(frozen=True, kw_only=True)
 class LeaderClustering:
     """Assigns unit vectors to groups by the leader rule, founding groups up to `target(N)` and
     splitting any group that grows past `capacity(N)` cells after each chunk while fewer than
     `bound(N)` groups exist (see `MemoryConfig`)."""
 
-    def __init__(
-        self,
-        *,
-        join_threshold: float,
-        chunk: int,
-        target: Callable[[int], int],
-        capacity: Callable[[int], int] = lambda cells: 2**62,
-        bound: Callable[[int], int] = lambda cells: 2**62,
-    ) -> None:
-        self.join_threshold = join_threshold
-        self.chunk = chunk
-        self.target = target
-        self.capacity = capacity
-        self.bound = bound
+    join_threshold: float
+    chunk: int
+    target: Callable[[int], int]
+    capacity: Callable[[int], int] = lambda cells: 2**62
+    bound: Callable[[int], int] = lambda cells: 2**62
 
     def assign(
         self,

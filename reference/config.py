@@ -16,6 +16,16 @@ QUERY_TIME = {"query_time": True}
 """Field metadata of the settings `CellularMemory.set_search_options` may change on an open memory."""
 
 
+def applies(*conditions: tuple[str, Any], query_time: bool = True) -> dict[str, Any]:
+    """Field metadata of a setting that does something only when other settings have these values: a
+    configuration that changes it otherwise is refused (a setting never silently does nothing)."""
+    return {"applies": conditions, **(QUERY_TIME if query_time else {})}
+
+
+BUDGET, TOP_K = ("probing", "budget"), ("probing", "top_k")
+ADAPTIVE, LEXICAL, ENTITIES = ("grouping", "adaptive"), ("lexical", True), ("use_entities", True)
+
+
 @dataclass(frozen=True)
 class ScoringWeights:
     """Weights of the `memory`-mode score; they must sum to 1."""
@@ -29,6 +39,26 @@ class ScoringWeights:
         total = self.similarity + self.importance + self.recency + self.access
         if min(self.similarity, self.importance, self.recency, self.access) < 0 or abs(total - 1) > 1e-9:
             raise InvalidInputError(f"scoring weights must be >= 0 and sum to 1, got {total:.6f}")
+
+
+AT_LEAST: dict[float, tuple[str, ...]] = {
+    0: ("group_size_per_sqrt_n", "probe_per_sqrt_n", "probe_margin", "probe_cost_cells", "rrf_k", "entity_boost",
+        "episode_weight", "neighbour_weight", "episode_gap_s", "superseded_penalty", "flat_copy_rows"),
+    1: ("max_groups", "sleep_rounds", "probe_per_k", "fusion_depth", "group_top_k", "access_saturation",
+        "ingest_chunk"),
+    2: ("group_size",),
+    3: ("concept_limit",),
+}  # fmt: skip
+"""The least value of each numeric setting (inclusive)."""
+ABOVE = {"split_factor": 1, "fragment_divisor": 1, "half_life_days": 0}
+SHARES = ("sleep_settled", "lexical_weight")
+COSINES = ("join_threshold", "merge_threshold")
+CHOICES = {
+    "grouping": ("adaptive", "threshold"),
+    "probing": ("budget", "top_k"),
+    "fusion": ("rrf", "score"),
+    "group_backend": ("numpy", "chroma"),
+}
 
 
 @dataclass(frozen=True)
@@ -71,6 +101,11 @@ class MemoryConfig:
     cut at the largest gap; at most `concept_limit` groups are linked (O(G²)), the rest join the
     concept of their nearest linked centroid.
 
+    A setting that does something only under others (`group_top_k` and `min_score` with `probing="top_k"`,
+    the probe budget with `probing="budget"`, the fusion and context weights with `lexical=True`, the
+    adaptive sizes with `grouping="adaptive"`, `flat_copy_rows` with the `numpy` backend) is refused when
+    changed from its default where it would do nothing; the message names what it applies to.
+
     Text queries are hybrid (`lexical=True`): the dense stages' best `fusion_depth` candidates and the
     lexical index's (BM25 over cell texts) are fused by reciprocal rank (`fusion="rrf"`, constant
     `rrf_k`) or by calibrated scores (`fusion="score"`, `lexical_weight` on BM25 / the query's best
@@ -86,28 +121,28 @@ class MemoryConfig:
     grouping: Grouping = "adaptive"
     join_threshold: float = 0.6
     max_groups: int = 65_536
-    group_size: int = 32
-    group_size_per_sqrt_n: float = 0.5
-    split_factor: float = 2.0
-    fragment_divisor: float = 4.0
-    sleep_rounds: int = 10
-    sleep_settled: float = 0.005
+    group_size: int = field(default=32, metadata=applies(ADAPTIVE, query_time=False))
+    group_size_per_sqrt_n: float = field(default=0.5, metadata=applies(ADAPTIVE, query_time=False))
+    split_factor: float = field(default=2.0, metadata=applies(ADAPTIVE, query_time=False))
+    fragment_divisor: float = field(default=4.0, metadata=applies(ADAPTIVE, query_time=False))
+    sleep_rounds: int = field(default=10, metadata=applies(ADAPTIVE, query_time=False))
+    sleep_settled: float = field(default=0.005, metadata=applies(ADAPTIVE, query_time=False))
     probing: Probing = field(default="budget", metadata=QUERY_TIME)
-    probe_per_k: int = field(default=60, metadata=QUERY_TIME)
-    probe_per_sqrt_n: float = field(default=32.0, metadata=QUERY_TIME)
-    probe_margin: float = field(default=0.2, metadata=QUERY_TIME)
-    probe_cost_cells: int = field(default=0, metadata=QUERY_TIME)
-    group_top_k: int = field(default=3, metadata=QUERY_TIME)
-    min_score: float = field(default=0.0, metadata=QUERY_TIME)
+    probe_per_k: int = field(default=60, metadata=applies(BUDGET))
+    probe_per_sqrt_n: float = field(default=32.0, metadata=applies(BUDGET))
+    probe_margin: float = field(default=0.2, metadata=applies(BUDGET))
+    probe_cost_cells: int = field(default=0, metadata=applies(BUDGET))
+    group_top_k: int = field(default=3, metadata=applies(TOP_K))
+    min_score: float = field(default=0.0, metadata=applies(TOP_K))
     lexical: bool = field(default=True, metadata=QUERY_TIME)
-    fusion: Fusion = field(default="rrf", metadata=QUERY_TIME)
-    fusion_depth: int = field(default=100, metadata=QUERY_TIME)
-    rrf_k: int = field(default=5, metadata=QUERY_TIME)
-    lexical_weight: float = field(default=0.3, metadata=QUERY_TIME)
-    episode_weight: float = field(default=0.75, metadata=QUERY_TIME)
-    neighbour_weight: float = field(default=0.5, metadata=QUERY_TIME)
+    fusion: Fusion = field(default="rrf", metadata=applies(LEXICAL))
+    fusion_depth: int = field(default=100, metadata=applies(LEXICAL))
+    rrf_k: int = field(default=5, metadata=applies(LEXICAL, ("fusion", "rrf")))
+    lexical_weight: float = field(default=0.3, metadata=applies(LEXICAL, ("fusion", "score")))
+    episode_weight: float = field(default=0.75, metadata=applies(LEXICAL))
+    neighbour_weight: float = field(default=0.5, metadata=applies(LEXICAL))
     episode_gap_s: float = 1800.0
-    entity_boost: float = field(default=1.0, metadata=QUERY_TIME)
+    entity_boost: float = field(default=1.0, metadata=applies(ENTITIES))
     use_entities: bool = field(default=True, metadata=QUERY_TIME)
     merge_threshold: float = 0.85
     weights: ScoringWeights = field(default_factory=ScoringWeights, metadata=QUERY_TIME)
@@ -116,55 +151,42 @@ class MemoryConfig:
     score_threshold: float = field(default=0.0, metadata=QUERY_TIME)
     superseded_penalty: float = field(default=0.2, metadata=QUERY_TIME)
     kind_importance: dict[str, float] = field(default_factory=lambda: {"episodic": 0.3, "fact": 0.9})
-    search_threads: int = 4
-    parallel_min_cells: int = field(default=8192, metadata=QUERY_TIME)
     group_backend: GroupBackend = "numpy"
     namespace: str = "mem"
     ingest_chunk: int = 2048
-    flat_copy_rows: int = 16_384
+    flat_copy_rows: int = field(default=16_384, metadata=applies(("group_backend", "numpy"), query_time=False))
     concept_limit: int = 2048
 
     def __post_init__(self) -> None:
-        checks = {
-            "join_threshold must be in (-1, 1)": -1 < self.join_threshold < 1,
-            "merge_threshold must be in (-1, 1)": -1 < self.merge_threshold < 1,
-            "max_groups must be >= 1": self.max_groups >= 1,
-            "grouping must be 'adaptive' or 'threshold'": self.grouping in ("adaptive", "threshold"),
-            "probing must be 'budget' or 'top_k'": self.probing in ("budget", "top_k"),
-            "group_size must be >= 2": self.group_size >= 2,
-            "group_size_per_sqrt_n must be >= 0": self.group_size_per_sqrt_n >= 0,
-            "split_factor must be > 1": self.split_factor > 1,
-            "fragment_divisor must be > 1": self.fragment_divisor > 1,
-            "sleep_rounds must be >= 1": self.sleep_rounds >= 1,
-            "sleep_settled must be in [0, 1]": 0 <= self.sleep_settled <= 1,
-            "probe_per_k must be >= 1": self.probe_per_k >= 1,
-            "probe_per_sqrt_n must be >= 0": self.probe_per_sqrt_n >= 0,
-            "probe_margin must be >= 0": self.probe_margin >= 0,
-            "probe_cost_cells must be >= 0": self.probe_cost_cells >= 0,
-            "fusion must be 'rrf' or 'score'": self.fusion in ("rrf", "score"),
-            "fusion_depth must be >= 1": self.fusion_depth >= 1,
-            "rrf_k must be >= 0": self.rrf_k >= 0,
-            "lexical_weight must be in [0, 1]": 0 <= self.lexical_weight <= 1,
-            "group_top_k must be >= 1": self.group_top_k >= 1,
-            "entity_boost must be >= 0": self.entity_boost >= 0,
-            "episode_weight must be >= 0": self.episode_weight >= 0,
-            "neighbour_weight must be >= 0": self.neighbour_weight >= 0,
-            "episode_gap_s must be >= 0": self.episode_gap_s >= 0,
-            "superseded_penalty must be >= 0": self.superseded_penalty >= 0,
-            "half_life_days must be > 0": self.half_life_days > 0,
-            "access_saturation must be >= 1": self.access_saturation >= 1,
-            "search_threads must be >= 1": self.search_threads >= 1,
-            "parallel_min_cells must be >= 0": self.parallel_min_cells >= 0,
-            "ingest_chunk must be >= 1": self.ingest_chunk >= 1,
-            "flat_copy_rows must be >= 0": self.flat_copy_rows >= 0,
-            "concept_limit must be >= 3": self.concept_limit >= 3,
-            "group_backend must be 'numpy' or 'chroma'": self.group_backend in ("numpy", "chroma"),
+        at_least = {name: bound for bound, names in AT_LEAST.items() for name in names}
+        checks = {f"{name} must be >= {bound:g}": getattr(self, name) >= bound for name, bound in at_least.items()}
+        checks |= {f"{name} must be > {bound:g}": getattr(self, name) > bound for name, bound in ABOVE.items()}
+        checks |= {f"{name} must be in [0, 1]": 0 <= getattr(self, name) <= 1 for name in SHARES}
+        checks |= {f"{name} must be in (-1, 1)": -1 < getattr(self, name) < 1 for name in COSINES}
+        checks |= {
+            f"{name} must be one of {', '.join(map(repr, choices))}": getattr(self, name) in choices
+            for name, choices in CHOICES.items()
+        }
+        checks |= {
             "namespace must be 3-40 characters of [a-zA-Z0-9_-]": _valid_namespace(self.namespace),
             "kind_importance values must be in [0, 1]": all(0 <= v <= 1 for v in self.kind_importance.values()),
         }
-        failed = [message for message, ok in checks.items() if not ok]
+        failed = [message for message, ok in checks.items() if not ok] + self._settings_that_do_nothing()
         if failed:
             raise InvalidInputError("invalid MemoryConfig: " + "; ".join(failed))
+
+    def _settings_that_do_nothing(self) -> list[str]:
+        """A message for each setting changed from its default where it does nothing."""
+        found = []
+        for setting in fields(self):
+            unmet = [(key, value) for key, value in setting.metadata.get("applies", ()) if getattr(self, key) != value]
+            if unmet and getattr(self, setting.name) != setting.default:
+                wanted = " and ".join(f"{key}={value!r}" for key, value in setting.metadata["applies"])
+                found.append(
+                    f"{setting.name} applies only with {wanted}, and this configuration has "
+                    + ", ".join(f"{key}={getattr(self, key)!r}" for key, _ in unmet)
+                )
+        return found
 
     @classmethod
     def prototype(cls, **changes: Any) -> MemoryConfig:

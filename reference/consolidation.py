@@ -14,6 +14,7 @@ capacity are split in two (`clustering.split_in_two`) until none is or the group
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 import numpy as np
 
@@ -21,8 +22,9 @@ from .clustering import GroupState, split_in_two
 from .judges.base import Conflict
 
 
-@dataclass(frozen=True)
-class Merge:
+class Merge(NamedTuple):
+    """One group absorbed by another (at this centroid cosine)."""
+
     kept: int
     absorbed: int
     similarity: float

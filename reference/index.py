@@ -14,7 +14,7 @@ import threading
 import uuid
 from collections import OrderedDict
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, NamedTuple, Protocol
 
 import numpy as np
 
@@ -59,6 +59,17 @@ def top_k(scores: np.ndarray, k: int) -> np.ndarray:
         positions = np.argpartition(-scores, k - 1)[:k]
         return positions[np.argsort(-scores[positions], kind="stable")]
     return np.argsort(-scores, kind="stable")[:k]
+
+
+class ProbeLimits(NamedTuple):
+    """Where budget probing stops (`kernels.probe`): it keeps the best `depth` cells, reads at least `floor`
+    cells and at most `budget` (whole groups), and past the floor reads a group only if its centroid scores
+    at least the k-th best cell so far minus `margin`."""
+
+    depth: int
+    floor: int
+    budget: int
+    margin: float
 
 
 class NumpyGroupIndex:
@@ -143,21 +154,12 @@ class NumpyGroupIndex:
         return self.scan(np.flatnonzero(self.sizes), query)
 
     def probe(
-        self,
-        groups: np.ndarray,
-        centroids: np.ndarray,
-        query: np.ndarray,
-        k: int,
-        *,
-        depth: int,
-        floor: int,
-        budget: int,
-        margin: float,
+        self, groups: np.ndarray, centroids: np.ndarray, query: np.ndarray, k: int, limits: ProbeLimits
     ) -> tuple[np.ndarray, np.ndarray]:
-        """Budget probing over `groups` (centroid `centroids[i]` for `groups[i]`): the best `depth` cells
+        """Budget probing over `groups` (centroid `centroids[i]` for `groups[i]`): the best `limits.depth` cells
         read and their cosines, best first. The rule is `kernels.probe`'s."""
         found: tuple[np.ndarray, np.ndarray] = kernels.probe(
-            self.vectors, self.rows, self.starts, self.sizes, groups, centroids, query, k, depth, floor, budget, margin
+            self.vectors, self.rows, self.starts, self.sizes, groups, centroids, query, k, *limits
         )
         return found
 

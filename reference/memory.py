@@ -11,10 +11,9 @@ import logging
 import threading
 from collections import deque
 from collections.abc import Hashable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from datetime import datetime
-from typing import Any
+from typing import Any, TypedDict, Unpack
 
 import numpy as np
 
@@ -35,7 +34,7 @@ from .ingest import NewCells
 from .judges import Conflict, ConflictJudge, OfflineJudge
 from .lexical import LexicalIndex
 from .scoring import Clock, system_clock
-from .search import Candidates, Mode, ThreeStageSearch
+from .search import Candidates, Mode, SearchPipeline
 from .state import EngineState
 from .stats import MemoryStats, memory_stats
 from .store import CellStore, NullStore, ServerCellStore, StoreIdentity
@@ -59,6 +58,17 @@ from .validation import (
 )
 
 DEFAULT_CONFIG = MemoryConfig()
+
+
+class SearchRestriction(TypedDict, total=False):
+    """What a search may return (`CellularMemory.search_batch`'s keyword arguments of that name)."""
+
+    scope: str | None
+    where: Mapping[str, Any] | None
+    since: float | datetime | None
+    until: float | datetime | None
+
+
 log = logging.getLogger(__name__)
 
 
@@ -93,7 +103,6 @@ class CellularMemory:
         self._sleeper: tuple[threading.Thread, threading.Event] | None = None
         self.sleep_reports: deque[ConsolidationReport] = deque(maxlen=100)
         self.sleep_errors: deque[MagneticError] = deque(maxlen=100)
-        self._pool = ThreadPoolExecutor(max_workers=config.search_threads, thread_name_prefix="cellular-search")
         self._clustering = LeaderClustering(
             join_threshold=config.join_threshold,
             chunk=config.ingest_chunk,
@@ -101,7 +110,7 @@ class CellularMemory:
             capacity=config.group_capacity,
             bound=config.group_bound,
         )
-        self._search = ThreeStageSearch(config, self._pool)
+        self._search = SearchPipeline(config)
         self._embedded: EmbeddedStore | None = None
         store: CellStore = NullStore()
         identity = StoreIdentity(self.dim, self.encoder.name, check_encoder)
@@ -297,10 +306,7 @@ class CellularMemory:
         *,
         mode: Mode = "similarity",
         vector: Any = None,
-        scope: str | None = None,
-        where: Mapping[str, Any] | None = None,
-        since: float | datetime | None = None,
-        until: float | datetime | None = None,
+        **within: Unpack[SearchRestriction],
     ) -> list[Hit]:
         """The best `k` cells for a text or a vector; scores are higher-is-better, sorted, ids unique.
 
@@ -310,9 +316,7 @@ class CellularMemory:
         timestamps (inclusive); a filtered search has `k` hits whenever `k` cells match.
         """
         vectors = None if vector is None else [vector]
-        return self.search_batch(
-            [query], k, mode=mode, vectors=vectors, scope=scope, where=where, since=since, until=until
-        )[0]
+        return self.search_batch([query], k, mode=mode, vectors=vectors, **within)[0]
 
     def search_batch(
         self,
@@ -416,7 +420,7 @@ class CellularMemory:
             self.config = replace(self.config, **changes)
             if self.config.lexical and self._state.lexical is None:  # switched on later: index what is stored
                 self._state.enable_lexical()
-            self._search = ThreeStageSearch(self.config, self._pool)
+            self._search = SearchPipeline(self.config)
 
     # ---- sleep ---------------------------------------------------------------------------
 
@@ -481,7 +485,7 @@ class CellularMemory:
             self._state.flush()
 
     def close(self) -> None:
-        """Flush and release threads and indexes; further calls raise."""
+        """Flush and release the indexes and the store; further calls raise."""
         state = self._state
         if state.closed:
             return
@@ -490,7 +494,6 @@ class CellularMemory:
             try:
                 state.close()
             finally:
-                self._pool.shutdown(wait=True)
                 if self._embedded is not None:  # a client passed in stays open: it is the caller's
                     self._embedded.close()
 

@@ -1,4 +1,4 @@
-"""Three-stage search: centroids → per-group searches → entity boost (→ flat search where cheaper).
+"""The search pipeline: centroids → per-group searches → entity boost → lexical fusion → context → ranking.
 
 Stage 1 ranks the live groups' centroids. With budget probing (the default) groups are taken in
 centroid order until they hold `MemoryConfig.probe_candidates(k, N)` cells, and past the first
@@ -9,8 +9,7 @@ and a flat search fills in when fewer than `k` candidates score above `min_score
 Stage 2 scores the chosen groups' cells. The `numpy` index runs stages 1 and 2 as one compiled call
 over its arena (`kernels.probe`), taking the k-th best score as each group is read; the `chroma`
 index queries one group at a time (the k-th best taken once, after the first `probe_per_k` · k
-cells), in parallel on the thread pool when the groups hold at least `parallel_min_cells` cells
-(below that the hand-off costs more than the query).
+cells; its calls are serialised by the index, so a thread pool would only add hand-offs).
 Stage 3 looks the query's entities up in the exact-match index: cells that mention them are
 scored directly and boosted by `entity_boost` times the share of the query's entities they
 mention. Stage 4, for text queries: the best `fusion_depth` dense candidates are fused with the
@@ -19,22 +18,22 @@ Stage 5, for text queries: each candidate is scored with its episode's and its n
 evidence (`_with_context`). Stage 6 ranks: in similarity mode the best k as they stand; in memory mode
 `MEMORY_MODE_POOL` · k candidates re-scored by importance, recency and access (`scoring.py`), superseded
 cells penalised, scores under `score_threshold` dropped. Every ranking rule of the engine is here.
+A search restricted to a scope or by a filter (`filters.Within`) applies the restriction in every stage
+(`SearchPipeline.run`).
 """
 
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Literal
 
 import numpy as np
 
-from .clustering import GroupState
 from .config import MemoryConfig
 from .episodes import EpisodeIndex
 from .filters import Within
 from .fusion import calibrated_scores, reciprocal_rank
-from .index import GroupIndex, NumpyGroupIndex, similarities, top_k
+from .index import GroupIndex, NumpyGroupIndex, ProbeLimits, similarities, top_k
 from .scoring import Clock, memory_scores
 from .state import EngineState
 
@@ -46,18 +45,19 @@ MEMORY_MODE_POOL = 4
 
 @dataclass(frozen=True)
 class Candidates:
-    """Rows and their similarity-mode scores (cosine + entity boost), best first, rows unique."""
+    """Rows and their scores, best first, rows unique: as the stage that made them scores (a cosine plus
+    entity boost for dense candidates, a fused and context score for text queries, the memory-mode score
+    after ranking in that mode)."""
 
     rows: np.ndarray
     scores: np.ndarray
 
 
-class ThreeStageSearch:
+class SearchPipeline:
     """Runs the pipeline over the engine's derived state (read-only)."""
 
-    def __init__(self, config: MemoryConfig, pool: ThreadPoolExecutor) -> None:
+    def __init__(self, config: MemoryConfig) -> None:
         self.config = config
-        self.pool = pool
 
     def ranked(
         self,
@@ -188,42 +188,29 @@ class ThreeStageSearch:
         active, centroids = groups.active_ids(scope), groups.active_centroids(scope)
         floor = config.probe_per_k * k
         if budget and isinstance(index, NumpyGroupIndex):  # the rule below, compiled with a running k-th score
-            return index.probe(
-                active,
-                centroids,
-                query,
-                k,
-                depth=depth,
-                floor=floor,
-                budget=budget,
-                margin=config.probe_margin,
-            )
+            return index.probe(active, centroids, query, k, ProbeLimits(depth, floor, budget, config.probe_margin))
         centroid_scores = similarities(centroids, query)
         if not budget:
             chosen = active[top_k(centroid_scores, config.group_top_k)]
-            return self._search_groups(chosen, query, depth, groups, index)
+            return self._search_groups(chosen, query, depth, index)
         ranked, reached = _probe_order(centroid_scores, groups.active_sizes(scope), budget)
         first = int(np.searchsorted(reached, floor)) + 1
-        rows, scores = self._search_groups(active[ranked[:first]], query, depth, groups, index)
+        rows, scores = self._search_groups(active[ranked[:first]], query, depth, index)
         rest = ranked[first:]
         if len(rest) and len(scores) >= k:  # past the floor: only groups that may still hold a top-k cell
             kth = float(np.partition(scores, len(scores) - k)[len(scores) - k])
             rest = rest[centroid_scores[rest] >= kth - config.probe_margin]
         if len(rest):
-            more_rows, more_scores = self._search_groups(active[rest], query, depth, groups, index)
+            more_rows, more_scores = self._search_groups(active[rest], query, depth, index)
             rows, scores = np.concatenate([rows, more_rows]), np.concatenate([scores, more_scores])
         return rows, scores
 
     def _search_groups(
-        self, chosen: np.ndarray, query: np.ndarray, k: int, groups: GroupState, index: GroupIndex
+        self, chosen: np.ndarray, query: np.ndarray, k: int, index: GroupIndex
     ) -> tuple[np.ndarray, np.ndarray]:
         if isinstance(index, NumpyGroupIndex):
             return index.scan(chosen, query)
-        probed_cells = int(groups.counts[chosen].sum())
-        if len(chosen) > 1 and probed_cells >= self.config.parallel_min_cells:
-            results = list(self.pool.map(lambda group: index.search(group, query, k), chosen.tolist()))
-        else:
-            results = [index.search(group, query, k) for group in chosen.tolist()]
+        results = [index.search(group, query, k) for group in chosen.tolist()]
         return np.concatenate([r for r, _ in results]), np.concatenate([s for _, s in results])
 
     def _entity_stage(

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Hashable, Mapping
-from dataclasses import replace
 
 import numpy as np
 
@@ -115,7 +114,7 @@ def _plan_scope(state: EngineState, config: MemoryConfig, rows: np.ndarray, firs
 
     after = numbered(plan.groups)
     moved = after != state.table.group[plan.rows]
-    merges = [replace(m, kept=int(ids[m.kept]), absorbed=int(ids[m.absorbed])) for m in plan.merges]
+    merges = [m._replace(kept=int(ids[m.kept]), absorbed=int(ids[m.absorbed])) for m in plan.merges]
     return Regrouping(merges, plan.rows[moved], after[moved], plan.splits)
 
 

@@ -12,6 +12,7 @@ import json
 import shutil
 import tempfile
 from collections import defaultdict
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -101,7 +102,9 @@ def declared_capabilities(pytestconfig: pytest.Config) -> frozenset[str]:
 
 
 @pytest.fixture
-def system_under_test(pytestconfig: pytest.Config, declared_capabilities: frozenset[str], request):
+def system_under_test(
+    pytestconfig: pytest.Config, declared_capabilities: frozenset[str], request: pytest.FixtureRequest
+) -> Iterator[SystemUnderTest]:
     for marker in request.node.iter_markers("capability"):
         if marker.args[0] not in declared_capabilities:
             pytest.skip(f"the system does not declare the '{marker.args[0]}' capability")

@@ -5,8 +5,10 @@ from __future__ import annotations
 import copy
 import math
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from itertools import pairwise
+from typing import Any
 
 import numpy as np
 import pytest
@@ -15,7 +17,7 @@ from harness.generators.vectors import clustered_unit_vectors, exact_top_k
 from harness.metrics import recall_at_k
 from harness.protocol import Document, Query
 
-from .plugin import DIM
+from .plugin import DIM, SystemUnderTest
 
 N = 60
 DATA = clustered_unit_vectors(N, DIM, clusters=6, spread=0.6, queries=20, seed=5)
@@ -33,7 +35,7 @@ def text_of(i: int) -> str:
     return f"note {i}: {WORDS[i % 12]} {WORDS[(i * 5) % 12]} {WORDS[(i * 7 + 3) % 12]} {i}"
 
 
-def documents(system, rows=range(N), texts=None) -> list[Document]:
+def documents(system: Any, rows: Sequence[int] = range(N), texts: Sequence[str] | None = None) -> list[Document]:
     with_vectors = "vectors" in system.capabilities
     return [
         Document(f"doc-{i}", texts[j] if texts else text_of(i), DATA.vectors[i] if with_vectors else None)
@@ -41,13 +43,13 @@ def documents(system, rows=range(N), texts=None) -> list[Document]:
     ]
 
 
-def query_for(system, i: int) -> Query:
+def query_for(system: Any, i: int) -> Query:
     """A query aimed at document i: its vector if the system takes vectors, else its text."""
     with_vectors = "vectors" in system.capabilities
     return Query(f"q-{i}", text_of(i), DATA.vectors[i] if with_vectors else None)
 
 
-def probe_queries(system) -> list[Query]:
+def probe_queries(system: Any) -> list[Query]:
     with_vectors = "vectors" in system.capabilities
     return [Query(f"p-{j}", WORDS[j % 12], DATA.queries[j] if with_vectors else None) for j in range(10)]
 
@@ -56,33 +58,33 @@ def sorted_best_first(scores: list[float]) -> bool:
     return all(a >= b - 1e-9 for a, b in pairwise(scores))
 
 
-def finds(system, i: int) -> bool:
+def finds(system: Any, i: int) -> bool:
     k = 1 if "vectors" in system.capabilities else 10
     return f"doc-{i}" in [h.doc_id for h in system.search(query_for(system, i), k=k)]
 
 
 @pytest.fixture
-def loaded(system_under_test):
+def loaded(system_under_test: SystemUnderTest) -> Any:
     system = system_under_test.open()
     system.add(documents(system))
     return system
 
 
 @pytest.mark.requirement("MB-DECL-1", "MB-DECL-2")
-def test_declaration(system_under_test):
+def test_declaration(system_under_test: SystemUnderTest) -> None:
     system = system_under_test.open()
     assert isinstance(system.name, str) and system.name
     assert set(system.capabilities) & {"text", "vectors"}
 
 
 @pytest.mark.requirement("MB-ADD-1")
-def test_every_added_document_is_searchable(loaded):
+def test_every_added_document_is_searchable(loaded: Any) -> None:
     missing = [i for i in range(N) if not finds(loaded, i)]
     assert not missing, f"documents not found after add: {missing[:10]}"
 
 
 @pytest.mark.requirement("MB-ADD-2")
-def test_texts_in_any_script_are_accepted(system_under_test):
+def test_texts_in_any_script_are_accepted(system_under_test: SystemUnderTest) -> None:
     system = system_under_test.open()
     rows = range(len(NON_ASCII))
     docs = documents(system, rows, NON_ASCII)
@@ -93,7 +95,7 @@ def test_texts_in_any_script_are_accepted(system_under_test):
 
 
 @pytest.mark.requirement("MB-ADD-3")
-def test_documents_from_several_batches_are_all_searchable(system_under_test):
+def test_documents_from_several_batches_are_all_searchable(system_under_test: SystemUnderTest) -> None:
     system = system_under_test.open()
     for start in range(0, N, 20):
         system.add(documents(system, range(start, start + 20)))
@@ -102,20 +104,20 @@ def test_documents_from_several_batches_are_all_searchable(system_under_test):
 
 @pytest.mark.requirement("MB-SEARCH-1")
 @pytest.mark.parametrize("k", [1, 3, 7])
-def test_at_most_k_hits(loaded, k):
+def test_at_most_k_hits(loaded: Any, k: int) -> None:
     for query in probe_queries(loaded):
         assert len(loaded.search(query, k=k)) <= k
 
 
 @pytest.mark.requirement("MB-SEARCH-2")
-def test_no_document_twice(loaded):
+def test_no_document_twice(loaded: Any) -> None:
     for query in probe_queries(loaded):
         ids = [h.doc_id for h in loaded.search(query, k=10)]
         assert len(ids) == len(set(ids))
 
 
 @pytest.mark.requirement("MB-SEARCH-3")
-def test_hits_are_sorted_best_first(loaded):
+def test_hits_are_sorted_best_first(loaded: Any) -> None:
     for query in probe_queries(loaded):
         scores = [h.score for h in loaded.search(query, k=10)]
         assert all(math.isfinite(s) for s in scores)
@@ -124,13 +126,13 @@ def test_hits_are_sorted_best_first(loaded):
 
 @pytest.mark.requirement("MB-SEARCH-4")
 @pytest.mark.parametrize("k", [5, N + 5])
-def test_complete_answers(loaded, k):
+def test_complete_answers(loaded: Any, k: int) -> None:
     for query in probe_queries(loaded)[:3]:
         assert len(loaded.search(query, k=k)) == min(k, N)
 
 
 @pytest.mark.requirement("MB-SEARCH-5")
-def test_only_added_ids(loaded):
+def test_only_added_ids(loaded: Any) -> None:
     known = {f"doc-{i}" for i in range(N)}
     for query in probe_queries(loaded):
         assert {h.doc_id for h in loaded.search(query, k=10)} <= known
@@ -138,7 +140,7 @@ def test_only_added_ids(loaded):
 
 @pytest.mark.requirement("MB-SEARCH-6")
 @pytest.mark.capability("vectors")
-def test_own_vector_finds_the_document(loaded):
+def test_own_vector_finds_the_document(loaded: Any) -> None:
     for i in range(0, N, 7):
         [hit] = loaded.search(query_for(loaded, i), k=1)
         assert hit.doc_id == f"doc-{i}" or np.allclose(DATA.vectors[int(hit.doc_id.split("-")[1])], DATA.vectors[i])
@@ -146,7 +148,7 @@ def test_own_vector_finds_the_document(loaded):
 
 @pytest.mark.requirement("MB-SEARCH-7")
 @pytest.mark.capability("vectors")
-def test_recall_against_exact_search(loaded):
+def test_recall_against_exact_search(loaded: Any) -> None:
     truth = [[f"doc-{i}" for i in row] for row in exact_top_k(DATA.vectors, DATA.queries, 10).tolist()]
     found = [
         [h.doc_id for h in loaded.search(Query(f"r{j}", f"probe {j}", q), k=10)] for j, q in enumerate(DATA.queries)
@@ -157,7 +159,7 @@ def test_recall_against_exact_search(loaded):
 
 @pytest.mark.requirement("MB-SEARCH-8")
 @pytest.mark.capability("text")
-def test_exact_text_finds_the_document(loaded):
+def test_exact_text_finds_the_document(loaded: Any) -> None:
     for i in range(0, N, 11):
         query = Query(f"t{i}", text_of(i), DATA.vectors[i] if "vectors" in loaded.capabilities else None)
         assert f"doc-{i}" in [h.doc_id for h in loaded.search(query, k=10)]
@@ -165,7 +167,7 @@ def test_exact_text_finds_the_document(loaded):
 
 @pytest.mark.requirement("MB-ERR-1")
 @pytest.mark.parametrize("k", [0, -3])
-def test_k_below_one_is_refused(loaded, k):
+def test_k_below_one_is_refused(loaded: Any, k: int) -> None:
     with pytest.raises(ValueError):
         loaded.search(probe_queries(loaded)[0], k=k)
     assert len(loaded.search(probe_queries(loaded)[0], k=N)) == N
@@ -173,7 +175,7 @@ def test_k_below_one_is_refused(loaded, k):
 
 @pytest.mark.requirement("MB-PERSIST-1")
 @pytest.mark.capability("persist")
-def test_documents_survive_close_and_reopen(system_under_test):
+def test_documents_survive_close_and_reopen(system_under_test: SystemUnderTest) -> None:
     system = system_under_test.open()
     system.add(documents(system))
     reopened = system_under_test.reopen(system)
@@ -183,7 +185,7 @@ def test_documents_survive_close_and_reopen(system_under_test):
 
 @pytest.mark.requirement("MB-PERSIST-2")
 @pytest.mark.capability("persist")
-def test_adding_after_reopen_keeps_earlier_documents(system_under_test):
+def test_adding_after_reopen_keeps_earlier_documents(system_under_test: SystemUnderTest) -> None:
     system = system_under_test.open()
     system.add(documents(system, range(0, 30)))
     reopened = system_under_test.reopen(system)
@@ -193,7 +195,7 @@ def test_adding_after_reopen_keeps_earlier_documents(system_under_test):
 
 @pytest.mark.requirement("MB-CONS-1")
 @pytest.mark.capability("consolidate")
-def test_consolidation_loses_and_duplicates_nothing(loaded):
+def test_consolidation_loses_and_duplicates_nothing(loaded: Any) -> None:
     loaded.consolidate()
     assert all(finds(loaded, i) for i in range(N))
     ids = [h.doc_id for h in loaded.search(probe_queries(loaded)[0], k=N + 5)]
@@ -202,10 +204,10 @@ def test_consolidation_loses_and_duplicates_nothing(loaded):
 
 @pytest.mark.requirement("MB-CHURN-1")
 @pytest.mark.capability("delete")
-def test_churn_never_loses_a_live_document_nor_returns_a_deleted_one(system_under_test):
+def test_churn_never_loses_a_live_document_nor_returns_a_deleted_one(system_under_test: SystemUnderTest) -> None:
     system = system_under_test.open()
     system.add(documents(system, range(0, 40)))
-    live, deleted = set(range(40)), set()
+    live, deleted = set(range(40)), set[int]()
     rng = np.random.default_rng(3)
     for round_ in range(4):
         gone = {int(i) for i in rng.choice(sorted(live), size=8, replace=False)}
@@ -226,7 +228,7 @@ def test_churn_never_loses_a_live_document_nor_returns_a_deleted_one(system_unde
 
 @pytest.mark.requirement("MB-MEM-1")
 @pytest.mark.capability("memory_scoring")
-def test_memory_mode_answers_follow_the_search_rules(loaded):
+def test_memory_mode_answers_follow_the_search_rules(loaded: Any) -> None:
     for query in probe_queries(loaded):
         hits = loaded.search(query, k=5, mode="memory")
         scores = [h.score for h in hits]
@@ -236,7 +238,7 @@ def test_memory_mode_answers_follow_the_search_rules(loaded):
 
 @pytest.mark.requirement("MB-MEM-2")
 @pytest.mark.capability("memory_scoring")
-def test_memory_mode_prefers_the_more_recent_of_two_equal_documents(system_under_test):
+def test_memory_mode_prefers_the_more_recent_of_two_equal_documents(system_under_test: SystemUnderTest) -> None:
     system = system_under_test.open()
     vector = DATA.vectors[0] if "vectors" in system.capabilities else None
     now = time.time()
@@ -253,13 +255,13 @@ def test_memory_mode_prefers_the_more_recent_of_two_equal_documents(system_under
 
 
 @pytest.mark.requirement("MB-ADD-4")
-def test_a_new_system_is_empty(system_under_test):
+def test_a_new_system_is_empty(system_under_test: SystemUnderTest) -> None:
     system = system_under_test.open()
     assert system.search(probe_queries(system)[0], k=5) == []
 
 
 @pytest.mark.requirement("MB-ADD-5")
-def test_inputs_are_left_as_they_were(system_under_test):
+def test_inputs_are_left_as_they_were(system_under_test: SystemUnderTest) -> None:
     system = system_under_test.open()
     docs = [Document(d.id, d.text, d.vector, {"tags": ["a", "b"], "n": 1}) for d in documents(system)]
     kept = [(d.text, None if d.vector is None else d.vector.copy(), copy.deepcopy(dict(d.metadata))) for d in docs]
@@ -269,13 +271,13 @@ def test_inputs_are_left_as_they_were(system_under_test):
     system.search(query, k=10)
     for doc, (text, vector, metadata) in zip(docs, kept):
         assert doc.text == text and dict(doc.metadata) == metadata
-        assert vector is None or np.array_equal(doc.vector, vector)
-    assert query_vector is None or np.array_equal(query.vector, query_vector)
+        assert (vector is None) == (doc.vector is None) and np.array_equal(doc.vector, vector)  # type: ignore[arg-type]
+    assert np.array_equal(query.vector, query_vector)  # type: ignore[arg-type]
 
 
 @pytest.mark.requirement("MB-DEL-1")
 @pytest.mark.capability("delete")
-def test_deleting_unknown_ids_is_no_error_and_deletes_nothing_else(loaded):
+def test_deleting_unknown_ids_is_no_error_and_deletes_nothing_else(loaded: Any) -> None:
     loaded.delete(["never-added"])
     loaded.delete(["doc-3"])
     loaded.delete(["doc-3", "never-added"])
@@ -284,7 +286,7 @@ def test_deleting_unknown_ids_is_no_error_and_deletes_nothing_else(loaded):
     assert all(finds(loaded, i) for i in range(N) if i != 3)
 
 
-def scoped_documents(system) -> list[Document]:
+def scoped_documents(system: Any) -> list[Document]:
     """Every document twice, in scopes "user:a" and "user:b" (same text and vector), and a third of them
     in "user:c"."""
     return [
@@ -294,11 +296,11 @@ def scoped_documents(system) -> list[Document]:
     ]
 
 
-def scope_answers(system, scope: str, k: int) -> list[list[str]]:
+def scope_answers(system: Any, scope: str, k: int) -> list[list[str]]:
     return [[h.doc_id for h in system.search(replace(q, scope=scope), k=k)] for q in probe_queries(system)]
 
 
-def check_scopes_apart(system) -> None:
+def check_scopes_apart(system: Any) -> None:
     held = {"user:a": N, "user:b": N, "user:c": len(range(0, N, 3)), "user:nobody": 0}
     for scope, count in held.items():
         for k in (5, N):
@@ -309,7 +311,7 @@ def check_scopes_apart(system) -> None:
 
 @pytest.mark.requirement("MB-SCOPE-1")
 @pytest.mark.capability("scopes")
-def test_a_search_in_a_scope_returns_only_that_scope(system_under_test):
+def test_a_search_in_a_scope_returns_only_that_scope(system_under_test: SystemUnderTest) -> None:
     system = system_under_test.open()
     system.add(scoped_documents(system))
     check_scopes_apart(system)
@@ -323,7 +325,7 @@ def test_a_search_in_a_scope_returns_only_that_scope(system_under_test):
 
 @pytest.mark.requirement("MB-SCOPE-2")
 @pytest.mark.capability("scopes")
-def test_every_document_is_found_in_its_own_scope(system_under_test):
+def test_every_document_is_found_in_its_own_scope(system_under_test: SystemUnderTest) -> None:
     system = system_under_test.open()
     system.add(scoped_documents(system))
     k = 1 if "vectors" in system.capabilities else 10
@@ -333,7 +335,7 @@ def test_every_document_is_found_in_its_own_scope(system_under_test):
             assert f"{scope}/doc-{i}" in [h.doc_id for h in hits], (scope, i, hits)
 
 
-FILTERED = [
+FILTERED: list[tuple[dict[str, Any], Callable[[dict[str, Any]], bool]]] = [
     ({"colour": "red"}, lambda m: m["colour"] == "red"),
     ({"colour": {"$in": ["red", "blue"]}}, lambda m: m["colour"] in ("red", "blue")),
     ({"colour": {"$ne": "red"}}, lambda m: m["colour"] != "red"),
@@ -347,7 +349,7 @@ FILTERED = [
 
 @pytest.mark.requirement("MB-FILTER-1")
 @pytest.mark.capability("filters")
-def test_a_filtered_search_returns_only_and_enough_matching_documents(system_under_test):
+def test_a_filtered_search_returns_only_and_enough_matching_documents(system_under_test: SystemUnderTest) -> None:
     system = system_under_test.open()
     colours = ["red", "green", "blue"]
     metadata = [{"colour": colours[i % 3], "rank": i} for i in range(N)]
@@ -361,7 +363,7 @@ def test_a_filtered_search_returns_only_and_enough_matching_documents(system_und
                 assert len(hits) == min(k, len(matching)), f"{where}, k={k}: {len(hits)} hits"
 
 
-def moved(system, i: int) -> Document:
+def moved(system: Any, i: int) -> Document:
     """Document i rewritten with the text and vector of document (i + N/2) mod N."""
     j = (i + N // 2) % N
     source = documents(system, [j])[0]
@@ -370,7 +372,7 @@ def moved(system, i: int) -> Document:
 
 @pytest.mark.requirement("MB-UPDATE-1")
 @pytest.mark.capability("update")
-def test_an_upserted_document_is_searched_as_its_new_version(loaded):
+def test_an_upserted_document_is_searched_as_its_new_version(loaded: Any) -> None:
     rewritten = list(range(0, N, 6))
     loaded.upsert([moved(loaded, i) for i in rewritten])
     vectors = {f"doc-{i}": DATA.vectors[(i + N // 2) % N if i in rewritten else i] for i in range(N)}
@@ -392,7 +394,7 @@ def test_an_upserted_document_is_searched_as_its_new_version(loaded):
 
 @pytest.mark.requirement("MB-UPDATE-2")
 @pytest.mark.capability("update")
-def test_upsert_is_idempotent(system_under_test):
+def test_upsert_is_idempotent(system_under_test: SystemUnderTest) -> None:
     system = system_under_test.open()
     system.upsert(documents(system, range(0, 40)))
     system.upsert(documents(system, range(0, 40)))
@@ -404,7 +406,7 @@ def test_upsert_is_idempotent(system_under_test):
 
 @pytest.mark.requirement("MB-GET-1")
 @pytest.mark.capability("get")
-def test_get_returns_documents_in_the_order_asked(system_under_test):
+def test_get_returns_documents_in_the_order_asked(system_under_test: SystemUnderTest) -> None:
     system = system_under_test.open()
     docs = [Document(d.id, d.text, d.vector, {"n": i}) for i, d in enumerate(documents(system))]
     system.add(docs)

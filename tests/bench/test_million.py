@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from harness.generators.vectors import clustered_unit_vectors, exact_top_k
+from harness.runner import resident_bytes
 from reference import CellularMemory, MemoryConfig
 from reference.encoders import MockEncoder
 from tests.bench.conftest import record, time_queries
@@ -22,11 +23,6 @@ pytestmark = pytest.mark.skipif(not os.environ.get("MAGBENCH_MILLION"), reason="
 def million():
     data = clustered_unit_vectors(N, 384, N // 1_000, spread=1.0, queries=200, seed=21)
     return data, exact_top_k(data.vectors, data.queries, 10)
-
-
-def resident_bytes() -> int:
-    with open("/proc/self/statm") as statm:
-        return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
 
 
 def test_engine_at_a_million_cells(benchmark, million):

@@ -5,6 +5,7 @@ import json
 import pytest
 
 from harness.beir import DatasetFormatError
+from harness.dataset_spec import DatasetSpec
 from harness.dialogue import TurnFormat, load_dialogue
 
 LOCOMO_SAMPLE = {
@@ -65,24 +66,24 @@ def locomo_file(tmp_path):
 
 
 def test_locomo_turns_questions_evidence_and_categories(locomo_file):
-    data = load_dialogue(f"locomo:{locomo_file}")
+    data = load_dialogue(DatasetSpec.parse(f"locomo:{locomo_file}"))
     [conversation] = data.conversations
     assert [d.id for d in conversation.docs] == ["D1:1", "D1:2", "D2:1"]
     assert conversation.docs[1].text == "Ben: Lovely! [shares a photo: a grey cat on a sofa]"
     assert len(conversation.queries) == 3  # the question without evidence cannot be scored
     assert conversation.relevant()[1] == ["D2:1", "D1:1"]  # "D2:1; D1:1" is two evidence turns
-    assert set(conversation.info["category"].values()) == {"single-hop", "multi-hop", "adversarial"}
-    assert conversation.info["session_of"] == {"D1:1": "S1", "D1:2": "S1", "D2:1": "S2"}
+    assert set(conversation.conversation.category.values()) == {"single-hop", "multi-hop", "adversarial"}
+    assert conversation.conversation.session_of == {"D1:1": "S1", "D1:2": "S1", "D2:1": "S2"}
     assert len(data.sha256) == 64
 
 
 def test_turn_format_is_an_explicit_option(locomo_file):
     fmt = TurnFormat.parse("date,speaker")
-    [conversation] = load_dialogue(f"locomo:{locomo_file}", fmt).conversations
+    [conversation] = load_dialogue(DatasetSpec.parse(f"locomo:{locomo_file}"), fmt).conversations
     assert conversation.docs[1].text == "[1:56 pm on 8 May, 2023] Ben: Lovely!"
-    assert load_dialogue(f"locomo:{locomo_file}", TurnFormat.parse("plain")).conversations[0].docs[0].text == (
-        "I adopted a cat named Miso."
-    )
+    assert load_dialogue(DatasetSpec.parse(f"locomo:{locomo_file}"), TurnFormat.parse("plain")).conversations[0].docs[
+        0
+    ].text == ("I adopted a cat named Miso.")
     with pytest.raises(ValueError, match="unknown turn format"):
         TurnFormat.parse("speaker,emoji")
 
@@ -90,9 +91,9 @@ def test_turn_format_is_an_explicit_option(locomo_file):
 def test_longmemeval_haystacks_with_marked_evidence_and_abstention(tmp_path):
     path = tmp_path / "longmemeval_s.json"
     path.write_text(json.dumps(LONGMEMEVAL))
-    first, abstention = load_dialogue(f"longmemeval:{path}").conversations
+    first, abstention = load_dialogue(DatasetSpec.parse(f"longmemeval:{path}")).conversations
     assert first.relevant() == [["s1#0"]] and first.docs[0].text == "user: I flew to Lisbon."
-    assert abstention.info["category"] == {"q2_abs": "single-session-user-abstention"}
+    assert abstention.conversation.category == {"q2_abs": "single-session-user-abstention"}
     assert abstention.relevant() == [[]]
 
 
@@ -109,19 +110,19 @@ def test_a_malformed_locomo_file_names_the_file_and_the_record(tmp_path, content
     path = tmp_path / "bad.json"
     path.write_text(content)
     with pytest.raises(DatasetFormatError, match=message) as error:
-        load_dialogue(f"locomo:{path}")
+        load_dialogue(DatasetSpec.parse(f"locomo:{path}"))
     assert str(path) in str(error.value)
 
 
 def test_missing_files_and_unknown_kinds_are_typed_errors(tmp_path):
     with pytest.raises(DatasetFormatError, match="no such file"):
-        load_dialogue(f"locomo:{tmp_path / 'missing.json'}")
+        load_dialogue(DatasetSpec.parse(f"locomo:{tmp_path / 'missing.json'}"))
     with pytest.raises(DatasetFormatError, match="locomo:FILE or longmemeval:FILE"):
-        load_dialogue("beir:somewhere")
+        load_dialogue(DatasetSpec.parse("beir:somewhere"))
     path = tmp_path / "lme.json"
     path.write_text(json.dumps([{"question_id": "q"}]))
     with pytest.raises(DatasetFormatError, match="question 0"):
-        load_dialogue(f"longmemeval:{path}")
+        load_dialogue(DatasetSpec.parse(f"longmemeval:{path}"))
 
 
 def test_session_level_is_left_out_where_k_reaches_the_sessions_and_turn_level_refuses(locomo_file):
@@ -132,11 +133,31 @@ def test_session_level_is_left_out_where_k_reaches_the_sessions_and_turn_level_r
     def quiet(items, label):
         return items
 
-    _, rows = dialogue(f"locomo:{locomo_file}", ("flat-numpy",), "mock", MockEncoder(), quiet, k=2)
+    _, rows = dialogue(DatasetSpec.parse(f"locomo:{locomo_file}"), ("flat-numpy",), "mock", MockEncoder(), quiet, k=2)
     session = [r for r in rows if r.granularity.startswith("session")]
     assert session and all("1 haystacks of ≤ 2 sessions left out" in r.granularity for r in session)
     assert all(r.scores.queries == 0 for r in session)
     turn = next(r for r in rows if r.granularity == "turn" and r.subset == "all questions")
     assert turn.scores.queries == 3
     with pytest.raises(CutoffError, match="k = 3 is not below the 3 turns"):
-        dialogue(f"locomo:{locomo_file}", ("flat-numpy",), "mock", MockEncoder(), quiet, k=3)
+        dialogue(DatasetSpec.parse(f"locomo:{locomo_file}"), ("flat-numpy",), "mock", MockEncoder(), quiet, k=3)
+
+
+@pytest.mark.parametrize(
+    ("text", "kind", "location", "dialogue"),
+    [
+        ("locomo:data/locomo10.json", "locomo", "data/locomo10.json", True),
+        ("longmemeval:lm.json", "longmemeval", "lm.json", True),
+        ("beam:chats", "beam", "chats", False),
+        ("datasets/scifact", "beir", "datasets/scifact", False),
+        ("C:/beir/scifact", "beir", "C:/beir/scifact", False),
+    ],
+)
+def test_a_dataset_spec_is_parsed_once_into_its_kind_and_location(text, kind, location, dialogue):
+    spec = DatasetSpec.parse(text)
+    assert (spec.kind, str(spec.location), spec.dialogue, str(spec)) == (kind, location, dialogue, text)
+
+
+def test_a_prefixed_dataset_without_a_path_is_refused():
+    with pytest.raises(DatasetFormatError, match="locomo:PATH"):
+        DatasetSpec.parse("locomo:")

@@ -1,5 +1,7 @@
 """The public API of CellularMemory: behaviour, bad input, all-or-nothing writes."""
 
+import re
+
 import numpy as np
 import pytest
 
@@ -72,8 +74,10 @@ def test_entity_boost_can_be_ablated(mock_encoder):
 
 
 def test_fallback_fills_k_when_the_groups_hold_too_few(mock_encoder):
-    with CellularMemory(encoder=mock_encoder, config=MemoryConfig(group_top_k=1)) as mem:
+    """Top-k probing reads one group here, which holds fewer than k cells: the flat search fills in."""
+    with CellularMemory(encoder=mock_encoder, config=MemoryConfig.prototype(group_top_k=1)) as mem:
         mem.add(TEXTS)
+        assert max(mem.stats().group_size_max, 1) < 4 <= len(mem)
         assert len(mem.search("cat", k=4)) == 4
 
 
@@ -206,13 +210,39 @@ def test_text_query_with_a_given_vector_skips_the_encoder_but_keeps_entities(moc
 
 
 def test_search_options_change_at_query_time_and_are_validated(memory):
-    memory.set_search_options(group_top_k=1, use_entities=False)
-    assert memory.config.group_top_k == 1
+    memory.set_search_options(probe_per_sqrt_n=4, use_entities=False)
+    assert memory.config.probe_per_sqrt_n == 4 and not memory.config.use_entities
     assert memory.search("Who is Maria Lopez?", k=1)[0].score <= 1.0
     with pytest.raises(InvalidInputError):
         memory.set_search_options(join_threshold=0.1)  # an ingest-time setting
     with pytest.raises(InvalidInputError):
         memory.set_search_options(group_top_k=0)
+
+
+@pytest.mark.parametrize(
+    ("changes", "named"),
+    [
+        ({"group_top_k": 5}, "group_top_k applies only with probing='top_k'"),
+        ({"min_score": 0.3}, "min_score applies only with probing='top_k'"),
+        ({"probe_per_sqrt_n": 8, "probing": "top_k"}, "probe_per_sqrt_n applies only with probing='budget'"),
+        ({"lexical_weight": 0.5}, "lexical_weight applies only with lexical=True and fusion='score'"),
+        ({"rrf_k": 60, "lexical": False}, "rrf_k applies only with lexical=True and fusion='rrf'"),
+        ({"entity_boost": 2.0, "use_entities": False}, "entity_boost applies only with use_entities=True"),
+    ],
+)
+def test_a_setting_that_would_do_nothing_is_refused(memory, changes, named):
+    before = memory.config
+    with pytest.raises(InvalidInputError, match=re.escape(named)):
+        memory.set_search_options(**changes)
+    assert memory.config == before
+    with pytest.raises(InvalidInputError, match=re.escape(named)):
+        MemoryConfig(**changes)
+
+
+def test_a_setting_that_applies_is_taken():
+    assert MemoryConfig.prototype(group_top_k=5).group_top_k == 5
+    assert MemoryConfig(fusion="score", lexical_weight=0.5).lexical_weight == 0.5
+    assert MemoryConfig(grouping="threshold", max_groups=10).max_groups == 10
 
 
 def test_deleting_an_id_listed_twice_deletes_it_once(memory):

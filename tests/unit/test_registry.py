@@ -36,9 +36,14 @@ def make_boastful(context, **options):
     return Boastful()
 
 
-def test_every_registered_name_resolves():
-    for name in SYSTEMS:
-        assert callable(resolve(name))
+@pytest.mark.parametrize("name", sorted(SYSTEMS))
+def test_every_registered_name_builds_a_system_of_that_name(name, tmp_path):
+    system = resolve(name)(SystemContext(dim=8, workdir=tmp_path))
+    try:
+        check_declaration(system)
+        assert system.name == name
+    finally:
+        system.close()
 
 
 def test_external_factories_load_from_module_and_name():

@@ -57,6 +57,7 @@ def check_found_by_own_vector(memory: CellularMemory, expected: dict[str, str]) 
         assert memory.search(record.vector, k=1, scope=scope)[0].id == cell_id
 
 
+@pytest.mark.slow
 def test_a_thousand_random_operations_never_mix_five_scopes(tmp_path, mock_encoder):
     rng, np_rng = random.Random(11), np.random.default_rng(11)
     expected: dict[str, str] = {}

@@ -13,7 +13,7 @@ from reference.encoders import MockEncoder
 
 WORDS = ["cat", "dog", "market", "rain", "Lisbon", "falcon", "tax", "mat", "blue", "Maria", "Lopez", "code.py"]
 ENCODER = MockEncoder(dim=32)
-CONFIG = MemoryConfig(max_groups=6, group_top_k=2, ingest_chunk=3)  # small numbers reach the edge cases
+CONFIG = MemoryConfig(max_groups=6, ingest_chunk=3)  # small numbers reach the edge cases
 
 
 class MemoryMachine(RuleBasedStateMachine):

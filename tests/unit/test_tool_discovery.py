@@ -7,7 +7,6 @@ from reference.agent import BaseTool, ToolResult, discover_tools
 
 class EchoTool(BaseTool):
     name = "echo"
-    command = "/echo"
     description = "repeat the arguments"
 
     def run(self, args, agent):

@@ -26,8 +26,12 @@ class ToolResult:
 
 class BaseTool(ABC):
     name: ClassVar[str]
-    command: ClassVar[str]
     description: ClassVar[str]
+
+    @property
+    def command(self) -> str:
+        """The slash command that runs it: its name after a slash."""
+        return f"/{self.name}"
 
     @abstractmethod
     def run(self, args: str, agent: MemoryAgent) -> ToolResult:

@@ -13,7 +13,6 @@ if TYPE_CHECKING:
 
 class BehaviorTool(BaseTool):
     name = "behavior"
-    command = "/behavior"
     description = "list personas, set one, or set a custom one: /behavior list | set NAME | custom TEXT | show"
 
     def run(self, args: str, agent: MemoryAgent) -> ToolResult:

@@ -23,7 +23,6 @@ MAX_CHUNKS = 100
 
 class InfiniteTool(BaseTool):
     name = "infinite"
-    command = "/infinite"
     description = f"generate a long text in chunks: /infinite [--chunks N (≤ {MAX_CHUNKS})] PROMPT"
 
     def __init__(self, window: int = 2) -> None:

@@ -184,7 +184,6 @@ def _chunks(text: str, size: int) -> list[tuple[int, str]]:
 
 class IngestTool(BaseTool):
     name = "ingest"
-    command = "/ingest"
     description = "ingest a repository, one cell per file chunk: /ingest PATH_OR_GIT_URL"
 
     def run(self, args: str, agent: MemoryAgent) -> ToolResult:

@@ -29,7 +29,6 @@ WORLD_PROMPT = (
 
 class StoryTool(BaseTool):
     name = "story"
-    command = "/story"
     description = "build a consistent story world: /story new PREMISE | add TEXT | world | check"
 
     def run(self, args: str, agent: MemoryAgent) -> ToolResult:
