@@ -80,7 +80,7 @@ def _p50s(results: RunResults, system: str) -> list[Measurement]:
 def _noisy_note(*rows: Measurement | None) -> str:
     """Names each measurement behind a verdict whose timing passes disagreed beyond the noise."""
     named = [
-        f"{m.system} at {m.n_docs:,} (pass medians {', '.join(f'{x:.3g}' for x in m.pass_medians_ms())} ms)"
+        f"{m.system} at {m.n_docs:,} ({m.passes_text()})"
         for m in {id(r): r for r in rows if r is not None and r.noisy}.values()
     ]
     return f"; NOISY timing: {'; '.join(named)}" if named else ""

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import csv
 import zlib
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import asdict
 from pathlib import Path
@@ -18,7 +19,7 @@ import matplotlib.pyplot as plt
 from matplotlib import ticker
 from tabulate import tabulate
 
-from .claims import MEANING
+from .claims import DECIDING, MEANING
 from .confidence import INCONCLUSIVE, MARGIN, REFUTED, SUPPORTED
 from .registry import SYSTEMS
 from .results import DialogueRow, Measurement, RunResults, StreamRow, Verdict
@@ -261,15 +262,23 @@ def _timing_lines(results: RunResults) -> list[str]:
             f"- between-pass spread of a measurement's median (slowest / fastest pass − 1): median "
             f"{np.median(spreads):.1%}, 90th percentile {np.percentile(spreads, 90):.1%}, largest {spreads.max():.1%}"
         )
-    noisy = [m for m in results.measurements().values() if m.noisy]
-    if noisy:
+    noisy = [(key, m) for key, m in results.measurements().items() if m.noisy]
+    deciding = [(key, m) for key, m in noisy if m.system in DECIDING.get(key.section, ())]
+    if deciding:
         lines.append(
-            "- **noisy measurements** (one timing pass stood out beyond the run's noise; verdicts that use them say "
-            "so): "
+            "- **noisy measurements** (one timing pass stood out beyond the run's noise; the verdicts they decide "
+            "say so): "
             + "; ".join(
-                f"`{m.system}` at {m.n_docs:,} (pass medians {', '.join(f'{x:.3g}' for x in m.pass_medians_ms())} ms)"
-                for m in noisy
+                f"{key.section} `{m.system}` at {m.n_docs:,}"
+                + (f" ({key.params})" if key.params else "")
+                + f": {m.passes_text()}"
+                for key, m in deciding
             )
+        )
+    if others := Counter(key.section for key, m in noisy if m.system not in DECIDING.get(key.section, ())):
+        lines.append(
+            "- noisy measurements whose latency decides no verdict: "
+            + ", ".join(f"{count} in {section}" for section, count in others.items())
         )
     lines += [
         f"- **deliberately slowed** (`--slow-down`, to check `compare`): `{system}` ×{factor:g}"

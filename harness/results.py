@@ -93,6 +93,10 @@ class Measurement:
     def pass_medians_ms(self) -> list[float]:
         return [float(np.median(p)) / 1e6 for p in self.pass_latencies_ns if p]
 
+    def passes_text(self) -> str:
+        """Its pass medians in words (naming a noisy measurement)."""
+        return f"pass medians {', '.join(f'{x:.3g}' for x in self.pass_medians_ms())} ms"
+
     @property
     def pass_spread(self) -> float:
         """Slowest over fastest pass median, minus one (0 with one pass): how much the machine moved."""

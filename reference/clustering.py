@@ -114,7 +114,7 @@ class GroupState:
 
     def _add(self, group_ids: np.ndarray, vectors: np.ndarray, sign: int) -> None:
         group_ids = np.asarray(group_ids, dtype=np.int64)
-        kernels.add_by_group(self.sums, group_ids, _rows32(vectors), float(sign))
+        kernels.add_by_group(self.sums, group_ids, kernels.rows32(vectors), float(sign))
         self.counts[:] += sign * np.bincount(group_ids, minlength=self._n)
         self._changed(np.unique(group_ids))
 
@@ -157,11 +157,6 @@ class GroupState:
         self._n = needed
         self._cache.clear()
         self._stale.clear()
-
-
-def _rows32(vectors: np.ndarray) -> np.ndarray:
-    """Vectors as the kernels take them (C-contiguous float32: one compiled variant)."""
-    return np.ascontiguousarray(vectors, dtype=np.float32)
 
 
 Members = Callable[[int], tuple[np.ndarray, np.ndarray]]
@@ -334,7 +329,7 @@ def split_in_two(vectors: np.ndarray, *, iterations: int = 8) -> np.ndarray:
     Hand-written rather than scikit-learn's KMeans, which took 32 ms per 600-row split here: ingest
     splits hundreds of groups.
     """
-    part = kernels.two_means(_rows32(vectors), iterations)
+    part = kernels.two_means(kernels.rows32(vectors), iterations)
     if not part.any():
         part = np.arange(len(vectors)) >= len(vectors) // 2
     return part

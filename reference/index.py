@@ -103,18 +103,15 @@ class NumpyGroupIndex:
         self.starts, self.sizes, self.capacities = (
             with_room(column, int(groups.max()) + 1) for column in (self.starts, self.sizes, self.capacities)
         )
-        parts = _by_group(groups)
-        targets = np.asarray([groups[part[0]] for part in parts], dtype=np.int64)
-        needed = self.sizes[targets] + np.asarray([len(part) for part in parts])
+        counts = np.bincount(groups, minlength=len(self.sizes))
+        targets = np.flatnonzero(counts)
+        needed = self.sizes[targets] + counts[targets]
         outgrown = needed > self.capacities[targets]
         if outgrown.any():
             self._grow(targets[outgrown], needed[outgrown])
-        for part, group, size in zip(parts, targets.tolist(), needed.tolist()):
-            start = int(self.starts[group] + self.sizes[group])
-            self.vectors[start : start + len(part)] = vectors[part]
-            self.rows[start : start + len(part)] = rows[part]
-            self._slot_of[rows[part]] = np.arange(start, start + len(part))
-            self.sizes[group] = size
+        kernels.append_rows(
+            self.vectors, self.rows, self._slot_of, self.starts, self.sizes, groups, rows, kernels.rows32(vectors)
+        )
 
     def remove(self, groups: np.ndarray, rows: np.ndarray) -> None:
         for group, row in zip(groups.tolist(), rows.tolist()):
@@ -198,22 +195,10 @@ class NumpyGroupIndex:
     def _copy_segments(self, groups: np.ndarray, at: np.ndarray, vectors: np.ndarray, rows: np.ndarray) -> None:
         """Copy each group's rows into `vectors` and `rows` from slot `at[i]` on (one gather for all), and
         point the groups and their cells there."""
-        sizes = self.sizes[groups]
-        within = np.arange(int(sizes.sum())) - np.repeat(np.cumsum(sizes) - sizes, sizes)
-        source = np.repeat(self.starts[groups], sizes) + within
-        target = np.repeat(at, sizes) + within
-        vectors[target] = self.vectors[source]
-        rows[target] = self.rows[source]
-        self._slot_of[rows[target]] = target
+        kernels.copy_segments(
+            self.vectors, self.rows, self.starts, self.sizes, groups, at, vectors, rows, self._slot_of
+        )
         self.starts[groups] = at
-
-
-def _by_group(groups: np.ndarray) -> list[np.ndarray]:
-    """Positions into `groups`, one array per distinct group (in input order within each)."""
-    if not len(groups):
-        return []
-    order = np.argsort(groups, kind="stable")
-    return np.split(order, np.flatnonzero(np.diff(groups[order])) + 1)
 
 
 def chroma_capacity() -> int:

@@ -20,6 +20,11 @@ from numba import njit
 _compiled = njit(cache=True, fastmath=True, nogil=True)
 
 
+def rows32(vectors: np.ndarray) -> np.ndarray:
+    """Vectors as the kernels take them (C-contiguous float32: one compiled variant)."""
+    return np.ascontiguousarray(vectors, dtype=np.float32)
+
+
 @_compiled
 def probe(
     vectors: np.ndarray,
@@ -96,6 +101,51 @@ def add_by_group(sums: np.ndarray, group_ids: np.ndarray, vectors: np.ndarray, s
         group = group_ids[i]
         for j in range(vectors.shape[1]):
             sums[group, j] += sign * vectors[i, j]
+
+
+@_compiled
+def append_rows(
+    vectors: np.ndarray,
+    rows: np.ndarray,
+    slot_of: np.ndarray,
+    starts: np.ndarray,
+    sizes: np.ndarray,
+    groups: np.ndarray,
+    new_rows: np.ndarray,
+    new_vectors: np.ndarray,
+) -> None:
+    """Append each new row to the end of its group's segment in the arena, in input order, and point
+    `slot_of` at it; every segment has the room (the caller grew those that lacked it)."""
+    for i in range(len(groups)):
+        group = groups[i]
+        slot = starts[group] + sizes[group]
+        vectors[slot] = new_vectors[i]
+        rows[slot] = new_rows[i]
+        slot_of[new_rows[i]] = slot
+        sizes[group] += 1
+
+
+@_compiled
+def copy_segments(
+    vectors: np.ndarray,
+    rows: np.ndarray,
+    starts: np.ndarray,
+    sizes: np.ndarray,
+    groups: np.ndarray,
+    at: np.ndarray,
+    to_vectors: np.ndarray,
+    to_rows: np.ndarray,
+    slot_of: np.ndarray,
+) -> None:
+    """Copy each group's segment (`groups[i]`, its `sizes` rows from `starts`) into `to_vectors` and `to_rows`
+    from slot `at[i]` on, and point `slot_of` at the copies. Source and target segments do not overlap.
+    A slice copy per group (a NumPy gather of every row took 20 ms per 100K rows here)."""
+    for i in range(len(groups)):
+        start, size, target = starts[groups[i]], sizes[groups[i]], at[i]
+        to_vectors[target : target + size] = vectors[start : start + size]
+        to_rows[target : target + size] = rows[start : start + size]
+        for j in range(size):
+            slot_of[to_rows[target + j]] = target + j
 
 
 @_compiled

@@ -9,7 +9,7 @@ import pytest
 from harness.claims import _interval_words, evaluate
 from harness.compare import compare, render
 from harness.confidence import Estimate, estimate, noisy, unsettled
-from harness.report import _color, _reading, _swept
+from harness.report import _color, _reading, _swept, _timing_lines
 from harness.results import ResultsFileError, RunResults, Verdict
 from tests.results_factory import measured, run_info
 
@@ -37,6 +37,20 @@ def test_a_measurement_whose_passes_disagree_is_named_in_every_verdict_it_decide
     results = RunResults(run=run_info(), scaling=rows)
     stable = next(v for v in evaluate(results)[0] if v.claim == "stable-latency" and v.system == "flat-chroma")
     assert "NOISY timing: flat-chroma at 1,000" in stable.measured
+
+
+def test_the_report_names_noisy_measurements_that_decide_verdicts_and_counts_the_others():
+    jumpy = (1.0, 1.2, 1.1, 5.8, 6.0)
+    results = RunResults(
+        run=run_info(),
+        scaling=[measured("flat-chroma", 1_000, 1.0, pass_factors=jumpy)],
+        needles=[measured("reference", 200, 0.3, pass_factors=jumpy), measured("kmeans", 200, 0.1, pass_factors=jumpy)],
+    )
+    lines = _timing_lines(results)
+    [named] = [line for line in lines if line.startswith("- **noisy measurements**")]
+    assert "scaling `flat-chroma` at 1,000: pass medians 1, 1.2, 1.1, 5.8, 6 ms" in named
+    assert "needles" not in named
+    assert "- noisy measurements whose latency decides no verdict: 2 in needles" in lines
 
 
 def test_timing_goes_on_while_any_deciding_measurement_is_unsettled():
