@@ -78,6 +78,14 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--encoder", choices=ENCODER_NAMES, help="one encoder instead of the plan's (mock and minilm)")
     run.add_argument("--systems", help="comma-separated registry names or module:factory specs")
     run.add_argument("--out", type=Path, help="report directory (default reports/<timestamp>)")
+    run.add_argument(
+        "--experiments",
+        type=_names,
+        help="only these registered experiments, comma-separated (default: every one the data has)",
+    )
+    run.add_argument(
+        "--list-experiments", action="store_true", help="list the registered experiments and the data each runs on"
+    )
 
     compare = commands.add_parser(
         "compare", help="diff two runs; exit 1 on a regression beyond noise, 2 when they share nothing"
@@ -184,10 +192,15 @@ def _check_writable(out: Path) -> None:
 def _run(args: argparse.Namespace, argv: list[str] | None) -> int:
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, format="%(message)s")
     if args.command == "run":
+        from .experiment_registry import data_of, listing, selected
         from .plan import RunPlan
         from .run import run_benchmark
 
-        systems = tuple(s.strip() for s in args.systems.split(",") if s.strip()) if args.systems else None
+        if args.list_experiments:
+            print(listing())
+            return 0
+        systems = _names(args.systems) if args.systems else None
+        selected(data_of(args.dataset), args.experiments)
         _check_run_inputs(args, systems)
         turn_format = _turn_format(args.turn_format)
         plan = RunPlan.quick() if args.quick else RunPlan()
@@ -206,6 +219,7 @@ def _run(args: argparse.Namespace, argv: list[str] | None) -> int:
             corpus=args.corpus,
             turn_format=turn_format,
             stream_size=args.stream_size,
+            only=args.experiments,
         )
         return 0
     if args.command == "compare":
@@ -285,6 +299,11 @@ def _finite(text: str, lowest: float, *, open_below: bool) -> float:
             f"must be a finite number {'above' if open_below else 'of at least'} {lowest:g}, not {text}"
         )
     return value
+
+
+def _names(text: str) -> tuple[str, ...]:
+    """A comma-separated list of names, blanks dropped."""
+    return tuple(name.strip() for name in text.split(",") if name.strip())
 
 
 def _positive_number(text: str) -> float:

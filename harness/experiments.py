@@ -1,18 +1,18 @@
-"""The experiments of a run. Each returns typed rows (`harness.results`) for claims, report and compare."""
+"""The experiments of a run, registered with the data they run on (`experiment_registry`). Each returns typed
+rows (`harness.results`) for claims, report and compare."""
 
 from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Mapping
-from pathlib import Path
-from typing import NamedTuple
+from dataclasses import asdict
+from typing import Any, NamedTuple
 
-from reference.encoders import Encoder, MockEncoder
+from reference.encoders import MockEncoder
 
 from .beir import load_beir
 from .claims import DECIDING
-from .corpus import Corpus, load_corpus
-from .dataset_spec import DatasetSpec
+from .corpus import Corpus
 from .datasets import (
     corpus_evalset,
     needles_evalset,
@@ -21,11 +21,12 @@ from .datasets import (
     topics_evalset,
     vectors_evalset,
 )
-from .dialogue import ADVERSARIAL, SPEAKER_CAPTIONS, DialogueSet, TurnFormat, load_dialogue
+from .dialogue import ADVERSARIAL, load_dialogue
 from .encoding import encode_corpus, encode_evalset
 from .evalset import EvalSet
+from .experiment_registry import RunContext, experiment
 from .metrics import agreement, check_cutoff, evidence_scores, group_stats, latency_stats
-from .plan import GROUPING_SYSTEMS, REGIMES, RunPlan
+from .plan import DIALOGUE_SYSTEMS, GROUPING_SYSTEMS, REGIMES, RunPlan
 from .progress import Progress, silent
 from .results import DialogueRow, GroupingRow, JudgeRow, Measurement, StreamRow
 from .runbooks import agent_loop as loop_runbook
@@ -48,7 +49,20 @@ def _job(plan: RunPlan, system: str, evalset: EvalSet, encoder: str, *, sweep: b
     return Job(system, evalset, encoder, sweep=sweep, slow_down=plan.slow_down.get(system, 1.0), decides=decides)
 
 
-def scaling(plan: RunPlan, systems: tuple[str, ...], progress: Progress, *, regime: str = "fixed") -> list[Measurement]:
+@experiment("scaling", section="scaling", data=["default"])
+def scaling(context: RunContext) -> list[Measurement]:
+    """Latency and recall vs exact search as memory grows, over clustered vectors (100 topics at every size)."""
+    return _scaling(context.plan, context.plan.systems, context.progress, regime="fixed")
+
+
+@experiment("growing", section="growing", data=["default"])
+def growing(context: RunContext) -> list[Measurement]:
+    """Latency and recall as memory grows with its topics (one cluster per 1,000 vectors)."""
+    plan = context.plan
+    return _scaling(plan, tuple(s for s in plan.growing_systems if s in plan.systems), context.progress, "growing")
+
+
+def _scaling(plan: RunPlan, systems: tuple[str, ...], progress: Progress, regime: str) -> list[Measurement]:
     """Latency and recall vs exact for every system at every size of a regime (`plan.REGIMES`), all
     timed together; in the fixed regime, a query-parameter sweep at the largest size."""
     jobs = []
@@ -65,28 +79,26 @@ def scaling(plan: RunPlan, systems: tuple[str, ...], progress: Progress, *, regi
     return _timed(plan, jobs, progress, f"scaling ({regime})")
 
 
-def needles(
-    plan: RunPlan,
-    systems: tuple[str, ...],
-    encoders: dict[str, Encoder],
-    progress: Progress,
-) -> list[Measurement]:
+@experiment("needles", section="needles", data=["default"])
+def needles(context: RunContext) -> list[Measurement]:
     """The published case (200 documents, 5 needles, top 3) over several seeds and encoders."""
+    plan = context.plan
     results: list[Measurement] = []
-    for encoder_name, encoder in encoders.items():
-        for seed in progress(plan.needle_seeds, f"needles ({encoder_name})"):
+    for encoder_name, encoder in context.encoders.items():
+        for seed in context.progress(plan.needle_seeds, f"needles ({encoder_name})"):
             evalset = encode_evalset(needles_evalset(200, 5, seed=seed), encoder)
-            jobs = [_job(plan, system, evalset, encoder_name) for system in systems]
+            jobs = [_job(plan, system, evalset, encoder_name) for system in plan.needle_systems]
             results += _timed(plan, jobs)
     return results
 
 
-def grouping(plan: RunPlan, encoders: dict[str, Encoder], progress: Progress) -> list[GroupingRow]:
+@experiment("grouping", section="grouping", data=["default"])
+def grouping(context: RunContext) -> list[GroupingRow]:
     """ARI / NMI of each grouping system against the true topics of a topic haystack."""
     rows = []
-    for encoder_name, encoder in encoders.items():
-        evalset = encode_evalset(topics_evalset(plan.topic_docs, seed=11), encoder)
-        for system in progress(GROUPING_SYSTEMS, f"grouping ({encoder_name})"):
+    for encoder_name, encoder in context.encoders.items():
+        evalset = encode_evalset(topics_evalset(context.plan.topic_docs, seed=11), encoder)
+        for system in context.progress(GROUPING_SYSTEMS, f"grouping ({encoder_name})"):
             options = {"n_clusters": len(evalset.topics)} if system == "kmeans" else {}
             labels = group_labels(system, evalset, encoder=encoder_name, options=options)
             if evalset.labels is None:
@@ -103,7 +115,8 @@ def grouping(plan: RunPlan, encoders: dict[str, Encoder], progress: Progress) ->
     return rows
 
 
-def judges(progress: Progress, *, per_kind: int = 30, seeds: tuple[int, ...] = (0, 1, 2)) -> list[JudgeRow]:
+@experiment("judges", section="judges", data=["default"])
+def judges(context: RunContext, *, per_kind: int = 30, seeds: tuple[int, ...] = (0, 1, 2)) -> list[JudgeRow]:
     """Each available conflict judge's precision and recall on the labelled contradiction pairs."""
     from reference.judges import OfflineJudge
 
@@ -111,7 +124,7 @@ def judges(progress: Progress, *, per_kind: int = 30, seeds: tuple[int, ...] = (
     from .judging import score_judge
 
     rows = []
-    for seed in progress(seeds, "conflict judges"):
+    for seed in context.progress(seeds, "conflict judges"):
         score = score_judge(OfflineJudge(), contradiction_pairs(per_kind, seed=seed))
         pairs = score.true_positives + score.false_positives + score.false_negatives + score.true_negatives
         rows.append(
@@ -128,26 +141,20 @@ def judges(progress: Progress, *, per_kind: int = 30, seeds: tuple[int, ...] = (
     return rows
 
 
-def beir(
-    plan: RunPlan,
-    directory: Path,
-    systems: tuple[str, ...],
-    encoder_name: str,
-    encoder: Encoder,
-    progress: Progress,
-) -> list[Measurement]:
+@experiment("beir", section="beir", data=["beir"])
+def beir(context: RunContext) -> list[Measurement]:
     """Any BEIR-format directory: recall@10, MRR and nDCG@10 from its qrels, with latency."""
-    evalset = encode_evalset(load_beir(directory), encoder)
-    jobs = [_job(plan, system, evalset, encoder_name) for system in systems]
-    return _timed(plan, jobs, progress, f"BEIR {evalset.name}")
+    assert context.dataset is not None
+    encoder_name, encoder = context.encoder
+    evalset = encode_evalset(load_beir(context.dataset.location), encoder)
+    jobs = [_job(context.plan, system, evalset, encoder_name) for system in context.plan.systems]
+    return _timed(context.plan, jobs, context.progress, f"BEIR {evalset.name}")
 
 
-def realtext(
-    plan: RunPlan, spec: str, systems: tuple[str, ...], encoder_name: str, encoder: Encoder, progress: Progress
-) -> tuple[Corpus, list[Measurement]]:
-    """Recall against exact search and latency on real text: passages of a corpus (held-out passages as
-    vector queries), at each plan size the corpus can hold and at its full size; a sweep at the largest."""
-    corpus = load_corpus(spec)
+@experiment("realtext", section="realtext", data=["default", "beam"])
+def realtext(context: RunContext) -> list[Measurement]:
+    """Recall against exact search and latency on real text (held-out passages as vector queries)."""
+    plan, corpus, encoder = context.plan, context.corpus, context.text_encoder
     vectors = encode_corpus(corpus, encoder)
     room = len(corpus.passages) - plan.realtext_queries
     sizes = sorted({*(n for n in plan.realtext_sizes if n < room), room})
@@ -156,34 +163,46 @@ def realtext(
         evalset = corpus_evalset(corpus, vectors, size, queries=plan.realtext_queries)
         sweep = plan.sweep and size == sizes[-1]
         jobs += [
-            _job(plan, system, evalset, encoder_name, sweep=sweep, section="realtext")
-            for system in plan.systems_at(size, systems)
+            _job(plan, system, evalset, encoder.name, sweep=sweep, section="realtext")
+            for system in plan.systems_at(size, plan.realtext_systems)
         ]
-    return corpus, _timed(plan, jobs, progress, f"real text ({corpus.name})")
+    measured = _timed(plan, jobs, context.progress, f"real text ({corpus.name})")
+    context.dataset_info = _corpus_info(corpus, measured)
+    return measured
 
 
-def streaming(
-    plan: RunPlan, corpus: Corpus, encoder: Encoder, progress: Progress, *, cells: int | None = None
-) -> list[StreamRow]:
-    """The agent-stream runbook over a corpus in its written order: `cells` passages (the plan's
-    streaming size when None, at most what the corpus holds beside the held-out queries)."""
+def _corpus_info(corpus: Corpus, measured: list[Measurement]) -> dict[str, Any]:
+    """What the header says of a real-text corpus: its source, its passages and how the run used them, and
+    the SHA-256 of its files (none for text generated from this interpreter)."""
+    largest = max((m.n_docs for m in measured), default=0)
+    held_out = max((m.queries for m in measured), default=0)
+    used = f"{len(corpus.passages):,} ({largest:,} in the largest memory, {held_out} held out as queries)"
+    return {"corpus": corpus.source, "passages": used} | ({"sha256": corpus.sha256} if corpus.sha256 else {})
+
+
+@experiment("streaming", section="streaming", data=["default", "beam"])
+def streaming(context: RunContext) -> list[StreamRow]:
+    """Writes, deletes and searches interleaved over real text in its written order (a streaming runbook)."""
+    plan, corpus, encoder = context.plan, context.corpus, context.text_encoder
     vectors = encode_corpus(corpus, encoder)
     room = len(corpus.passages) - plan.stream_queries
-    cells = min(room, cells or plan.stream_cells)
+    whole = len(corpus.passages) if context.data == "beam" else plan.stream_cells  # BEAM: every passage
+    cells = min(room, context.stream_size or whole)
     data = stream_evalset(corpus, vectors, cells, queries=plan.stream_queries)
     options = {"faiss-ivf": {"train_after": max(1, cells // 10)}}  # trained on the first 10 % of the stream
     book = agent_stream(cells, plan.stream_queries)
-    return run_streams(book, data, plan.stream_systems, encoder.name, progress, options)
+    return run_streams(book, data, plan.stream_systems, encoder.name, context.progress, options)
 
 
-def agent_loop(plan: RunPlan, progress: Progress) -> list[StreamRow]:
-    """The agent's loop on a memory of `plan.loop_cells` notes (synthetic text, the mock encoder): write a
-    turn, search for it, search again."""
+@experiment("agent-loop", section="streaming", data=["default"])
+def agent_loop(context: RunContext) -> list[StreamRow]:
+    """The agent's loop: write a turn, search for it, search again (synthetic notes, the mock encoder)."""
+    plan = context.plan
     encoder = MockEncoder(384)
     notes = notes_evalset(plan.loop_cells + plan.loop_rounds, queries=max(2 * plan.loop_rounds, 100))
     data = encode_evalset(notes, encoder, cache=None)  # hashing is cheaper than the cache
     book = loop_runbook(plan.loop_cells, plan.loop_rounds, len(data.queries))
-    return run_streams(book, data, plan.loop_systems, encoder.name, progress)
+    return run_streams(book, data, plan.loop_systems, encoder.name, context.progress)
 
 
 class Answer(NamedTuple):
@@ -200,20 +219,18 @@ BULK, WHEN_DUE, AT_THE_END = "bulk", "online: when due", "online: at the end"
 by turn, the question asked as soon as its last evidence turn is written; turn by turn, asked at the end."""
 
 
-def dialogue(
-    spec: DatasetSpec,
-    systems: tuple[str, ...],
-    encoder_name: str,
-    encoder: Encoder,
-    progress: Progress,
-    *,
-    turn_format: TurnFormat = SPEAKER_CAPTIONS,
-    k: int = 10,
-) -> tuple[DialogueSet, list[DialogueRow]]:
-    """One memory per conversation; each question's retrieved turns scored against its evidence turns
+@experiment("dialogue", section="dialogue", data=["dialogue"])
+def dialogue(context: RunContext, *, k: int = 10) -> list[DialogueRow]:
+    """Evidence recall per question of a dialogue benchmark, loaded in bulk and replayed online.
+
+    One memory per conversation; each question's retrieved turns scored against its evidence turns
     (and, through their sessions, at session level). Each conversation is measured loaded in bulk and
     replayed online (`runbooks.dialogue_replay`). Adversarial and abstention questions apart."""
-    data = load_dialogue(spec, turn_format)
+    assert context.dataset is not None
+    systems, (encoder_name, encoder) = context.systems or DIALOGUE_SYSTEMS, context.encoder
+    data = load_dialogue(context.dataset, context.turn_format)
+    context.dataset_info = {"file": str(data.path), "sha256": data.sha256, "turn_format": asdict(context.turn_format)}
+    progress = context.progress
     answers: dict[tuple[str, str], list[Answer]] = defaultdict(list)
     latencies: dict[tuple[str, str], list[int]] = defaultdict(list)
     too_few_sessions = 0
@@ -264,7 +281,7 @@ def dialogue(
             )
             session_scores = evidence_scores([f for f, _ in sessions], [w for _, w in sessions], k)
             rows.append(DialogueRow(system, level, subset, session_scores, p50, mode))
-    return data, rows
+    return rows
 
 
 def _times(row: StreamRow, kind: str) -> list[int]:

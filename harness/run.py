@@ -6,24 +6,25 @@ import os
 import platform
 import subprocess
 import time
-from collections.abc import Iterable
-from dataclasses import asdict, replace
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import replace
 from datetime import UTC, datetime
 from importlib import metadata
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from reference.encoders import Encoder, make_encoder
 
-from . import experiments
+from . import experiments  # noqa: F401  (registers the experiments)
 from .claims import UNMEASURED, evaluate
-from .corpus import Corpus
 from .dataset_spec import DatasetSpec
 from .dialogue import SPEAKER_CAPTIONS, TurnFormat
-from .plan import DIALOGUE_SYSTEMS, RunPlan
+from .experiment_registry import RunContext, selected
+from .plan import RunPlan
 from .progress import progress
 from .report import summary_table, write_report
-from .results import Machine, Measurement, RunInfo, RunResults, Sections
+from .results import Machine, RunInfo, RunResults, Sections
 
 SOURCE = Path(__file__).resolve().parents[1]
 """Where this code lives: read for the commit it runs (never written to: an installed copy may be read-only)."""
@@ -42,55 +43,19 @@ def run_benchmark(
     corpus: str = "stdlib",
     turn_format: TurnFormat = SPEAKER_CAPTIONS,
     stream_size: int | None = None,
+    only: Sequence[str] | None = None,
 ) -> tuple[Path, RunResults]:
-    """Run the plan, or only `dataset` when given (`locomo:FILE`, `longmemeval:FILE`, `beam:DIR`, or a
-    BEIR directory); write and return the report."""
+    """Run the registered experiments for the data asked for (the default run, or `dataset`: `locomo:FILE`,
+    `longmemeval:FILE`, `beam:DIR`, or a BEIR directory), or only those `only` names; write and return the
+    report."""
     started = time.time()
     run_id = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
     out = out or REPORTS / run_id
-    if systems:
-        plan = replace(
-            plan,
-            systems=systems,
-            needle_systems=systems,
-            realtext_systems=systems,
-            stream_systems=systems,
-            loop_systems=systems,
-        )
     encoders = _encoders((encoder,) if encoder else plan.encoders)
-    sections: Sections = {}
-    name, chosen = next(iter(encoders.items()))
-    dataset_info: dict[str, Any] = {}
-    if dataset and dataset.dialogue:
-        data, sections["dialogue"] = experiments.dialogue(
-            dataset, systems or DIALOGUE_SYSTEMS, name, chosen, progress, turn_format=turn_format
-        )
-        dataset_info = {"file": str(data.path), "sha256": data.sha256, "turn_format": asdict(turn_format)}
-    elif dataset and dataset.kind == "beam":
-        found, sections["realtext"] = experiments.realtext(
-            plan, str(dataset), systems or plan.realtext_systems, name, chosen, progress
-        )
-        whole = stream_size or len(found.passages)  # the ordered real-text runbook over every passage
-        sections["streaming"] = experiments.streaming(plan, found, chosen, progress, cells=whole)
-        dataset_info = _corpus_info(found, sections["realtext"])
-    elif dataset:
-        sections["beir"] = experiments.beir(plan, dataset.location, plan.systems, name, chosen, progress)
-    else:
-        sections["scaling"] = experiments.scaling(plan, plan.systems, progress)
-        growing_systems = tuple(s for s in plan.growing_systems if s in plan.systems)
-        sections["growing"] = experiments.scaling(plan, growing_systems, progress, regime="growing")
-        sections["needles"] = experiments.needles(plan, plan.needle_systems, encoders, progress)
-        sections["grouping"] = experiments.grouping(plan, encoders, progress)
-        sections["judges"] = experiments.judges(progress)
-        text_encoder = encoders.get("minilm", chosen)
-        found, sections["realtext"] = experiments.realtext(
-            plan, corpus, plan.realtext_systems, text_encoder.name, text_encoder, progress
-        )
-        sections["streaming"] = [
-            *experiments.streaming(plan, found, text_encoder, progress, cells=stream_size),
-            *experiments.agent_loop(plan, progress),
-        ]
-        dataset_info = _corpus_info(found, sections["realtext"])
+    context = RunContext(plan, encoders, dataset, systems, corpus, turn_format, stream_size, progress)
+    sections: dict[str, list[Any]] = defaultdict(list)
+    for chosen in selected(context.data, only):
+        sections[chosen.section] += chosen.run(context)
     info = RunInfo(
         id=run_id,
         started=datetime.fromtimestamp(started, UTC).isoformat(),
@@ -99,29 +64,20 @@ def run_benchmark(
         commit=_git("rev-parse", "HEAD"),
         dirty=bool(_git("status", "--porcelain")),
         machine=_machine(),
-        plan=plan,
+        plan=context.plan,
         encoders={name: e.name for name, e in encoders.items()},
         dataset=None if dataset is None else str(dataset),
-        dataset_info=dataset_info,
+        dataset_info=context.dataset_info,
     )
-    results = RunResults(run=info, **sections)
+    results = RunResults(run=info, **cast(Sections, sections))
     claims, targets = evaluate(results)
-    if dataset:  # one dataset measures few claims (the real-text targets): leave out what it could not judge
+    if dataset or only:  # a dataset or a choice measures few claims: leave out what it could not judge
         claims, targets = ([v for v in verdicts if v.verdict != UNMEASURED] for verdicts in (claims, targets))
     results = replace(results, claims=claims, targets=targets)
     report = write_report(out, results)
     print(summary_table(results) if results.claims or results.targets else "")
     print(f"\nreport: {report}")
     return report, results
-
-
-def _corpus_info(corpus: Corpus, measured: list[Measurement]) -> dict[str, Any]:
-    """What the header says of a real-text corpus: its source, its passages and how the run used them, and
-    the SHA-256 of its files (none for text generated from this interpreter)."""
-    largest = max((m.n_docs for m in measured), default=0)
-    held_out = max((m.queries for m in measured), default=0)
-    used = f"{len(corpus.passages):,} ({largest:,} in the largest memory, {held_out} held out as queries)"
-    return {"corpus": corpus.source, "passages": used} | ({"sha256": corpus.sha256} if corpus.sha256 else {})
 
 
 def _encoders(names: Iterable[str]) -> dict[str, Encoder]:

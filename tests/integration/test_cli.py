@@ -137,3 +137,15 @@ def test_a_run_shows_each_step_with_elapsed_time_when_not_on_a_terminal(quick_ru
     assert any("scaling (fixed): build: kmeans N=10,000" in line for line in steps), done.stderr[-2000:]
     assert any("scaling (fixed): timing passes over" in line for line in steps)
     assert any("real text" in line for line in steps)
+
+
+def test_a_run_of_chosen_experiments_measures_only_them(tmp_path):
+    listed = magbench("run", "--list-experiments")
+    assert listed.returncode == 0 and re.search(r"^judges\s+judges\s+default\s", listed.stdout, re.MULTILINE)
+    done = magbench("run", "--quick", "--encoder", "mock", "--experiments", "judges", "--out", str(tmp_path))
+    assert done.returncode == 0, done.stderr[-3000:]
+    results = json.loads((tmp_path / "results.json").read_text())
+    assert results["judges"] and not results["scaling"] and not results["needles"]
+    assert all(v["verdict"] != "NOT MEASURED" for v in results["claims"] + results["targets"])
+    wrong = magbench("run", "--experiments", "dialogue")
+    assert wrong.returncode == 2 and "runs on dialogue data, not on this run's (default)" in wrong.stderr

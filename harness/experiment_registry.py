@@ -1,0 +1,132 @@
+"""The registry of experiments, the way mteb registers tasks: each experiment declares its name, the results
+section it fills, the data it runs on and what it measures (its docstring's first line), and a run selects
+experiments from the registry (`selected`) instead of naming them in code.
+
+An experiment is a function of the `RunContext`, which holds what every experiment of a run reads: the plan,
+the data asked for, the encoders, the progress display, and the real-text corpus, loaded once for the
+experiments that share it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+from functools import cached_property
+from typing import Any, Literal
+
+from reference.encoders import Encoder
+
+from .corpus import Corpus, load_corpus
+from .dataset_spec import DatasetSpec
+from .dialogue import SPEAKER_CAPTIONS, TurnFormat
+from .options import OptionError
+from .plan import RunPlan
+from .progress import Progress, silent
+
+Data = Literal["default", "dialogue", "beam", "beir"]
+"""What a run measures: the default run (generated data and a real-text corpus), or one `--dataset`."""
+
+
+@dataclass
+class RunContext:
+    """What the experiments of one run read, and what they record of the data they read (`dataset_info`)."""
+
+    plan: RunPlan
+    encoders: dict[str, Encoder]
+    dataset: DatasetSpec | None = None
+    systems: tuple[str, ...] | None = None
+    """The systems `--systems` chose (None: each experiment's own)."""
+    corpus_spec: str = "stdlib"
+    turn_format: TurnFormat = SPEAKER_CAPTIONS
+    stream_size: int | None = None
+    progress: Progress = silent
+    dataset_info: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.systems:
+            self.plan = replace(
+                self.plan,
+                systems=self.systems,
+                needle_systems=self.systems,
+                realtext_systems=self.systems,
+                stream_systems=self.systems,
+                loop_systems=self.systems,
+            )
+
+    @property
+    def data(self) -> Data:
+        return data_of(self.dataset)
+
+    @property
+    def encoder(self) -> tuple[str, Encoder]:
+        """The run's first encoder, by name."""
+        return next(iter(self.encoders.items()))
+
+    @property
+    def text_encoder(self) -> Encoder:
+        """The encoder for real text: MiniLM when the run has it."""
+        return self.encoders.get("minilm", self.encoder[1])
+
+    @cached_property
+    def corpus(self) -> Corpus:
+        """The real-text corpus: `--dataset beam:DIR`, else `--corpus`; loaded once."""
+        return load_corpus(str(self.dataset) if self.data == "beam" else self.corpus_spec)
+
+
+def data_of(dataset: DatasetSpec | None) -> Data:
+    """What a run on `--dataset` (None: none given) measures."""
+    if dataset is None:
+        return "default"
+    return "dialogue" if dataset.dialogue else "beam" if dataset.kind == "beam" else "beir"
+
+
+@dataclass(frozen=True)
+class Experiment:
+    name: str
+    section: str
+    """The results section its rows go to (two experiments may fill one)."""
+    data: frozenset[Data]
+    """The runs it belongs to."""
+    measures: str
+    run: Callable[[RunContext], list[Any]]
+
+
+EXPERIMENTS: dict[str, Experiment] = {}
+"""Every registered experiment by name, in the order a run runs them."""
+
+
+def experiment(
+    name: str, *, section: str, data: Sequence[Data]
+) -> Callable[[Callable[[RunContext], list[Any]]], Callable[[RunContext], list[Any]]]:
+    """Register the decorated function as an experiment; its docstring's first line says what it measures."""
+
+    def register(run: Callable[[RunContext], list[Any]]) -> Callable[[RunContext], list[Any]]:
+        if name in EXPERIMENTS:
+            raise ValueError(f"experiment {name!r} is registered twice")
+        measures = (run.__doc__ or "").strip().split("\n")[0]
+        EXPERIMENTS[name] = Experiment(name, section, frozenset(data), measures, run)
+        return run
+
+    return register
+
+
+def selected(data: Data, names: Sequence[str] | None = None) -> list[Experiment]:
+    """The experiments a run on `data` runs, in registry order: all of them, or only those `names` picks
+    (each must exist and run on this data)."""
+    runnable = [e for e in EXPERIMENTS.values() if data in e.data]
+    if names is None:
+        return runnable
+    for name in names:
+        if name not in EXPERIMENTS:
+            raise OptionError(f"--experiments: no experiment {name!r}; known: {', '.join(EXPERIMENTS)}")
+        if EXPERIMENTS[name] not in runnable:
+            kinds = ", ".join(sorted(EXPERIMENTS[name].data))
+            raise OptionError(f"--experiments: {name!r} runs on {kinds} data, not on this run's ({data})")
+    return [e for e in runnable if e.name in names]
+
+
+def listing() -> str:
+    """Every registered experiment: its name, section, the data it runs on and what it measures."""
+    return "\n".join(
+        f"{e.name:<12} {e.section:<10} {', '.join(sorted(e.data)):<16} {e.measures}" for e in EXPERIMENTS.values()
+    )
