@@ -1,5 +1,6 @@
 """One million cells (opt-in: `MAGBENCH_MILLION=1 tox -e perf`): spread 1.0, one cluster per 1,000 cells,
-vectors given. The engine's p50, recall, ingest rate and resident memory, with FAISS IVF and HNSW beside it."""
+vectors given. The engine's p50, recall, ingest rate and resident memory, with FAISS IVF and HNSW beside it;
+and the lexical index over a million text cells, its resident memory against the raw float32 vectors."""
 
 from __future__ import annotations
 
@@ -13,7 +14,9 @@ from harness.generators.vectors import clustered_unit_vectors, exact_top_k
 from harness.runner import resident_bytes
 from reference import CellularMemory, MemoryConfig
 from reference.encoders import MockEncoder
+from reference.lexical import LexicalIndex
 from tests.bench.conftest import record, time_queries
+from tests.bench.test_agent_loop import loop_texts
 
 N = 1_000_000
 pytestmark = pytest.mark.skipif(not os.environ.get("MAGBENCH_MILLION"), reason="opt-in: set MAGBENCH_MILLION=1")
@@ -44,6 +47,20 @@ def test_engine_at_a_million_cells(benchmark, million):
     record("million_search_s", benchmark.stats.stats.median)
     memory.close()
     assert recall >= 0.95
+
+
+def test_lexical_index_at_a_million_cells():
+    """The lexical index's resident memory at 1M text cells (the loop's texts), ≤ the raw float32 vectors."""
+    texts, batch = loop_texts(N), 50_000
+    before = resident_bytes()
+    index = LexicalIndex()
+    for start in range(0, N, batch):
+        index.add(np.arange(start, start + batch), texts[start : start + batch])
+    resident = resident_bytes() - before
+    raw_vectors = N * 384 * np.dtype(np.float32).itemsize
+    record("million_lexical_resident_bytes", resident)
+    record("million_lexical_resident_vs_raw_vectors", resident / raw_vectors)
+    assert len(index) == N and resident <= raw_vectors
 
 
 def test_faiss_ivf_at_a_million_cells(benchmark, million):
