@@ -77,10 +77,6 @@ class EpisodeIndex:
     def name(self, row: int) -> str:
         return self._names[int(self.code[row])]
 
-    def last_name(self, row: int) -> str | None:
-        """The episode of a row if it is still indexed, else None."""
-        return self.name(row) if 0 <= row < len(self.code) and self.code[row] >= 0 else None
-
     def rows(self) -> set[int]:
         return set(np.flatnonzero(self.code >= 0).tolist())
 

@@ -46,7 +46,7 @@ def check_where(where: Any) -> dict[str, Any]:
             [(operator, value)] = condition.items()
             _check_value(key, operator, value)
         else:
-            _check_value(key, "$eq", condition)
+            _check_scalar(key, condition)
     return dict(where)
 
 
@@ -55,11 +55,16 @@ def _check_value(key: str, operator: str, value: Any) -> None:
         if not isinstance(value, list) or not value:
             raise InvalidInputError(f"{key}: {operator} takes a non-empty list of values")
         for item in value:
-            _check_value(key, "$eq", item)
+            _check_scalar(key, item)
     elif operator in COMPARISONS:
         if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
             raise InvalidInputError(f"{key}: {operator} compares finite numbers, got {value!r}")
-    elif not isinstance(value, Scalar) or (isinstance(value, float) and not math.isfinite(value)):
+    else:
+        _check_scalar(key, value)
+
+
+def _check_scalar(key: str, value: Any) -> None:
+    if not isinstance(value, Scalar) or (isinstance(value, float) and not math.isfinite(value)):
         raise InvalidInputError(f"{key}: values are strings, finite numbers or booleans, got {value!r}")
 
 

@@ -100,28 +100,39 @@ def test_deleted_and_updated_cells_leave_the_filter(mock_encoder):
 
 
 @pytest.mark.parametrize(
-    "where",
+    ("where", "message"),
     [
-        {},
-        [],
-        {"$and": []},
-        {"$and": {"a": 1}},
-        {"$not": {"a": 1}},
-        {"a": {"$regex": "x"}},
-        {"a": {"$gt": "x"}},
-        {"a": {"$gt": True}},
-        {"a": {"$in": []}},
-        {"a": {"$in": "x"}},
-        {"a": {"$eq": [1]}},
-        {"a": {"$gt": 1, "$lt": 2}},
-        {"a": float("nan")},
-        {"a": None},
-        {3: "x"},
+        ({}, "where must be a non-empty mapping, got {}"),
+        ([], "where must be a non-empty mapping, got []"),
+        ({"$and": []}, "$and takes a non-empty list of filters"),
+        ({"$or": {"a": 1}}, "$or takes a non-empty list of filters"),
+        ({"$not": {"a": 1}}, "unknown operator or key '$not' in where"),
+        ({"a": {"$regex": "x"}}, "a: one of ['$eq', "),
+        ({"a": {"$gt": "x"}}, "a: $gt compares finite numbers, got 'x'"),
+        ({"a": {"$lte": True}}, "a: $lte compares finite numbers, got True"),
+        ({"a": {"$in": []}}, "a: $in takes a non-empty list of values"),
+        ({"a": {"$nin": "x"}}, "a: $nin takes a non-empty list of values"),
+        ({"a": {"$in": [1, None]}}, "a: values are strings, finite numbers or booleans, got None"),
+        ({"a": {"$eq": [1]}}, "a: values are strings, finite numbers or booleans, got [1]"),
+        ({"a": {"$gt": 1, "$lt": 2}}, "a: one of ['$eq', "),
+        ({"a": float("nan")}, "a: values are strings, finite numbers or booleans, got nan"),
+        ({"a": None}, "a: values are strings, finite numbers or booleans, got None"),
+        ({3: "x"}, "unknown operator or key 3 in where"),
     ],
 )
-def test_a_bad_filter_is_a_typed_error(memory, where):
-    with pytest.raises(InvalidInputError):
+def test_a_bad_filter_is_a_typed_error_that_names_what_is_wrong(memory, where, message):
+    with pytest.raises(InvalidInputError) as raised:
         memory.search("topic", where=where)
+    assert message in str(raised.value)
+
+
+def test_numeric_bounds_are_exact_and_a_key_without_numbers_matches_no_range(mock_encoder):
+    with CellularMemory(encoder=mock_encoder) as memory:
+        ids = memory.add(["one", "two", "three"], metadata=[{"n": 1}, {"n": 2}, {"n": "three", "s": "x"}])
+        found = lambda where: {hit.id for hit in memory.search("one", k=3, where=where)}  # noqa: E731
+        assert found({"n": {"$lte": 2}}) == set(ids[:2]) and found({"n": {"$lt": 2}}) == {ids[0]}
+        assert found({"n": {"$gte": 2}}) == {ids[1]} and found({"n": {"$gt": 1}}) == {ids[1]}
+        assert found({"s": {"$gte": 0}}) == set() and found({"missing": {"$lt": 5}}) == set()
 
 
 @pytest.mark.parametrize("bound", [float("nan"), float("inf"), "yesterday"])

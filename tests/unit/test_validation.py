@@ -2,7 +2,19 @@ import numpy as np
 import pytest
 
 from reference.errors import DimensionMismatchError, InvalidInputError
-from reference.validation import MAX_TEXT_CHARS, check_k, check_texts, unit_rows
+from reference.validation import (
+    MAX_EPISODE_CHARS,
+    MAX_INTERVAL_S,
+    MAX_TEXT_CHARS,
+    check_episode,
+    check_importance,
+    check_interval,
+    check_k,
+    check_metadata,
+    check_texts,
+    check_texts_per_item,
+    unit_rows,
+)
 
 
 @pytest.mark.parametrize(
@@ -42,3 +54,55 @@ def test_rows_are_normalised_even_when_huge_or_tiny():
 def test_k_must_be_a_positive_integer(bad):
     with pytest.raises(InvalidInputError):
         check_k(bad)
+
+
+@pytest.mark.parametrize("seconds", [0.5, 60, MAX_INTERVAL_S])
+def test_a_sleep_interval_in_range_is_taken_as_seconds(seconds):
+    assert check_interval(seconds) == float(seconds) and isinstance(check_interval(seconds), float)
+
+
+@pytest.mark.parametrize("bad", [True, "1", None, 0, -1, float("nan"), float("inf"), 2 * MAX_INTERVAL_S])
+def test_a_bad_sleep_interval_is_refused_with_its_range(bad):
+    with pytest.raises(InvalidInputError, match=r"the sleep interval must be a number of seconds in \(0, "):
+        check_interval(bad)
+
+
+def test_an_episode_name_is_bounded_and_never_looks_inferred():
+    assert check_episode("x" * MAX_EPISODE_CHARS) == "x" * MAX_EPISODE_CHARS
+    for bad in ("x" * (MAX_EPISODE_CHARS + 1), "@session"):
+        with pytest.raises(InvalidInputError, match=f"at most {MAX_EPISODE_CHARS} characters not starting with @"):
+            check_episode(bad)
+    with pytest.raises(InvalidInputError, match="episode"):
+        check_episode(" ")
+
+
+@pytest.mark.parametrize("value", [0, 1, 0.5])
+def test_importance_takes_the_closed_unit_interval(value):
+    assert check_importance(value) == value and isinstance(check_importance(value), float)
+
+
+@pytest.mark.parametrize("bad", [True, "0.5", -0.01, 1.01, float("nan")])
+def test_bad_importance_is_refused(bad):
+    with pytest.raises(InvalidInputError, match=r"importance must be a number in \[0, 1\], got "):
+        check_importance(bad)
+
+
+@pytest.mark.parametrize(
+    ("bad", "message"),
+    [
+        ({1: "x"}, "metadata must be a mapping with string keys"),
+        (["x"], "metadata must be a mapping with string keys"),
+        ({"x": float("nan")}, "metadata must be JSON-serialisable"),
+        ({"x": object()}, "metadata must be JSON-serialisable"),
+        ({"x": "\ud800"}, "metadata"),
+    ],
+)
+def test_bad_metadata_is_refused(bad, message):
+    with pytest.raises(InvalidInputError, match=message):
+        check_metadata(bad)
+
+
+def test_a_bad_text_among_per_item_texts_is_named_by_its_argument():
+    assert check_texts_per_item("context", "[May 2023]", 2) == ["[May 2023]"] * 2
+    with pytest.raises(InvalidInputError, match="context"):
+        check_texts_per_item("context", ["[May 2023]", ""], 2)
