@@ -11,7 +11,8 @@ both runs' noise: with several timing passes, B's fastest pass (divided by the d
 A's slowest pass; with one pass, a one-sided Mann–Whitney U test on the per-query latencies gives
 p < `alpha`. The drift keeps a busier machine from failing a run, the noise rule keeps a jittery one
 from failing it, and the effect size keeps a tiny but real difference from failing it. Recall@10 is a
-regression when B is lower by more than `recall_tolerance` (absolute). Verdicts that flipped are
+regression when B is lower by more than `recall_tolerance` (absolute). A measurement timed over fewer than
+`MIN_QUERIES_PER_PASS` queries per pass is compared on recall only. Verdicts that flipped are
 listed, and a difference between the two runs' machines is named: latency across machines is not
 comparable.
 """
@@ -34,6 +35,10 @@ measurements moved by up to 28 % (exact search at 100K) with the drift accounted
 LATENCY_FLOOR_MS = 0.05
 """A slowdown smaller than this is timer and interpreter jitter (a needle haystack's 20 µs searches
 moved by 53 % between identical runs), never a regression."""
+MIN_QUERIES_PER_PASS = 20
+"""A latency needs this many queries per timing pass to be compared: a needle haystack's 5 per pass give a
+median of a handful, and flat Chroma's doubled (0.60 → 1.22 ms, every pass) between two identical default runs
+on a loaded machine while the other systems on the same data moved by 1.18×."""
 
 
 @dataclass(frozen=True)
@@ -54,6 +59,8 @@ class Comparison:
     machine_differences: list[str]
     unmeasured: int = 0
     """Verdicts one of the runs did not measure (not a change: e.g. a --quick run against a full one)."""
+    recall_only: int = 0
+    """Measurements timed over too few queries to compare their latency (`MIN_QUERIES_PER_PASS`)."""
 
     @property
     def shared(self) -> bool:
@@ -79,9 +86,14 @@ def compare(
     for run, found in (("A", before), ("B", after)):
         for key in shared:
             _check_finite(run, key, found[key])
+    recall_only = 0
     for key in shared:
         old, new = before[key], after[key]
-        changes.append(_latency_change(key, old, new, _drift(key, shared, before, after), latency_tolerance, alpha))
+        if min(map(len, old.pass_latencies_ns + new.pass_latencies_ns)) >= MIN_QUERIES_PER_PASS:
+            drift = _drift(key, shared, before, after)
+            changes.append(_latency_change(key, old, new, drift, latency_tolerance, alpha))
+        else:
+            recall_only += 1
         worse = new.recall_at_10 < old.recall_at_10 - recall_tolerance
         changes.append(Change(key, "recall_at_10", old.recall_at_10, new.recall_at_10, worse))
     old_verdicts = {(v.claim, v.system): v.verdict for v in [*a.claims, *a.targets]}
@@ -91,7 +103,11 @@ def compare(
     measured_both = [(old, v) for old, v in pairs if UNMEASURED not in (old, v.verdict)]
     flips = [f"{v.claim} / {v.system}: {old} → {v.verdict}" for old, v in measured_both if old != v.verdict]
     return Comparison(
-        changes, flips, a.run.machine.differences(b.run.machine), unmeasured=len(pairs) - len(measured_both)
+        changes,
+        flips,
+        a.run.machine.differences(b.run.machine),
+        unmeasured=len(pairs) - len(measured_both),
+        recall_only=recall_only,
     )
 
 
@@ -156,7 +172,12 @@ def render(comparison: Comparison, *, everything: bool = False, latency_toleranc
         for c in shown
     ]
     compared = len({c.key for c in comparison.changes})
-    text = f"{compared} measurements compared; " + (
+    recall_only = (
+        f" ({comparison.recall_only} timed over fewer than {MIN_QUERIES_PER_PASS} queries per pass: recall only)"
+        if comparison.recall_only
+        else ""
+    )
+    text = f"{compared} measurements compared{recall_only}; " + (
         "all shown" if everything else f"{len(shown)} rows changed beyond the tolerance (--all shows every row)"
     )
     headers = ["measurement", "metric", "A", "B", "change", "drift", "p (B slower; passes)", ""]

@@ -6,7 +6,7 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from harness.compare import compare
+from harness.compare import MIN_QUERIES_PER_PASS, compare
 from harness.results import SCHEMA_VERSION, Machine, ResultsFileError, RunResults, Verdict
 from tests.results_factory import MACHINE, measured, results
 
@@ -39,6 +39,14 @@ def test_a_two_fold_slowdown_in_a_section_is_a_regression_with_its_p_value():
     [regression] = comparison.regressions
     assert str(regression.key).startswith("growing:reference") and regression.metric == "p50_ms"
     assert regression.p_value is not None and regression.p_value < 1e-6
+
+
+def test_a_latency_timed_over_a_handful_of_queries_is_compared_on_recall_only():
+    few, enough = noisy(1.0, MIN_QUERIES_PER_PASS - 1), noisy(1.0, MIN_QUERIES_PER_PASS)
+    handful = compare(run(few, 0.99), run(few * 3, 0.95), latency_tolerance=0.25, recall_tolerance=0.01)
+    assert [c.metric for c in handful.regressions] == ["recall_at_10"] and handful.recall_only == 1
+    timed = compare(run(enough, 0.99), run(enough * 3, 0.99), latency_tolerance=0.25, recall_tolerance=0.01)
+    assert [c.metric for c in timed.regressions] == ["p50_ms"] and timed.recall_only == 0
 
 
 def test_a_small_but_significant_slowdown_stays_within_tolerance():
