@@ -1,0 +1,51 @@
+"""What the episode layer costs at 100K text cells (`MAGBENCH_PERF_N`) in memory, written as sessions of 20
+turns: text searches (text and vector, fused, then each cell scored with its episode's and neighbours'
+evidence) with the default context weights against the same searches with both weights 0 (fusion alone), and
+vector-only searches, which the layer must leave unchanged, likewise. The summary gives each ratio."""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+
+from reference import CellularMemory, MemoryConfig
+from tests.bench.conftest import N, record, record_ratio, time_queries
+from tests.bench.test_agent_loop import ENCODER, loop_texts
+
+ROUNDS = 30
+TURNS_PER_SESSION = 20
+WEIGHTS = MemoryConfig().episode_weight, MemoryConfig().neighbour_weight
+
+
+@pytest.fixture(scope="module")
+def sessions():
+    texts = loop_texts(N)
+    memory = CellularMemory(encoder=ENCODER)
+    for start in range(0, N, 50_000):
+        part = texts[start : start + 50_000]
+        names = [f"session-{(start + i) // TURNS_PER_SESSION}" for i in range(len(part))]
+        memory.add(part, vectors=ENCODER.encode(part), episode=names)
+    queries = [(text, vector) for text, vector in zip(texts[::997], ENCODER.encode(texts[::997]))]
+    memory.search(queries[0][0], vector=queries[0][1], k=10)  # the first search loads the compiled kernels
+    yield memory, itertools.cycle(queries)
+    memory.close()
+
+
+@pytest.mark.parametrize("layer", ["with_episodes", "fusion_alone"])
+@pytest.mark.parametrize("query", ["text", "vector_only"])
+def test_search_with_and_without_the_episode_layer(benchmark, sessions, layer, query):
+    memory, queries = sessions
+    weights = WEIGHTS if layer == "with_episodes" else (0.0, 0.0)
+    memory.set_search_options(episode_weight=weights[0], neighbour_weight=weights[1])
+    if query == "text":
+        search = lambda text, vector: memory.search(text, vector=vector, k=10)  # noqa: E731
+    else:
+        search = lambda text, vector: memory.search(vector, k=10)  # noqa: E731
+    time_queries(benchmark, search, setup=lambda: (next(queries), {}), rounds=ROUNDS, warmup_rounds=2)
+    record(f"episodes_{query}_search_{layer}_s", benchmark.stats.stats.median)
+    record_ratio(
+        f"episodes_{query}_search_cost",
+        f"episodes_{query}_search_with_episodes_s",
+        f"episodes_{query}_search_fusion_alone_s",
+    )
