@@ -14,7 +14,7 @@ from typing import Any, NamedTuple, TypedDict
 import numpy as np
 from pydantic import TypeAdapter, ValidationError
 
-from .confidence import noisy
+from .confidence import best_of_passes, noisy
 from .metrics import Agreement, EvidenceScores, GroupStats, LatencyStats, latency_stats
 from .plan import RunPlan
 
@@ -89,6 +89,12 @@ class Measurement:
     def noisy(self) -> bool:
         """One timing pass stood out from the others beyond the run's usual noise (`confidence.noisy`)."""
         return noisy(self.pass_latencies_ns)
+
+    @property
+    def best_p50_ms(self) -> float:
+        """The median over queries of each query's fastest pass: the latency verdicts read
+        (`confidence.best_of_passes`)."""
+        return float(np.median(best_of_passes(np.asarray(self.pass_latencies_ns, dtype=np.float64) / 1e6)))
 
     def pass_medians_ms(self) -> list[float]:
         return [float(np.median(p)) / 1e6 for p in self.pass_latencies_ns if p]

@@ -89,18 +89,18 @@ def test_a_quick_run_cannot_judge_claims_about_growth():
     assert set(verdicts(quick, "flat-linear").values()) == {UNMEASURED}
 
 
-def test_drift_between_timing_passes_widens_the_interval():
-    """The same 16.7× median with steady passes is refuted; with passes that drift ±25 % it may reach 20×."""
+def test_load_that_slows_some_passes_does_not_move_a_verdict():
+    """The same 16.7× median is refuted whether the passes were steady or some were slowed by load (up to 5×):
+    a verdict reads each query's fastest pass."""
     steady = results(scaling=[measured("reference", 100_000, 0.6), measured("flat-numpy", 100_000, 10.0)])
     assert verdicts(steady, "speedup-vs-exact") == {"reference": REFUTED}
-    drift = (0.75, 1.0, 1.25, 0.8, 1.2)
-    drifting = results(
+    loaded = results(
         scaling=[
-            measured("reference", 100_000, 0.6, pass_factors=drift),
-            measured("flat-numpy", 100_000, 10.0, pass_factors=drift[::-1]),
+            measured("reference", 100_000, 0.6, pass_factors=(1.0, 5.0, 1.3, 1.0, 2.0)),
+            measured("flat-numpy", 100_000, 10.0, pass_factors=(3.0, 1.0, 1.0, 1.6, 1.0)),
         ]
     )
-    assert verdicts(drifting, "speedup-vs-exact") == {"reference": INCONCLUSIVE}
+    assert verdicts(loaded, "speedup-vs-exact") == {"reference": REFUTED}
 
 
 def test_an_interval_that_ends_within_the_margin_of_its_bar_is_inconclusive():

@@ -126,21 +126,22 @@ def test_missing_files_and_unknown_kinds_are_typed_errors(tmp_path):
 
 
 def test_session_level_is_left_out_where_k_reaches_the_sessions_and_turn_level_refuses(locomo_file):
+    from harness.experiment_registry import RunContext
     from harness.experiments import dialogue
     from harness.metrics import CutoffError
+    from harness.plan import RunPlan
     from reference.encoders import MockEncoder
 
-    def quiet(items, label):
-        return items
-
-    _, rows = dialogue(DatasetSpec.parse(f"locomo:{locomo_file}"), ("flat-numpy",), "mock", MockEncoder(), quiet, k=2)
+    dataset = DatasetSpec.parse(f"locomo:{locomo_file}")
+    context = RunContext(RunPlan(), {"mock": MockEncoder()}, dataset, systems=("flat-numpy",))
+    rows = dialogue(context, k=2)
     session = [r for r in rows if r.granularity.startswith("session")]
     assert session and all("1 haystacks of ≤ 2 sessions left out" in r.granularity for r in session)
     assert all(r.scores.queries == 0 for r in session)
     turn = next(r for r in rows if r.granularity == "turn" and r.subset == "all questions")
     assert turn.scores.queries == 3
     with pytest.raises(CutoffError, match="k = 3 is not below the 3 turns"):
-        dialogue(DatasetSpec.parse(f"locomo:{locomo_file}"), ("flat-numpy",), "mock", MockEncoder(), quiet, k=3)
+        dialogue(context, k=3)
 
 
 @pytest.mark.parametrize(
