@@ -201,9 +201,10 @@ def check_metadata(value: Any) -> dict[str, Any]:
     if not isinstance(value, Mapping) or not all(isinstance(key, str) for key in value):
         raise InvalidInputError("metadata must be a mapping with string keys")
     try:
-        check_encodable(json.dumps(value, allow_nan=False, ensure_ascii=False), what="metadata")
+        text = json.dumps(value, allow_nan=False, ensure_ascii=False)
     except (TypeError, ValueError) as error:
         raise InvalidInputError(f"metadata must be JSON-serialisable: {error}") from None
+    check_encodable(text, what="metadata")
     return dict(value)
 
 

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from reference import CellularMemory, InvalidInputError
+from reference.filters import Within
 
 CELLS = 3000
 
@@ -139,3 +140,11 @@ def test_numeric_bounds_are_exact_and_a_key_without_numbers_matches_no_range(moc
 def test_a_bad_time_bound_is_a_typed_error(memory, bound):
     with pytest.raises(InvalidInputError):
         memory.search("topic", since=bound)
+
+
+def test_a_restriction_allows_exactly_its_scope_or_its_rows():
+    scopes, rows = np.array([0, 1, 1, 2, 1]), np.arange(5)
+    assert Within().allows(scopes, rows).all() and not Within().restricts
+    assert Within(scope=1).allows(scopes, rows).tolist() == [False, True, True, False, True]
+    assert Within(rows=np.array([1, 3])).allows(scopes, rows).tolist() == [False, True, False, True, False]
+    assert not Within(rows=np.array([], dtype=np.int64)).allows(scopes, rows).any()

@@ -13,6 +13,7 @@ from reference.validation import (
     check_metadata,
     check_texts,
     check_texts_per_item,
+    check_timestamp,
     unit_rows,
 )
 
@@ -90,11 +91,11 @@ def test_bad_importance_is_refused(bad):
 @pytest.mark.parametrize(
     ("bad", "message"),
     [
-        ({1: "x"}, "metadata must be a mapping with string keys"),
-        (["x"], "metadata must be a mapping with string keys"),
-        ({"x": float("nan")}, "metadata must be JSON-serialisable"),
-        ({"x": object()}, "metadata must be JSON-serialisable"),
-        ({"x": "\ud800"}, "metadata"),
+        ({1: "x"}, "^metadata must be a mapping with string keys$"),
+        (["x"], "^metadata must be a mapping with string keys$"),
+        ({"x": float("nan")}, "^metadata must be JSON-serialisable: Out of range float values"),
+        ({"x": object()}, "^metadata must be JSON-serialisable: Object of type object"),
+        ({"x": "\ud800"}, r"^metadata holds '\\ud800', which UTF-8 cannot encode$"),
     ],
 )
 def test_bad_metadata_is_refused(bad, message):
@@ -106,3 +107,11 @@ def test_a_bad_text_among_per_item_texts_is_named_by_its_argument():
     assert check_texts_per_item("context", "[May 2023]", 2) == ["[May 2023]"] * 2
     with pytest.raises(InvalidInputError, match="context"):
         check_texts_per_item("context", ["[May 2023]", ""], 2)
+    with pytest.raises(InvalidInputError, match=r"^context"):
+        check_texts_per_item("context", ["[May 2023]"], 2)
+
+
+@pytest.mark.parametrize("bad", [float("nan"), float("inf"), "2023-05-08", True, None])
+def test_a_bad_timestamp_is_refused_with_what_a_timestamp_is(bad):
+    with pytest.raises(InvalidInputError, match=r"^timestamps must be datetimes or finite epoch seconds, got "):
+        check_timestamp(bad)
