@@ -124,7 +124,7 @@ def _linear_growth(results: RunResults, system: str) -> Finding:
         slopes: np.ndarray = ((y - y.mean(axis=1, keepdims=True)) @ x) / (x @ x)
         return slopes
 
-    value = estimate(_latencies(*rows), slope)
+    value = estimate(_latencies(*rows), slope, positive=False)
     return Finding(
         judge(value, 0.8, at_least=True),
         f"log-log slope of p50 vs N = {value.text()} (linear = 1)" + _noisy_note(*rows),

@@ -9,8 +9,10 @@ ratios of the same runs were 1.32 (1.28–1.33) and 1.24 (1.20–1.26). A figure
 a slope) gets one value per bootstrap round (`ROUNDS`, seeded), which resamples the queries, the same query
 positions for measurements timed on the same queries; its 95% interval is the 2.5th–97.5th percentile. An
 interval that reaches into the bar's indifference zone (`MARGIN`, which absorbs what moves between runs)
-gives INCONCLUSIVE, not a verdict that a rerun could flip. The runner times more passes while the pass
-medians are unsettled (`unsettled`), so that a loaded machine gets more chances at an unloaded pass.
+gives INCONCLUSIVE, not a verdict that a rerun could flip. A bootstrap within one run cannot see what moves
+between runs (the arena's layout, the machine's state), so a positive figure's interval is widened by
+`BETWEEN_RUNS`, measured across identical runs. The runner times more passes while the pass medians are
+unsettled (`unsettled`), so that a loaded machine gets more chances at an unloaded pass.
 """
 
 from __future__ import annotations
@@ -28,6 +30,13 @@ MARGIN = 0.1
 """A bar is judged with an indifference zone of ±10 %: between two identical default runs here a median
 moved by up to 16 % (the engine's p50 at 100K: 0.564 vs 0.656 ms) while each run's interval was
 narrower, so an interval that ends within 10 % of the bar is too close to call."""
+
+
+BETWEEN_RUNS = 0.06
+"""The log-scale standard deviation of a verdict's figure between identical default runs, added to each positive
+figure's interval: over four runs on this loaded machine, six figures moved with log-sds 0.012–0.106 (median
+0.038, 75th percentile 0.056); flat-latency-growing's ratio was 1.32, 1.24, 1.29 and 1.36 while each run's own
+interval was ±0.04, so a verdict 13 % inside its bar went SUPPORTED, SUPPORTED, SUPPORTED, INCONCLUSIVE."""
 
 
 SETTLED = 0.05
@@ -85,16 +94,27 @@ def resampled_medians(matrices: Sequence[np.ndarray], *, seed: int = 0) -> np.nd
 
 
 def estimate(
-    measurements: Sequence[PassLatencies], figure: Callable[[np.ndarray], np.ndarray], *, seed: int = 0
+    measurements: Sequence[PassLatencies],
+    figure: Callable[[np.ndarray], np.ndarray],
+    *,
+    seed: int = 0,
+    positive: bool = True,
 ) -> Estimate:
     """`figure` maps an array of medians (last axis: the measurements) to one value per row; its value is
-    computed from each measurement's median best-of-passes latency and its interval from query resamples."""
+    computed from each measurement's median best-of-passes latency and its interval from query resamples. A
+    `positive` figure (a latency, a ratio of latencies) has its interval widened on the log scale by what moves
+    between runs (`BETWEEN_RUNS`), so that it stays above zero; a slope is not positive."""
     matrices = [_matrix(m) for m in measurements]
     point = np.asarray([np.median(best_of_passes(m)) for m in matrices])
+    value = float(figure(point[None, :])[0])
     rounds = figure(resampled_medians(matrices, seed=seed))
     tail = (1 - LEVEL) / 2 * 100
-    low, high = np.percentile(rounds, [tail, 100 - tail])
-    return Estimate(float(figure(point[None, :])[0]), float(low), float(high))
+    low, high = (float(x) for x in np.percentile(rounds, [tail, 100 - tail]))
+    if positive and min(value, low) > 0:
+        runs = t_distribution.ppf(1 - (1 - LEVEL) / 2, np.inf) * BETWEEN_RUNS
+        low = value * float(np.exp(-np.hypot(np.log(value / low), runs)))
+        high = value * float(np.exp(np.hypot(np.log(high / value), runs)))
+    return Estimate(value, low, high)
 
 
 def unsettled(measurements: Sequence[PassLatencies]) -> bool:
