@@ -45,6 +45,7 @@ def test_inference_continues_only_inferred_episodes_and_never_goes_back_in_time(
     assert inferred_names(["a"], [1.0], ("@z", 5.0), gap=60) == ["@a"]  # earlier than the last write
 
 
+@pytest.mark.embedded
 def test_deletes_relink_the_neighbours_and_reopen_restores_episodes(tmp_path):
     with CellularMemory(path=str(tmp_path), encoder=MockEncoder(32)) as memory:
         ids = memory.add(SESSION_A, episode="trip")

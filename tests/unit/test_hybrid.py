@@ -54,6 +54,7 @@ def test_vector_queries_stay_purely_dense():
         assert hit.text == TURNS[1] and hit.score == pytest.approx(1.0, abs=1e-5)  # a cosine, not a fused score
 
 
+@pytest.mark.embedded
 def test_the_lexical_index_follows_deletes_reopens_and_late_switching_on(tmp_path):
     with CellularMemory(path=str(tmp_path), encoder=Blind(16)) as memory:
         ids = memory.add(TURNS)
