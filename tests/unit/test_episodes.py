@@ -45,14 +45,18 @@ def test_inference_continues_only_inferred_episodes_and_never_goes_back_in_time(
     assert inferred_names(["a"], [1.0], ("@z", 5.0), gap=60) == ["@a"]  # earlier than the last write
 
 
-@pytest.mark.embedded
-def test_deletes_relink_the_neighbours_and_reopen_restores_episodes(tmp_path):
-    with CellularMemory(path=str(tmp_path), encoder=MockEncoder(32)) as memory:
-        ids = memory.add(SESSION_A, episode="trip")
-        memory.add(SESSION_B, episode="work")
-        memory.delete(ids[1])
-        memory.check_invariants()
-    with CellularMemory(path=str(tmp_path), encoder=MockEncoder(32)) as memory:
+@pytest.mark.parametrize("store", ["in_memory", pytest.param("embedded", marks=pytest.mark.embedded)])
+def test_deletes_relink_the_neighbours_and_reopen_restores_episodes(tmp_path, store):
+    path = str(tmp_path) if store == "embedded" else None
+    memory = CellularMemory(path=path, encoder=MockEncoder(32))
+    ids = memory.add(SESSION_A, episode="trip")
+    memory.add(SESSION_B, episode="work")
+    memory.delete(ids[1])
+    memory.check_invariants()
+    if path:  # reopened: the episodes come back from the store
+        memory.close()
+        memory = CellularMemory(path=path, encoder=MockEncoder(32))
+    with memory:
         assert memory.get(ids[2]).episode == "trip" and memory.stats().episodes == 2
         memory.add("one more about the trip", episode="trip")
         memory.check_invariants()

@@ -54,17 +54,21 @@ def test_vector_queries_stay_purely_dense():
         assert hit.text == TURNS[1] and hit.score == pytest.approx(1.0, abs=1e-5)  # a cosine, not a fused score
 
 
-@pytest.mark.embedded
-def test_the_lexical_index_follows_deletes_reopens_and_late_switching_on(tmp_path):
-    with CellularMemory(path=str(tmp_path), encoder=Blind(16)) as memory:
+@pytest.mark.parametrize("store", ["in_memory", pytest.param("embedded", marks=pytest.mark.embedded)])
+def test_the_lexical_index_follows_deletes_reopens_and_late_switching_on(tmp_path, store):
+    path = str(tmp_path) if store == "embedded" else None
+    with CellularMemory(path=path, encoder=Blind(16)) as memory:
         ids = memory.add(TURNS)
         memory.delete([ids[2]])
         assert memory.search("necklace Sweden grandmother", k=3)[0].id != ids[2]
         memory.check_invariants()
-    with CellularMemory(path=str(tmp_path), encoder=Blind(16)) as reopened:  # rebuilt from the cells
-        assert reopened.search("pottery class", k=1)[0].id == ids[3]
-        reopened.check_invariants()
-    with CellularMemory(path=str(tmp_path), encoder=Blind(16), config=MemoryConfig(lexical=False)) as memory:
+    if path:
+        with CellularMemory(path=path, encoder=Blind(16)) as reopened:  # rebuilt from the cells
+            assert reopened.search("pottery class", k=1)[0].id == ids[3]
+            reopened.check_invariants()
+    with CellularMemory(path=path, encoder=Blind(16), config=MemoryConfig(lexical=False)) as memory:
+        if path is None:  # a new memory: the turns written again
+            ids = memory.add(TURNS)
         memory.set_search_options(lexical=True)
         assert memory.search("sunset at the lake", k=1)[0].id == ids[1]
 
