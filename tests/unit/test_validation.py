@@ -7,14 +7,21 @@ from reference.validation import (
     MAX_INTERVAL_S,
     MAX_TEXT_CHARS,
     check_episode,
+    check_ids,
     check_importance,
     check_interval,
     check_k,
     check_metadata,
+    check_new_ids,
+    check_same_length,
+    check_scope,
+    check_text,
     check_texts,
     check_texts_per_item,
     check_timestamp,
+    per_item,
     unit_rows,
+    unit_vector,
 )
 
 
@@ -115,3 +122,96 @@ def test_a_bad_text_among_per_item_texts_is_named_by_its_argument():
 def test_a_bad_timestamp_is_refused_with_what_a_timestamp_is(bad):
     with pytest.raises(InvalidInputError, match=r"^timestamps must be datetimes or finite epoch seconds, got "):
         check_timestamp(bad)
+
+
+@pytest.mark.parametrize(
+    "vector", [np.array([3.0, 4.0]), np.array([3, 4]), [3.0, 4.0], np.array([3e30, 4e30], np.float32)]
+)
+def test_a_query_vector_comes_back_as_a_float32_unit_vector(vector):
+    unit = unit_vector(vector, dim=2)
+    assert unit.dtype == np.float32 and unit.shape == (2,)
+    np.testing.assert_allclose(unit, [0.6, 0.8], rtol=1e-6)
+
+
+@pytest.mark.parametrize(
+    ("bad", "error", "message"),
+    [
+        (
+            np.array([1.0, 2.0, 3.0]),
+            DimensionMismatchError,
+            r"^query vector have dimension 3 but this memory holds 2-d",
+        ),
+        (np.array([0.0, 0.0]), InvalidInputError, r"^query vector\[0\] is a zero vector; it has no direction$"),
+        (np.array([np.nan, 1.0]), InvalidInputError, r"^query vector\[0\] contains NaN or infinity$"),
+        (np.array([np.inf, 1.0]), InvalidInputError, r"^query vector\[0\] contains NaN or infinity$"),
+        (np.zeros((0, 2)), InvalidInputError, r"^query vector must be a non-empty 2-D array, got shape \(0, 2\)$"),
+        (["a", "b"], InvalidInputError, r"^query vector must be numeric arrays of one length"),
+    ],
+)
+def test_a_bad_query_vector_is_refused_with_what_is_wrong(bad, error, message):
+    with pytest.raises(error, match=message):
+        unit_vector(bad, dim=2)
+
+
+def test_rows_are_checked_one_by_one_and_named_by_position():
+    rows = np.array([[1.0, 0.0], [0.0, 0.0]], dtype=np.float32)
+    with pytest.raises(InvalidInputError, match=r"^vectors\[1\] is a zero vector"):
+        unit_rows(rows, dim=2)
+    np.testing.assert_allclose(unit_rows(np.array([[1e-20, 0.0], [0.0, 2.0]]), dim=None), [[1, 0], [0, 1]])
+    assert unit_rows(np.array([[1, 1]], dtype=np.int64), dim=2).dtype == np.float32
+
+
+@pytest.mark.parametrize(
+    ("bad", "message"),
+    [
+        (5, r"^text must be a str, got int$"),
+        ("   ", r"^text is empty or only whitespace; pass some text$"),
+        ("a\x00b", r"^text contains a NUL character; remove it$"),
+        ("x" * (MAX_TEXT_CHARS + 1), rf"^text has {MAX_TEXT_CHARS + 1:,} characters, above the limit of"),
+    ],
+)
+def test_a_bad_text_is_refused_with_what_is_wrong(bad, message):
+    with pytest.raises(InvalidInputError, match=message):
+        check_text(bad)
+    assert check_text("x" * MAX_TEXT_CHARS) == "x" * MAX_TEXT_CHARS
+
+
+def test_texts_and_ids_are_named_by_position_and_checked_whole():
+    assert check_texts("one") == ["one"] and check_ids("a") == ["a"]
+    with pytest.raises(InvalidInputError, match=r"^texts\[1\] must be a str, got int$"):
+        check_texts(["a", 1])
+    for bad in ([], (), 5):
+        with pytest.raises(InvalidInputError, match=r"^texts must be a non-empty string or a non-empty list"):
+            check_texts(bad)
+    for bad in ([], ["a", ""], ["a", 3], 7):
+        with pytest.raises(InvalidInputError, match=r"^ids must be a non-empty string or a list of non-empty strings$"):
+            check_ids(bad)
+    with pytest.raises(InvalidInputError, match=r"^an id holds"):
+        check_ids(["\ud800"])
+    with pytest.raises(InvalidInputError, match=r"^ids contain duplicates"):
+        check_new_ids(["a", "a"], taken=None)
+    with pytest.raises(InvalidInputError, match="already"):
+        check_new_ids(["a", "b"], taken={"b": 1})
+    check_new_ids(None, taken={"b": 1})
+
+
+def test_a_scope_is_a_bounded_string_and_the_empty_scope_is_the_default():
+    assert check_scope("") == "" and check_scope("user:alice") == "user:alice"
+    assert check_scope("s" * MAX_EPISODE_CHARS) == "s" * MAX_EPISODE_CHARS
+    with pytest.raises(InvalidInputError, match=r"^a scope is named by a str, got int$"):
+        check_scope(3)
+    with pytest.raises(InvalidInputError, match=rf"^a scope is named by at most {MAX_EPISODE_CHARS} characters$"):
+        check_scope("s" * (MAX_EPISODE_CHARS + 1))
+    with pytest.raises(InvalidInputError, match=r"^scope is empty or only whitespace"):
+        check_scope("  ")
+
+
+def test_per_item_values_have_one_per_text():
+    check_same_length("ids", None, 3)
+    with pytest.raises(InvalidInputError, match=r"^ids must be a list with one item per text, got str$"):
+        check_same_length("ids", "abc", 3)
+    with pytest.raises(InvalidInputError, match=r"^ids has 2 items but there are 3 texts$"):
+        check_same_length("ids", ["a", "b"], 3)
+    assert per_item("importance", None, 2, 0.5, float) == [0.5, 0.5]
+    assert per_item("importance", 1, 2, 0.5, float) == [1.0, 1.0]
+    assert per_item("importance", [0, 1], 2, 0.5, float) == [0.0, 1.0]
