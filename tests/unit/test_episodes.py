@@ -72,6 +72,15 @@ def test_the_index_links_cells_in_write_order_within_each_episode():
     assert len(index) == 1 and index.rows() == {0, 3}
 
 
+def test_neighbours_are_given_only_within_named_episodes():
+    """An inferred episode's order of writing says nothing about its cells: no neighbours there."""
+    index = EpisodeIndex()
+    index.add(np.arange(5), ["x", "x", "@a", "@a", "x"], np.zeros(5, dtype=np.int32))
+    before, after = index.neighbours(np.arange(5))
+    assert before.tolist() == [-1, 0, -1, -1, 1] and after.tolist() == [1, 4, -1, -1, -1]
+    assert index.before[3] == 2 and index.after[2] == 3  # linked all the same, for deletes and reopening
+
+
 def test_a_turn_is_found_through_its_episode_and_its_neighbours():
     """A question about the trip whose words only the first turn shares: the episode context lifts the
     trip's other turns above the work session's."""
