@@ -119,3 +119,17 @@ def test_passes_that_overlap_are_noise_not_a_regression():
     b = results(scaling=[measured("reference", 1000, noisy(1.0), pass_factors=(1.35,) * 5)])
     [change, _] = compare(a, b, latency_tolerance=0.25, recall_tolerance=0.01).changes
     assert change.after / change.before > 1.25 and not change.regression
+
+
+def test_a_slowdown_at_one_size_only_is_not_a_regression_but_one_at_every_size_is():
+    """A process beside run B can evict one size's data from the cache; a slower search slows every size."""
+    base = noisy(1.0)
+
+    def sized(*factors):
+        sizes = (1_000, 10_000, 25_000, 100_000)
+        return results(MACHINE, growing=[measured("flat-numpy", n, base * f) for n, f in zip(sizes, factors)])
+
+    one = compare(sized(1, 1, 1, 1), sized(1, 1, 3, 1), latency_tolerance=0.25, recall_tolerance=0.01)
+    assert not one.regressions and any(c.after / c.before > 2.5 for c in one.changes)
+    every = compare(sized(1, 1, 1, 1), sized(3, 3, 3, 3), latency_tolerance=0.25, recall_tolerance=0.01)
+    assert len(every.regressions) == 4
