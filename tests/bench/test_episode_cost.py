@@ -28,14 +28,15 @@ def sessions():
         memory.add(part, vectors=ENCODER.encode(part), episode=names)
     queries = [(text, vector) for text, vector in zip(texts[::997], ENCODER.encode(texts[::997]))]
     memory.search(queries[0][0], vector=queries[0][1], k=10)  # the first search loads the compiled kernels
-    yield memory, itertools.cycle(queries)
+    yield memory, queries
     memory.close()
 
 
 @pytest.mark.parametrize("layer", ["with_episodes", "fusion_alone"])
 @pytest.mark.parametrize("query", ["text", "vector_only"])
 def test_search_with_and_without_the_episode_layer(benchmark, sessions, layer, query):
-    memory, queries = sessions
+    memory, texts_and_vectors = sessions
+    queries = itertools.cycle(texts_and_vectors)  # each setting answers the same queries in the same order
     weights = WEIGHTS if layer == "with_episodes" else (0.0, 0.0)
     memory.set_search_options(episode_weight=weights[0], neighbour_weight=weights[1])
     if query == "text":
