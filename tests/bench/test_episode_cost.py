@@ -13,7 +13,7 @@ from reference import CellularMemory, MemoryConfig
 from tests.bench.conftest import N, record, record_ratio, time_queries
 from tests.bench.test_agent_loop import ENCODER, loop_texts
 
-ROUNDS = 30
+ROUNDS = 200
 TURNS_PER_SESSION = 20
 WEIGHTS = MemoryConfig().episode_weight, MemoryConfig().neighbour_weight
 
