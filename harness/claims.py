@@ -39,6 +39,11 @@ DECIDING: dict[str, tuple[str, ...]] = {
 any of them is unsettled)."""
 
 
+def decides_a_verdict(section: str, system: str) -> bool:
+    """Whether a system's latency in a timed section decides a verdict (`DECIDING`)."""
+    return system in DECIDING.get(section, ())
+
+
 @dataclass(frozen=True)
 class Finding:
     verdict: str

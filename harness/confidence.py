@@ -21,6 +21,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
+from scipy.stats import norm
 from scipy.stats import t as t_distribution
 
 ROUNDS = 1000
@@ -111,7 +112,7 @@ def estimate(
     tail = (1 - LEVEL) / 2 * 100
     low, high = (float(x) for x in np.percentile(rounds, [tail, 100 - tail]))
     if positive and min(value, low) > 0:
-        runs = t_distribution.ppf(1 - (1 - LEVEL) / 2, np.inf) * BETWEEN_RUNS
+        runs = norm.ppf(1 - (1 - LEVEL) / 2) * BETWEEN_RUNS
         low = value * float(np.exp(-np.hypot(np.log(value / low), runs)))
         high = value * float(np.exp(np.hypot(np.log(high / value), runs)))
     return Estimate(value, low, high)

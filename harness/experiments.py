@@ -11,7 +11,7 @@ from typing import Any, NamedTuple
 from reference.encoders import MockEncoder
 
 from .beir import load_beir
-from .claims import DECIDING
+from .claims import decides_a_verdict
 from .corpus import Corpus
 from .datasets import (
     corpus_evalset,
@@ -45,8 +45,8 @@ def _timed(plan: RunPlan, jobs: list[Job], progress: Progress = silent, label: s
 
 def _job(plan: RunPlan, system: str, evalset: EvalSet, encoder: str, *, sweep: bool = False, section: str = "") -> Job:
     """A job of a section; it decides a verdict when the claims judge its system's latency there."""
-    decides = system in DECIDING.get(section, ())
-    return Job(system, evalset, encoder, sweep=sweep, slow_down=plan.slow_down.get(system, 1.0), decides=decides)
+    slow_down = plan.slow_down.get(system, 1.0)
+    return Job(system, evalset, encoder, sweep=sweep, slow_down=slow_down, decides=decides_a_verdict(section, system))
 
 
 @experiment("scaling", section="scaling", data=["default"])

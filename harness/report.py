@@ -19,7 +19,7 @@ import matplotlib.pyplot as plt
 from matplotlib import ticker
 from tabulate import tabulate
 
-from .claims import DECIDING, MEANING
+from .claims import MEANING, decides_a_verdict
 from .confidence import INCONCLUSIVE, MARGIN, REFUTED, SUPPORTED
 from .registry import SYSTEMS
 from .results import DialogueRow, Measurement, RunResults, StreamRow, Verdict
@@ -263,7 +263,7 @@ def _timing_lines(results: RunResults) -> list[str]:
             f"{np.median(spreads):.1%}, 90th percentile {np.percentile(spreads, 90):.1%}, largest {spreads.max():.1%}"
         )
     noisy = [(key, m) for key, m in results.measurements().items() if m.noisy]
-    deciding = [(key, m) for key, m in noisy if m.system in DECIDING.get(key.section, ())]
+    deciding = [(key, m) for key, m in noisy if decides_a_verdict(key.section, key.system)]
     if deciding:
         lines.append(
             "- **noisy measurements** (one timing pass stood out beyond the run's noise; the verdicts they decide "
@@ -275,7 +275,7 @@ def _timing_lines(results: RunResults) -> list[str]:
                 for key, m in deciding
             )
         )
-    if others := Counter(key.section for key, m in noisy if m.system not in DECIDING.get(key.section, ())):
+    if others := Counter(key.section for key, _ in noisy if not decides_a_verdict(key.section, key.system)):
         lines.append(
             "- noisy measurements whose latency decides no verdict: "
             + ", ".join(f"{count} in {section}" for section, count in others.items())
