@@ -43,6 +43,7 @@ def test_inference_continues_only_inferred_episodes_and_never_goes_back_in_time(
     assert inferred_names(["a", "b"], [10.0, 20.0], ("session", 5.0), gap=60) == ["@a", "@a"]
     assert inferred_names(["a", "b"], [10.0, 200.0], ("@z", 5.0), gap=60) == ["@z", "@b"]
     assert inferred_names(["a"], [1.0], ("@z", 5.0), gap=60) == ["@a"]  # earlier than the last write
+    assert inferred_names(["a", "b"], [65.0, 125.0], ("@z", 5.0), gap=60) == ["@z", "@z"]  # the gap itself continues
 
 
 @pytest.mark.parametrize("store", ["in_memory", pytest.param("embedded", marks=pytest.mark.embedded)])
@@ -70,6 +71,38 @@ def test_the_index_links_cells_in_write_order_within_each_episode():
     assert index.after[0] == 3 and index.before[3] == 0 and index.problems() == []
     index.remove(np.asarray([1, 4]))
     assert len(index) == 1 and index.rows() == {0, 3}
+
+
+def test_links_follow_the_order_of_writing_not_row_numbers_and_row_0_links_like_any_row():
+    index = EpisodeIndex()
+    index.add(np.asarray([5]), ["x"], np.zeros(1, dtype=np.int32))
+    index.add(np.asarray([0, 2]), ["x", "x"], np.zeros(2, dtype=np.int32))  # written after row 5
+    assert index.before[[5, 0, 2]].tolist() == [-1, 5, 0] and index.problems() == []
+    index.remove(np.asarray([5]))  # the first cell: row 0 now starts the episode
+    assert index.before[0] == -1 and index.after[0] == 2 and index.problems() == []
+    index.remove(np.asarray([2]))  # the last cell: row 0 now ends it too
+    index.add(np.asarray([7]), ["x"], np.zeros(1, dtype=np.int32))
+    assert index.before[7] == 0 and index.after[0] == 7 and index.problems() == [] and len(index) == 1
+    assert [values.tolist() for values in index.neighbours(np.asarray([5, 2]))] == [[-1, -1], [-1, -1]]
+    index.add(np.zeros(0, dtype=np.int64), [], np.zeros(0, dtype=np.int32))  # an empty write changes nothing
+    assert index.rows() == {0, 7}
+
+
+def test_problems_name_each_kind_of_broken_link():
+    def linked(*names):
+        index = EpisodeIndex()
+        index.add(np.arange(len(names)), list(names), np.zeros(len(names), dtype=np.int32))
+        return index
+
+    index = linked("x", "x", "x")
+    index.before[2] = -1  # row 1 still points on to row 2, which no longer points back
+    assert index.problems() == ["an episode's links disagree"]
+    index = linked("x", "x", "y", "y")
+    index.after[1], index.before[3] = 3, 1  # a link from x into y
+    assert "an episode link crosses episodes" in index.problems()
+    index = linked("x", "x", "x")
+    index._last_row[0] = 1  # the links end at row 2
+    assert index.problems() == ["an episode's last cell is not where its links end"]
 
 
 def test_neighbours_are_given_only_within_named_episodes():

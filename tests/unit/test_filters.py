@@ -136,6 +136,16 @@ def test_numeric_bounds_are_exact_and_a_key_without_numbers_matches_no_range(moc
         assert found({"s": {"$gte": 0}}) == set() and found({"missing": {"$lt": 5}}) == set()
 
 
+def test_numbers_are_indexed_past_nested_values_and_cells_without_a_number_match_no_range(mock_encoder):
+    with CellularMemory(encoder=mock_encoder) as memory:
+        ids = memory.add(["no n here", "n is five"], metadata=[{"other": 1}, {"tags": ["a", "b"], "n": 5}])
+        later = memory.add(["n is a word"], metadata=[{"n": "five"}])
+        found = lambda where: {hit.id for hit in memory.search("n", k=3, where=where)}  # noqa: E731
+        assert found({"n": 5}) == {ids[1]} and found({"n": {"$lt": 6}}) == {ids[1]}
+        memory.delete(later)  # a cell whose value of a numeric key is a word
+        assert found({"n": {"$gte": 0}}) == {ids[1]} and found({"n": "five"}) == set()
+
+
 @pytest.mark.parametrize("bound", [float("nan"), float("inf"), "yesterday"])
 def test_a_bad_time_bound_is_a_typed_error(memory, bound):
     with pytest.raises(InvalidInputError):

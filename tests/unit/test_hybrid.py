@@ -29,6 +29,8 @@ def test_rrf_by_hand_and_ties_share_a_rank():
     by_row = dict(zip(rows.tolist(), scores.tolist()))
     # ranks: dense 7→1, 3→2, 5→2 (tie); lexical 5→1, 9→2; normalised by 2 / (0 + 1)
     assert by_row == pytest.approx({3: 0.25, 5: 0.75, 7: 0.5, 9: 0.25})
+    rows, scores = reciprocal_rank((np.array([4, 2]), np.array([0.9, 0.1])), (np.array([4]), np.array([2.0])), rrf_k=60)
+    assert scores.tolist() == pytest.approx([0.5 * 61 / 62, 1.0])  # first in both lists scores 1 at any k
 
 
 def test_calibrated_scores_mix_cosine_and_bm25_per_query():

@@ -47,7 +47,9 @@ def test_bad_vectors_are_rejected(bad):
 
 
 def test_wrong_dimension_has_its_own_error():
-    with pytest.raises(DimensionMismatchError, match="dimension 3"):
+    with pytest.raises(
+        DimensionMismatchError, match="dimension 3 but this memory holds 4-d vectors; use the same encoder"
+    ):
         unit_rows(np.ones((2, 3)), dim=4)
 
 
@@ -56,11 +58,13 @@ def test_rows_are_normalised_even_when_huge_or_tiny():
     assert rows.dtype == np.float32
     np.testing.assert_allclose(np.linalg.norm(rows, axis=1), 1.0, rtol=1e-6)
     np.testing.assert_allclose(rows[0], [0.6, 0.8], rtol=1e-6)
+    fast = unit_rows(np.array([[3.0, 4.0], [0.0, 0.5]], dtype=np.float32), dim=2)  # float32 takes one pass
+    np.testing.assert_allclose(fast, [[0.6, 0.8], [0.0, 1.0]], rtol=1e-6)
 
 
 @pytest.mark.parametrize("bad", [0, -1, 1.5, "3", True, None])
 def test_k_must_be_a_positive_integer(bad):
-    with pytest.raises(InvalidInputError):
+    with pytest.raises(InvalidInputError, match=r"^k must be a positive integer, got "):
         check_k(bad)
 
 
@@ -80,8 +84,9 @@ def test_an_episode_name_is_bounded_and_never_looks_inferred():
     for bad in ("x" * (MAX_EPISODE_CHARS + 1), "@session"):
         with pytest.raises(InvalidInputError, match=f"at most {MAX_EPISODE_CHARS} characters not starting with @"):
             check_episode(bad)
-    with pytest.raises(InvalidInputError, match="episode"):
-        check_episode(" ")
+    for bad in (" ", "x\ud800"):
+        with pytest.raises(InvalidInputError, match=r"^episode"):
+            check_episode(bad)
 
 
 @pytest.mark.parametrize("value", [0, 1, 0.5])
@@ -112,6 +117,9 @@ def test_bad_metadata_is_refused(bad, message):
 
 def test_a_bad_text_among_per_item_texts_is_named_by_its_argument():
     assert check_texts_per_item("context", "[May 2023]", 2) == ["[May 2023]"] * 2
+    assert check_texts_per_item("context", None, 2) == ["", ""]
+    with pytest.raises(InvalidInputError, match=r"^context holds"):
+        check_texts_per_item("context", "\ud800", 2)
     with pytest.raises(InvalidInputError, match="context"):
         check_texts_per_item("context", ["[May 2023]", ""], 2)
     with pytest.raises(InvalidInputError, match=r"^context"):
@@ -190,8 +198,8 @@ def test_texts_and_ids_are_named_by_position_and_checked_whole():
         check_ids(["\ud800"])
     with pytest.raises(InvalidInputError, match=r"^ids contain duplicates"):
         check_new_ids(["a", "a"], taken=None)
-    with pytest.raises(InvalidInputError, match="already"):
-        check_new_ids(["a", "b"], taken={"b": 1})
+    with pytest.raises(InvalidInputError, match=r"^ids already stored: \['b', 'c', 'd', 'e', 'f'\]; delete"):
+        check_new_ids(list("abcdefg"), taken=dict.fromkeys("bcdefg", 1))  # five of them named
     check_new_ids(None, taken={"b": 1})
 
 
