@@ -1,7 +1,7 @@
 """An embedded store at a path: embedded Chroma beside the engine's own SQLite file, held by one process.
 
-Layout: Chroma's `chroma.sqlite3` and vector segment directory `<segment-id>/` (the cells' ids,
-embeddings and documents), the sidecar `magbench.sqlite3` (each cell's engine fields and exact vector,
+Layout: Chroma's `chroma.sqlite3` and vector segment directory `<segment-id>/` (the cells' ids and
+embeddings), the sidecar `magbench.sqlite3` (each cell's text, engine fields and exact vector,
 `sidecar.py`), and `magbench.lock`.
 
 One process at a time: opening takes an exclusive OS lock on `magbench.lock` (`filelock`: `flock` on
@@ -45,8 +45,8 @@ LOCK = "magbench.lock"
 
 
 class EmbeddedCellStore:
-    """Cells in an embedded Chroma collection (ids, embeddings, documents) and the sidecar (fields and
-    exact vectors), each write marked in flight while Chroma runs it."""
+    """Cells in an embedded Chroma collection (ids, embeddings) and the sidecar (texts, fields and exact
+    vectors), each write marked in flight while Chroma runs it."""
 
     persistent = True
 
@@ -54,28 +54,38 @@ class EmbeddedCellStore:
         self.cells, self.sidecar, self.dim = cells, sidecar, dim
         self._next_seq = 0
 
-    def load(self, texts: Mapping[str, str] | None = None) -> CellBatch | None:
-        """Every cell in insertion order: Chroma's documents (or those `texts` gives, for an update being
-        finished) joined with the sidecar's fields and vectors. Leftovers of writes that failed part-way (a
-        document without fields: an add whose rollback failed; fields without a document: a delete that
-        failed) are removed, with a warning."""
-        found = self.cells.read(["documents"])
-        text_of = dict(zip(found["ids"], found["documents"], strict=True)) | dict(texts or {})
-        cells, deleted = self.sidecar.load(self.dim, text_of)
+    def load(self) -> CellBatch | None:
+        """Every cell in insertion order: the sidecar's cells that Chroma holds. Leftovers of writes that
+        failed part-way (a record without a row here: an add whose rollback failed; a row without a record: a
+        delete that failed) are removed, with a warning."""
+        held = set(self.cells.read([])["ids"])
+        cells, deleted = self.sidecar.load(self.dim, held)
         if deleted:
             log.warning("%s: forgetting %d cells a failed delete left in the sidecar", self.cells.name, len(deleted))
             self.sidecar.drop(deleted)
-        if unacknowledged := sorted(text_of.keys() - set(cells.ids if cells else ())):
+        if unacknowledged := sorted(held - set(cells.ids if cells else ())):
             log.warning("%s: removing %d cells a failed write left in Chroma", self.cells.name, len(unacknowledged))
             self.cells.delete(unacknowledged)
         self._next_seq = self.sidecar.last_seq() + 1
         return cells
 
+    def take_over_texts(self, updates: Mapping[str, str]) -> None:
+        """A store of an earlier version kept its texts in Chroma's documents (and an update in flight its new
+        texts in the mark, `updates`): copy them into the sidecar once."""
+        if textless := self.sidecar.textless():
+            found = self.cells.read(["documents"])
+            text_of = dict(zip(found["ids"], found["documents"], strict=True)) | dict(updates)
+            found_texts = {cell: text_of[cell] for cell in textless if isinstance(text_of.get(cell), str)}
+            self.sidecar.fill_texts(found_texts)
+            log.warning(
+                "moved the texts of %d cells from Chroma's documents to %s", len(found_texts), self.sidecar.path
+            )
+
     def put(self, batch: CellBatch) -> None:
         """Fields and vectors first (durable, the write marked in flight), then Chroma; all or nothing."""
         mark = self.sidecar.add(batch, self._next_seq)
         try:
-            self.cells.add(batch)
+            self.cells.add(batch, documents=False)
         except Exception:
             self.sidecar.end(mark, removing=batch.ids)
             raise
@@ -84,16 +94,14 @@ class EmbeddedCellStore:
 
     def replace(self, batch: CellBatch, previous: Sequence[CellRecord]) -> None:
         """Cells written again under their ids (as written last): the sidecar's rows replaced and the update
-        marked in flight with the new texts (one transaction), then Chroma's documents and embeddings. A
-        failed Chroma write puts `previous` back in both; a process killed during it has it finished on open."""
+        marked in flight (one transaction), then Chroma's embeddings. A failed Chroma write puts `previous` back
+        in both; a process killed during it has it finished on open."""
         mark, replaced = self.sidecar.replace(batch, self._next_seq)
         try:
-            self.cells.upsert(batch.ids, batch.vectors, batch.texts)
+            self.cells.upsert(batch.ids, batch.vectors)
         except Exception as error:
             try:
-                self.cells.upsert(
-                    [r.id for r in previous], np.stack([r.vector for r in previous]), [r.text for r in previous]
-                )
+                self.cells.upsert([r.id for r in previous], np.stack([r.vector for r in previous]))
                 self.sidecar.restore(mark, replaced)
             except Exception as rollback_error:
                 error.add_note(
@@ -171,6 +179,7 @@ def _open_repairing(
     try:
         if new_sidecar and store.cells.count():
             _take_over_fields(client, namespace, identity, sidecar)
+        store.take_over_texts({})
         return client, store, store.load()
     except VectorSegmentUnreadableError as error:
         log.warning("%s; rebuilding it", error)
@@ -185,9 +194,9 @@ def _repair(
     root: Path, namespace: str, identity: StoreIdentity, sidecar: Sidecar, marks: list[InFlight]
 ) -> tuple[Any, EmbeddedCellStore, CellBatch | None]:
     """Rebuild the vector segment from the sidecar's vectors, after finishing the writes in flight: a delete
-    is done again, an update is written again whole, an add that Chroma holds whole is kept and one it holds
-    in part is removed. The repair
-    replaces those marks by its own until it is done, so a repair that is killed starts over."""
+    is done again, an update is written again (the sidecar holds it whole), an add that Chroma holds whole is
+    kept and one it holds in part is removed. The repair replaces those marks by its own until it is done, so
+    a repair that is killed starts over."""
     started = time.perf_counter()
     moved = set_aside_vector_segment(root, f"{namespace}_cells")
     client, store = _open(root, namespace, identity, sidecar)
@@ -196,13 +205,15 @@ def _repair(
             {cell for mark in marks if mark.write in ("delete", "rebuild")
              or (mark.write == "add" and store.cells.present(mark.ids) != set(mark.ids)) for cell in mark.ids}
         )  # fmt: skip
-        updated = {cell: text for mark in marks if mark.texts is not None for cell, text in zip(mark.ids, mark.texts)}
-        sidecar.begin_repair(doomed, updated)
+        store.take_over_texts(
+            {cell: text for mark in marks if mark.texts is not None for cell, text in zip(mark.ids, mark.texts)}
+        )
+        sidecar.begin_repair(doomed)
         store.cells.delete(doomed)
         sidecar.drop(doomed)
-        cells = store.load(texts=updated)
+        cells = store.load()
         if cells is not None:
-            store.cells.upsert(cells.ids, cells.vectors, cells.texts)
+            store.cells.upsert(cells.ids, cells.vectors)
     except BaseException:
         client.close()
         raise

@@ -1,23 +1,27 @@
-"""The embedded store's own SQLite file (`<path>/magbench.sqlite3`): each cell's engine fields and exact
-vector, and the Chroma writes in flight.
+"""The embedded store's own SQLite file (`<path>/magbench.sqlite3`): each cell's text, engine fields and
+exact vector, and the Chroma writes in flight.
 
-Chroma holds what any Chroma user writes (ids, embeddings, documents). The engine's fields would cost
-Chroma a metadata row per key and cell (ingest 1,082 against 1,914 cells/s with none, measured here) and
-its exact vectors a base64 copy, so they live here, in typed columns of a STRICT table (a damaged value
-cannot be read back as another type), written once per batch. WAL mode with full sync: a write here is
-durable before the Chroma write it precedes.
+Chroma holds each cell's id and embedding, the vector index it serves. The rest lives here, in typed columns
+of a STRICT table (a damaged value cannot be read back as another type), written once per batch:
+- the engine's fields would cost Chroma a metadata row per key and cell (ingest 1,082 against 1,914 cells/s
+  with none, measured here) and its exact vectors a base64 copy;
+- the texts, because Chroma indexes every document it is given for its own full-text search, which the
+  engine does not use (it has `lexical.py`): 20K documents cost Chroma's add 10.7 s, against 4.5 s for the
+  same ids and embeddings alone (measured here). Stores of earlier versions hold their texts in Chroma's
+  documents: a NULL text here, copied over once on open (`embedded.py`).
+WAL mode with full sync: a write here is durable before the Chroma write it precedes.
 
-A Chroma write is marked in flight (for an add, in the transaction that stores the batch's fields) and
-unmarked when Chroma returns. A mark found on open means a process died during a Chroma write: its add
-is undone (never acknowledged) or its delete finished, and the vector segment, which such a kill can
-damage, is rebuilt (`embedded.py`); the repair is marked in flight too, so a killed repair starts over.
+A Chroma write is marked in flight (for an add, in the transaction that stores the batch) and unmarked when
+Chroma returns. A mark found on open means a process died during a Chroma write: its add is undone (never
+acknowledged) or its delete finished, and the vector segment, which such a kill can damage, is rebuilt
+(`embedded.py`); the repair is marked in flight too, so a killed repair starts over.
 """
 
 from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence, Set
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,18 +39,18 @@ CREATE TABLE IF NOT EXISTS cells (
     seq INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE, grp INTEGER NOT NULL, kind TEXT NOT NULL,
     importance REAL NOT NULL, timestamp REAL NOT NULL, access INTEGER NOT NULL,
     meta TEXT NOT NULL, conflicts TEXT NOT NULL, episode TEXT NOT NULL, scope TEXT NOT NULL DEFAULT '',
-    history TEXT NOT NULL DEFAULT '[]', vector BLOB NOT NULL
+    history TEXT NOT NULL DEFAULT '[]', vector BLOB NOT NULL, text TEXT
 ) STRICT;
 CREATE TABLE IF NOT EXISTS in_flight (
     mark INTEGER PRIMARY KEY AUTOINCREMENT, write TEXT NOT NULL, ids TEXT NOT NULL, texts TEXT
 );
 """
 ADDED_COLUMNS = {
-    "cells": {"scope": "TEXT NOT NULL DEFAULT ''", "history": "TEXT NOT NULL DEFAULT '[]'"},
+    "cells": {"scope": "TEXT NOT NULL DEFAULT ''", "history": "TEXT NOT NULL DEFAULT '[]'", "text": "TEXT"},
     "in_flight": {"texts": "TEXT"},
 }
 """Columns later versions added, with what a file written before them holds."""
-COLUMNS = "seq, id, grp, kind, importance, timestamp, access, meta, conflicts, episode, scope, history, vector"
+COLUMNS = "seq, id, grp, kind, importance, timestamp, access, meta, conflicts, episode, scope, history, vector, text"
 INSERT = f"INSERT INTO cells ({COLUMNS}) VALUES ({', '.join('?' * len(COLUMNS.split(',')))})"
 EMPTY_META, NO_CONFLICTS, NO_HISTORY = "{}", "[]", "[]"
 
@@ -58,7 +62,7 @@ class InFlight:
     write: Write
     ids: list[str]
     texts: list[str] | None = None
-    """An update's new texts (Chroma's documents), so that a repair can finish it."""
+    """An update's new texts, in marks of earlier versions (which kept the texts in Chroma's documents)."""
 
 
 class Sidecar:
@@ -90,11 +94,11 @@ class Sidecar:
     def count(self) -> int:
         return int(self._db.execute("SELECT count(*) FROM cells").fetchone()[0])
 
-    def load(self, dim: int, texts: Mapping[str, str]) -> tuple[CellBatch | None, list[str]]:
-        """The cells that have a text in `texts`, in insertion order, and the ids of those that have none.
+    def load(self, dim: int, held: Set[str]) -> tuple[CellBatch | None, list[str]]:
+        """The cells whose ids are `held` (by Chroma), in insertion order, and the ids of the others.
         A value that cannot be read back is a `StoreDamagedError` naming its cell."""
         rows = self._db.execute(f"SELECT {COLUMNS} FROM cells ORDER BY seq").fetchall()
-        kept = [row for row in rows if row[1] in texts]
+        kept = [row for row in rows if row[1] in held]
         if not kept:
             return None, [row[1] for row in rows]
         (
@@ -111,17 +115,21 @@ class Sidecar:
             scopes,
             histories,
             vectors,
+            texts,
         ) = zip(*kept, strict=True)
         for cell_id, vector in zip(ids, vectors):
             if len(vector) != 4 * dim:
                 raise StoreDamagedError(f"cell {cell_id!r}: its stored vector has {len(vector)} bytes, not {4 * dim}")
+        for cell_id, text in zip(ids, texts):
+            if not isinstance(text, str):
+                raise StoreDamagedError(f"cell {cell_id!r}: its text is missing from the store")
         matrix = np.frombuffer(b"".join(vectors), dtype="<f4").reshape(len(ids), dim)
         if not np.isfinite(matrix).all():
             damaged = ids[int(np.flatnonzero(~np.isfinite(matrix).all(axis=1))[0])]
             raise StoreDamagedError(f"cell {damaged!r}: its stored vector is not finite")
         batch = CellBatch(
             ids=list(ids),
-            texts=[texts[cell_id] for cell_id in ids],
+            texts=list(texts),
             vectors=matrix,
             groups=np.asarray(groups, dtype=np.int64),
             kinds=list(kinds),
@@ -134,7 +142,16 @@ class Sidecar:
             scopes=list(scopes),
             histories=[_history(cell_id, text) for cell_id, text in zip(ids, histories)],
         )
-        return batch, [row[1] for row in rows if row[1] not in texts]
+        return batch, [row[1] for row in rows if row[1] not in held]
+
+    def textless(self) -> list[str]:
+        """The cells an earlier version wrote with their texts in Chroma's documents."""
+        return [row[0] for row in self._db.execute("SELECT id FROM cells WHERE text IS NULL")]
+
+    def fill_texts(self, texts: Mapping[str, str]) -> None:
+        """Store the texts of cells written without one here."""
+        with self._transaction() as db:
+            db.executemany("UPDATE cells SET text = ? WHERE id = ?", [(text, key) for key, text in texts.items()])
 
     def last_seq(self) -> int:
         """The largest `seq` stored (-1 for none)."""
@@ -149,14 +166,14 @@ class Sidecar:
 
     def replace(self, batch: CellBatch, first_seq: int) -> tuple[int, list[tuple[Any, ...]]]:
         """Store a batch of cells that replace the stored cells of the same ids (numbered from `first_seq`:
-        they count as written last) and mark the Chroma update in flight with their texts (one transaction);
-        returns the mark and the replaced rows (for `restore`)."""
+        they count as written last) and mark the Chroma update in flight (one transaction); returns the mark
+        and the replaced rows (for `restore`)."""
         ids = [(cell_id,) for cell_id in batch.ids]
         with self._transaction() as db:
             old = [db.execute(f"SELECT {COLUMNS} FROM cells WHERE id = ?", key).fetchone() for key in ids]
             db.executemany("DELETE FROM cells WHERE id = ?", ids)
             db.executemany(INSERT, _rows(batch, first_seq))
-            return self._mark(db, "update", batch.ids, batch.texts), [row for row in old if row is not None]
+            return self._mark(db, "update", batch.ids), [row for row in old if row is not None]
 
     def restore(self, mark: int, rows: Sequence[tuple[Any, ...]]) -> None:
         """Undo a `replace` whose Chroma update failed: its replaced `rows` come back as they were."""
@@ -177,14 +194,12 @@ class Sidecar:
         with self._transaction(durable=False) as db:
             return self._mark(db, write, ids)
 
-    def begin_repair(self, doomed: Sequence[str], updated: Mapping[str, str]) -> None:
-        """Replace every mark by the repair's: a rebuild that also removes the cells `doomed`, and the updates
-        it finishes (`updated`: their texts); `end_repair` clears them."""
+    def begin_repair(self, doomed: Sequence[str]) -> None:
+        """Replace every mark by the repair's: a rebuild that also removes the cells `doomed`; `end_repair`
+        clears it."""
         with self._transaction() as db:
             db.execute("DELETE FROM in_flight")
             self._mark(db, "rebuild", doomed)
-            if updated:
-                self._mark(db, "update", list(updated), list(updated.values()))
 
     def end_repair(self) -> None:
         with self._transaction() as db:
@@ -211,11 +226,8 @@ class Sidecar:
         ]
 
     @staticmethod
-    def _mark(db: sqlite3.Connection, write: Write, ids: Sequence[str], texts: Sequence[str] | None = None) -> int:
-        cursor = db.execute(
-            "INSERT INTO in_flight (write, ids, texts) VALUES (?, ?, ?)",
-            (write, json.dumps(list(ids)), None if texts is None else json.dumps(list(texts), ensure_ascii=False)),
-        )
+    def _mark(db: sqlite3.Connection, write: Write, ids: Sequence[str]) -> int:
+        cursor = db.execute("INSERT INTO in_flight (write, ids) VALUES (?, ?)", (write, json.dumps(list(ids))))
         assert cursor.lastrowid is not None
         return cursor.lastrowid
 
@@ -252,6 +264,7 @@ def _rows(batch: CellBatch, first_seq: int) -> Iterator[tuple[Any, ...]]:
         batch.scopes,
         [_json(list(texts), NO_HISTORY) for texts in batch.histories],
         map(bytes, np.ascontiguousarray(batch.vectors, dtype="<f4")),
+        batch.texts,
         strict=True,
     )
 

@@ -1,12 +1,14 @@
 """Where cells persist. A store loads every cell on open and takes each write as it happens.
 
-`ChromaCells` is the cells' Chroma collection (`{namespace}_cells`, cosine space): ids, embeddings and
-documents, as any Chroma user writes them, opened with the store's identity check and written in
-chunks of Chroma's batch limit. Two layouts keep the engine's own fields (group, kind, importance,
-timestamp, access count, metadata, conflicts) and each cell's exact vector:
+`ChromaCells` is the cells' Chroma collection (`{namespace}_cells`, cosine space): ids and embeddings
+(and documents, in the server layout), opened with the store's identity check and written in chunks of
+Chroma's batch limit. Two layouts keep the engine's own fields (group, kind, importance, timestamp, access
+count, metadata, conflicts) and each cell's exact vector:
 
-- an embedded store keeps them in its own SQLite file beside Chroma's (`sidecar.py`, `embedded.py`);
-- `ServerCellStore`, for a Chroma server, in each cell's Chroma metadata (the vector as base64).
+- an embedded store keeps them and the texts in its own SQLite file beside Chroma's (`sidecar.py`,
+  `embedded.py`);
+- `ServerCellStore`, for a Chroma server, in each cell's Chroma metadata (the vector as base64) beside its
+  document.
 
 `NullStore` stands in when nothing is persisted (`path=None`, no client).
 """
@@ -134,9 +136,12 @@ class ChromaCells:
             found.update(guarded(f"reading {self.name}", self._collection.get, ids=chunk, include=[])["ids"])
         return found
 
-    def add(self, batch: CellBatch, metadatas: Sequence[dict[str, Any]] | None = None) -> None:
-        """Write a batch in chunks, all or nothing: a failed write removes what it may have written (the
-        chunk that failed included: Chroma commits records before it updates the vector segment)."""
+    def add(
+        self, batch: CellBatch, metadatas: Sequence[dict[str, Any]] | None = None, *, documents: bool = True
+    ) -> None:
+        """Write a batch in chunks (its texts as documents unless `documents` is False), all or nothing: a failed
+        write removes what it may have written (the chunk that failed included: Chroma commits records before
+        it updates the vector segment)."""
         attempted = 0
         try:
             for start in range(0, len(batch), self.batch):
@@ -147,7 +152,7 @@ class ChromaCells:
                     self._collection.add,
                     ids=batch.ids[chunk],
                     embeddings=batch.vectors[chunk],
-                    documents=batch.texts[chunk],
+                    **({"documents": batch.texts[chunk]} if documents else {}),
                     **({} if metadatas is None else {"metadatas": list(metadatas[chunk])}),
                 )
         except Exception as error:
@@ -165,10 +170,11 @@ class ChromaCells:
         self,
         ids: Sequence[str],
         vectors: np.ndarray,
-        texts: Sequence[str],
+        texts: Sequence[str] | None = None,
         metadatas: Sequence[dict[str, Any]] | None = None,
     ) -> None:
-        """Write these cells over the ones of the same ids (in chunks; not all or nothing)."""
+        """Write these cells over the ones of the same ids (in chunks; not all or nothing); without `texts`
+        the documents stay as they are."""
         for start in range(0, len(ids), self.batch):
             chunk = slice(start, start + self.batch)
             guarded(
@@ -176,7 +182,7 @@ class ChromaCells:
                 self._collection.upsert,
                 ids=list(ids[chunk]),
                 embeddings=vectors[chunk],
-                documents=list(texts[chunk]),
+                **({} if texts is None else {"documents": list(texts[chunk])}),
                 **({} if metadatas is None else {"metadatas": list(metadatas[chunk])}),
             )
 
@@ -186,17 +192,6 @@ class ChromaCells:
             stop = start + self.batch
             guarded(
                 f"updating {self.name}", self._collection.update, ids=ids[start:stop], metadatas=metadatas[start:stop]
-            )
-
-    def rewrite_vectors(self, ids: Sequence[str], vectors: np.ndarray) -> None:
-        """Put these vectors into the collection (a vector segment rebuilt from empty); records stay."""
-        for start in range(0, len(ids), self.batch):
-            stop = start + self.batch
-            guarded(
-                f"rewriting the vectors of {self.name}",
-                self._collection.upsert,
-                ids=list(ids[start:stop]),
-                embeddings=vectors[start:stop],
             )
 
 

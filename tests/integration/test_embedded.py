@@ -186,7 +186,7 @@ def test_a_write_in_flight_when_the_process_died_is_undone_and_the_segment_rebui
 def test_an_interrupted_repair_starts_over(tmp_path, caplog):
     before = write_memory(tmp_path)
     sidecar = Sidecar(tmp_path)
-    sidecar.begin_repair([], {})  # the repair was killed after moving the segment aside
+    sidecar.begin_repair([])  # the repair was killed after moving the segment aside
     sidecar.close()
     set_aside_vector_segment(tmp_path, "mem_cells")
 
@@ -225,7 +225,7 @@ def test_an_update_in_flight_when_the_process_died_is_finished_on_open(tmp_path)
     client = persistent_client(str(tmp_path))
     try:
         stored = client.get_collection("mem_cells").get(ids=[updated.id], include=["documents", "embeddings"])
-        assert stored["documents"] == [updated.text]  # Chroma holds the new text and vector too
+        assert stored["documents"] == [None]  # Chroma holds the new vector; the text lives in the sidecar
         np.testing.assert_allclose(stored["embeddings"][0], updated.vector, atol=1e-6)
     finally:
         client.close()
@@ -254,7 +254,13 @@ def test_a_failed_update_changes_nothing(tmp_path, monkeypatch):
 
 @pytest.mark.parametrize(
     ("column", "value"),
-    [("vector", b"\x00\x01"), ("meta", "{not json"), ("conflicts", '[{"with": 3}]'), ("meta", "[1, 2]")],
+    [
+        ("vector", b"\x00\x01"),
+        ("meta", "{not json"),
+        ("conflicts", '[{"with": 3}]'),
+        ("meta", "[1, 2]"),
+        ("text", None),
+    ],
 )
 def test_a_damaged_stored_cell_is_named_and_nothing_opens_half(tmp_path, column, value):
     write_memory(tmp_path)
@@ -282,6 +288,46 @@ def test_a_store_written_before_the_sidecar_moves_its_fields_over(tmp_path, capl
         assert mem.ids() == before["ids"] and mem.get(before["ids"][4]).metadata == {"i": 4}
     assert f"moved the fields of {len(TEXTS)} cells" in caplog.text
     assert_whole(tmp_path, before)
+
+
+def test_each_text_is_written_once_in_the_sidecar_not_as_a_chroma_document(tmp_path):
+    before = write_memory(tmp_path)
+    client = persistent_client(str(tmp_path))
+    try:
+        stored = client.get_collection("mem_cells").get(include=["documents"])
+        assert sorted(stored["ids"]) == sorted(before["ids"]) and set(stored["documents"]) == {None}
+    finally:
+        client.close()
+    assert reopen_in_new_process(tmp_path)[0] == before
+
+
+def test_a_store_that_kept_its_texts_in_chroma_documents_moves_them_over(tmp_path, caplog):
+    """Earlier versions wrote each text as a Chroma document (an update in flight: the new texts in its mark)."""
+    before = write_memory(tmp_path)
+    updated = before["ids"][3]
+    client = persistent_client(str(tmp_path))
+    try:
+        collection = client.get_collection("mem_cells")
+        vectors = collection.get(ids=before["ids"], include=["embeddings"])["embeddings"]
+        collection.update(ids=before["ids"], embeddings=vectors, documents=TEXTS)
+    finally:
+        client.close()
+    database = sqlite3.connect(tmp_path / "magbench.sqlite3")
+    with database:
+        database.execute("UPDATE cells SET text = NULL")
+        database.execute(
+            "INSERT INTO in_flight (write, ids, texts) VALUES ('update', ?, ?)",
+            (json.dumps([updated]), json.dumps(["the update a killed process left in flight"])),
+        )
+    database.close()
+
+    with caplog.at_level(logging.WARNING), CellularMemory(path=str(tmp_path), encoder=MockEncoder()) as mem:
+        assert mem.ids() == before["ids"]
+        assert mem.get(updated).text == "the update a killed process left in flight"
+        assert [mem.get(cell).text for cell in before["ids"] if cell != updated] == TEXTS[:3] + TEXTS[4:]
+    assert f"moved the texts of {len(TEXTS)} cells" in caplog.text
+    with CellularMemory(path=str(tmp_path), encoder=MockEncoder()) as mem:  # moved once, kept
+        assert mem.get(before["ids"][0]).text == TEXTS[0]
 
 
 def test_the_lock_is_an_os_lock_not_a_marker(tmp_path):
