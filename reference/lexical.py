@@ -157,12 +157,8 @@ class LexicalIndex:
         if allowed is not None:
             keep = allowed(rows)
             rows, scores = rows[keep], scores[keep]
-            found = len(rows)
-        if found > depth:  # the rows scoring at least the depth-th best score (ties included), then ranked
-            kept = scores >= np.partition(scores, found - depth)[found - depth]
-            rows, scores = rows[kept], scores[kept]
-        order = np.lexsort((rows, -scores))[:depth]
-        return rows[order], scores[order]
+        best = kernels.best_scored(rows, scores, depth)
+        return rows[best], scores[best]
 
     def _known(self, found: Iterable[str]) -> np.ndarray:
         """Term ids of the words the index has seen (others are skipped)."""

@@ -29,6 +29,7 @@ from typing import Literal
 
 import numpy as np
 
+from . import kernels
 from .config import MemoryConfig
 from .episodes import EpisodeIndex
 from .filters import Within
@@ -165,17 +166,10 @@ class SearchPipeline:
         config = self.config
         if not len(rows) or not (config.episode_weight or config.neighbour_weight):
             return scores
-        codes, where = np.unique(episodes.code[rows], return_inverse=True)
-        best = np.zeros(len(codes))
-        np.maximum.at(best, where, scores)
         before, after = episodes.neighbours(rows)
-        around = np.maximum(_scores_of(before, rows, scores), _scores_of(after, rows, scores))
-        context = config.episode_weight * best[where] + config.neighbour_weight * around
-        neighbours = config.neighbour_weight if (before >= 0).any() or (after >= 0).any() else 0.0
-        scored: np.ndarray = (scores + context) / (1 + config.episode_weight + neighbours)
-        top = np.argmax(scores)
-        if scored[top] < scored.max():  # only another's context lifted it above the best match
-            scored[top] = np.nextafter(scored.max(), np.inf)
+        scored: np.ndarray = kernels.with_context(
+            rows, scores, episodes.code[rows], before, after, config.episode_weight, config.neighbour_weight
+        )
         return scored
 
     def _group_stage(
@@ -270,12 +264,6 @@ def flat_search(
     best = top_k(scores, min(k, len(rows)))
     best = best[np.isfinite(scores[best])]
     return rows[best], scores[best]
-
-
-def _scores_of(wanted: np.ndarray, rows: np.ndarray, scores: np.ndarray) -> np.ndarray:
-    """The score of each `wanted` row among the candidates `rows` (ascending), 0 where it is none of them."""
-    position = np.searchsorted(rows, wanted).clip(max=len(rows) - 1)
-    return np.where(rows[position] == wanted, scores[position], 0.0)
 
 
 def _merge_best(

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from reference import CellularMemory, InvalidInputError
-from reference.filters import Within
+from reference.filters import MetadataIndex, Within
 
 CELLS = 3000
 
@@ -144,6 +144,9 @@ def test_numbers_are_indexed_past_nested_values_and_cells_without_a_number_match
         assert found({"n": 5}) == {ids[1]} and found({"n": {"$lt": 6}}) == {ids[1]}
         memory.delete(later)  # a cell whose value of a numeric key is a word
         assert found({"n": {"$gte": 0}}) == {ids[1]} and found({"n": "five"}) == set()
+    index = MetadataIndex()
+    index.add(np.zeros(0, dtype=np.int64), [])  # an empty write indexes nothing
+    assert index.rows() == set()
 
 
 @pytest.mark.parametrize("bound", [float("nan"), float("inf"), "yesterday"])

@@ -10,6 +10,7 @@ import pytest
 from bm25s.stopwords import STOPWORDS_EN
 
 from harness.generators.topics import topic_haystack
+from reference import kernels
 from reference.lexical import K1, STOP_WORDS, B, LexicalIndex, words
 
 
@@ -58,6 +59,15 @@ def test_writes_of_every_size_and_deletes_score_as_bm25_over_the_live_cells(text
         expected = oracle(live, query)
         assert rows.tolist() == ranked(expected, 10)
         assert scores.tolist() == pytest.approx([expected[r] for r in rows.tolist()])
+
+
+def test_the_best_rows_are_those_a_full_sort_ranks_first_ties_by_row():
+    rng = np.random.default_rng(6)
+    for _ in range(300):
+        count, depth = int(rng.integers(0, 300)), int(rng.integers(1, 50))
+        rows = rng.permutation(1000)[:count]
+        scores = rng.integers(0, 6, count) * 0.25  # many ties
+        assert kernels.best_scored(rows, scores, depth).tolist() == np.lexsort((rows, -scores))[:depth].tolist()
 
 
 def test_scores_match_bm25s_rebuilt_over_the_same_cells(texts):
