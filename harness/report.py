@@ -33,6 +33,7 @@ SCALING_COLUMNS = [
     "latency_qps",
     "pass_spread",
     "recall_at_10",
+    "estimated_recall",
     "build_s",
     "ingest_per_s",
     "rss_bytes_per_doc",
@@ -192,7 +193,9 @@ def _markdown(results: RunResults, tables: dict[str, list[dict[str, Any]]], plot
             "realtext",
             "Real text: passages of a corpus, held-out passages as vector queries, recall against exact search",
             "Real embeddings have no tight clusters. `reference-dense` is the engine queried with the vector "
-            "alone; BM25 ranks by words, so its recall against exact dense neighbours shows how differently it ranks.",
+            "alone; BM25 ranks by words, so its recall against exact dense neighbours shows how differently it ranks. "
+            "`estimated_recall` is the engine's own estimate of its recall@10 (its cells as queries, against exact "
+            "search over what it holds), by which it chose its probe margin for `target_recall`.",
         ),
         (
             "realtext_sweep",

@@ -85,7 +85,10 @@ class MemoryConfig:
     early, a query in diffuse data (real text) reads up to the budget. The margin usually ends probing
     before the budget does; the budget caps the hard queries (raising it from 16 to 32 √N took real
     text from recall@10 0.955 to 0.967 on the stdlib passages and 0.963 to 0.971 on BEAM, for about
-    1% more median latency, and cost 1% on the 100K synthetic memory). A memory of at most budget +
+    1% more median latency, and cost 1% on the 100K synthetic memory). With the `numpy` backend and a
+    `target_recall` (recall@10 against exact search; None: keep `probe_margin`), the memory chooses the
+    margin itself from an estimate of its own recall, made as it grows and after each sleep pass
+    (`calibration.py`); `probe_margin` is the margin until the first estimate. A memory of at most budget +
     `probe_cost_cells` cells is searched flat (exact). Compiled, probing costs little beyond the cells it
     reads (measured here, one core: flat 116 vs probing 106 µs at 1,000 cells, 139 vs 88 at 1,500, 147 vs
     81 at 2,000), so by default only a memory within the budget is searched flat; the NumPy probing
@@ -131,6 +134,7 @@ class MemoryConfig:
     probe_per_k: int = field(default=60, metadata=applies(BUDGET))
     probe_per_sqrt_n: float = field(default=32.0, metadata=applies(BUDGET))
     probe_margin: float = field(default=0.2, metadata=applies(BUDGET))
+    target_recall: float | None = field(default=0.95, metadata=applies(BUDGET, ("group_backend", "numpy")))
     probe_cost_cells: int = field(default=0, metadata=applies(BUDGET))
     group_top_k: int = field(default=3, metadata=applies(TOP_K))
     min_score: float = field(default=0.0, metadata=applies(TOP_K))
@@ -170,6 +174,8 @@ class MemoryConfig:
         checks |= {
             "namespace must be 3-40 characters of [a-zA-Z0-9_-]": _valid_namespace(self.namespace),
             "kind_importance values must be in [0, 1]": all(0 <= v <= 1 for v in self.kind_importance.values()),
+            "target_recall must be None or in (0, 1]": self.target_recall is None
+            or (isinstance(self.target_recall, int | float) and 0 < self.target_recall <= 1),
         }
         failed = [message for message, ok in checks.items() if not ok] + self._settings_that_do_nothing()
         if failed:

@@ -17,7 +17,7 @@ from typing import Any, TypedDict, Unpack
 
 import numpy as np
 
-from . import ingest, sleep
+from . import calibration, ingest, sleep
 from .cells import CellRecord, CellTable, new_ids, seen_text
 from .clustering import GroupState, LeaderClustering
 from .concepts import Concept, concepts_of
@@ -129,8 +129,10 @@ class CellularMemory:
             entities=EntityIndex(),
             lexical=LexicalIndex() if config.lexical else None,
             store=store,
+            probe=calibration.initial(config),
         )
         self._state.restore(cells)
+        self._calibrate_if_due()
 
     # ---- writing -------------------------------------------------------------------------
 
@@ -193,7 +195,13 @@ class CellularMemory:
             fresh = [i for i, cell_id in enumerate(cells.ids) if cell_id not in state.table.row_of]
             if fresh:
                 ingest.write(state, self._clustering, self.config.episode_gap_s, cells.take(fresh))
+                self._calibrate_if_due()
         return cells.ids
+
+    def _calibrate_if_due(self) -> None:
+        """A new probing margin when the memory has grown enough since the last (under the write lock)."""
+        if calibration.due(self._state.probe, self.config, len(self._state.table)):
+            self._state.commit_probe(calibration.calibrated(self._state, self.config))
 
     def update(
         self, cell_id: str, *, text: str | None = None, vector: Any = None, metadata: Mapping[str, Any] | None = None
@@ -416,10 +424,18 @@ class CellularMemory:
         unknown = set(changes) - SEARCH_OPTIONS
         if unknown:
             raise InvalidInputError(f"not a query-time option: {sorted(unknown)}; use {sorted(SEARCH_OPTIONS)}")
+        config = replace(self.config, **changes)
+        if "probe_margin" in changes and config.target_recall is not None and config.group_backend == "numpy":
+            raise InvalidInputError(
+                f"the probe margin is chosen to meet target_recall={config.target_recall}; pass target_recall=None "
+                "with probe_margin to fix it"
+            )
         with self._state.writing():
-            self.config = replace(self.config, **changes)
+            self.config = config
             if self.config.lexical and self._state.lexical is None:  # switched on later: index what is stored
                 self._state.enable_lexical()
+            if {"target_recall", "probe_margin"} & changes.keys():
+                self._state.commit_probe(calibration.calibrated(self._state, self.config))
             self._search = SearchPipeline(self.config)
 
     # ---- sleep ---------------------------------------------------------------------------
@@ -437,7 +453,13 @@ class CellularMemory:
         if labels is not None and not isinstance(labels, Mapping):
             raise InvalidInputError(f"labels must map cell ids to classes, got {type(labels).__name__}")
         with self._sleep_mutex:
-            return sleep.consolidate(self._state, self.config, judge or self.judge, self.clock, labels)
+            report = sleep.consolidate(self._state, self.config, judge or self.judge, self.clock, labels)
+            if self.config.target_recall is not None:  # regrouped: estimated again under the read lock
+                with self._state.reading():
+                    setting = calibration.calibrated(self._state, self.config)
+                with self._state.writing():
+                    self._state.commit_probe(setting)
+            return report
 
     def start_sleep(self, interval: float, *, judge: ConflictJudge | None = None) -> None:
         """Consolidate every `interval` seconds (at most a week) on a background thread until `stop_sleep()`."""

@@ -3,8 +3,9 @@
 Stage 1 ranks the live groups' centroids. With budget probing (the default) groups are taken in
 centroid order until they hold `MemoryConfig.probe_candidates(k, N)` cells, and past the first
 `probe_per_k` · k cells only while a group's centroid scores at least the k-th best cell so far minus
-`probe_margin`; a memory small enough that probing would cost more (`MemoryConfig.flat_is_cheaper`)
-is searched flat, which is also exact. With `top_k` probing the best `group_top_k` groups are taken,
+the margin in force (`EngineState.probe`, chosen for `target_recall` by `calibration.py`); a memory
+small enough that probing would cost more (`MemoryConfig.flat_is_cheaper`) is searched flat, which is
+also exact. With `top_k` probing the best `group_top_k` groups are taken,
 and a flat search fills in when fewer than `k` candidates score above `min_score` (the seed design).
 Stage 2 scores the chosen groups' cells. The `numpy` index runs stages 1 and 2 as one compiled call
 over its arena (`kernels.probe`), taking the k-th best score as each group is read; the `chroma`
@@ -182,7 +183,7 @@ class SearchPipeline:
         active, centroids = groups.active_ids(scope), groups.active_centroids(scope)
         floor = config.probe_per_k * k
         if budget and isinstance(index, NumpyGroupIndex):  # the rule below, compiled with a running k-th score
-            return index.probe(active, centroids, query, k, ProbeLimits(depth, floor, budget, config.probe_margin))
+            return index.probe(active, centroids, query, k, ProbeLimits(depth, floor, budget, state.probe.margin))
         centroid_scores = similarities(centroids, query)
         if not budget:
             chosen = active[top_k(centroid_scores, config.group_top_k)]
@@ -193,7 +194,7 @@ class SearchPipeline:
         rest = ranked[first:]
         if len(rest) and len(scores) >= k:  # past the floor: only groups that may still hold a top-k cell
             kth = float(np.partition(scores, len(scores) - k)[len(scores) - k])
-            rest = rest[centroid_scores[rest] >= kth - config.probe_margin]
+            rest = rest[centroid_scores[rest] >= kth - state.probe.margin]
         if len(rest):
             more_rows, more_scores = self._search_groups(active[rest], query, depth, index)
             rows, scores = np.concatenate([rows, more_rows]), np.concatenate([scores, more_scores])

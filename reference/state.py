@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from .calibration import ProbeSetting
 from .cells import CellBatch, CellRecord, CellTable, ConflictNote, seen_text, superseded
 from .clustering import Assignment, GroupState
 from .entities import EntityIndex, extract_entities
@@ -59,8 +60,10 @@ class EngineState:
         entities: EntityIndex,
         lexical: LexicalIndex | None,
         store: CellStore,
+        probe: ProbeSetting,
     ) -> None:
         self.table, self.index, self.entities, self.store = table, index, entities, store
+        self._probe = probe
         self._groups, self._lexical, self._episodes = groups, lexical, EpisodeIndex()
         self._metadata = MetadataIndex()
         self.counters = SearchCounters()
@@ -83,6 +86,11 @@ class EngineState:
     @property
     def episodes(self) -> EpisodeIndex:
         return self._episodes
+
+    @property
+    def probe(self) -> ProbeSetting:
+        """The margin budget probing uses (`calibration.py`)."""
+        return self._probe
 
     @property
     def version(self) -> int:
@@ -128,6 +136,10 @@ class EngineState:
         self._groups.remove_members(self.table.group[rows], self.index.vectors_of(rows))
         self._forget(rows)
         self._changed()
+
+    def commit_probe(self, setting: ProbeSetting) -> None:
+        """A new probing margin (no cell changes: the version stays)."""
+        self._probe = setting
 
     def commit_regroup(self, rows: np.ndarray, after: np.ndarray, groups: GroupState) -> None:
         """Cells moved to other groups by a sleep plan (`groups`: the group state they make)."""

@@ -31,6 +31,12 @@ class MemoryStats:
     entities: int
     episodes: int
     """Episodes with live cells (`episodes.py`)."""
+    target_recall: float | None
+    estimated_recall: float | None
+    """The memory's own estimate of its recall@10 at the probe margin in force (`calibration.py`); None
+    before the first estimate."""
+    probe_margin: float
+    """The margin budget probing uses now."""
     dim: int
     encoder: str
     group_backend: str
@@ -60,6 +66,9 @@ def memory_stats(state: EngineState, config: MemoryConfig, *, encoder: str, dim:
         flat_searches=counters.flat,
         entities=len(state.entities),
         episodes=len(state.episodes),
+        target_recall=config.target_recall,
+        estimated_recall=state.probe.estimated_recall,
+        probe_margin=state.probe.margin,
         dim=dim,
         encoder=encoder,
         group_backend=config.group_backend,

@@ -1,0 +1,86 @@
+"""Recall as a setting: the memory estimates its own recall and chooses the probe margin that meets its target."""
+
+import numpy as np
+import pytest
+
+from reference import CellularMemory, InvalidInputError, MemoryConfig
+from reference.calibration import GROWTH, MARGINS
+from reference.encoders import MockEncoder
+
+DIM = 32
+
+
+def mixture(count: int, spread: float, seed: int) -> np.ndarray:
+    """Unit vectors around 40 centres; a larger `spread` is more diffuse (harder to probe)."""
+    rng = np.random.default_rng(seed)
+    centres = rng.standard_normal((40, DIM))
+    points = centres[rng.integers(0, 40, count)] + spread * rng.standard_normal((count, DIM))
+    return (points / np.linalg.norm(points, axis=1, keepdims=True)).astype(np.float32)
+
+
+def filled(vectors: np.ndarray, **config) -> CellularMemory:
+    memory = CellularMemory(encoder=MockEncoder(DIM), config=MemoryConfig(lexical=False, **config))
+    for start in range(0, len(vectors), 1000):
+        part = vectors[start : start + 1000]
+        names = [f"cell {i}" for i in range(start, start + len(part))]
+        memory.add(names, vectors=part, ids=names)
+    return memory
+
+
+def measured_recall(memory: CellularMemory, cells: np.ndarray, queries: np.ndarray) -> float:
+    """Recall@10 of held-out queries against exact search over `cells` (added in order)."""
+    found = []
+    for query in queries:
+        exact = {f"cell {i}" for i in np.argsort(-(cells @ query))[:10]}
+        found.append(len(exact & {hit.id for hit in memory.search(query, k=10)}) / 10)
+    return float(np.mean(found))
+
+
+@pytest.mark.parametrize("spread", [0.6, 1.4])
+def test_the_estimate_tracks_the_recall_of_held_out_queries_and_meets_the_target(spread):
+    vectors = mixture(8300, spread, seed=3)
+    cells, queries = vectors[:8000], vectors[8000:]
+    with filled(cells) as memory:
+        stats = memory.stats()
+        assert stats.target_recall == 0.95 and stats.probe_margin in MARGINS
+        assert stats.estimated_recall >= 0.95 or stats.probe_margin == MARGINS[-1]
+        assert abs(measured_recall(memory, cells, queries) - stats.estimated_recall) <= 0.03
+
+
+def test_diffuse_data_gets_a_wider_margin_than_tight_clusters_and_a_higher_target_wider_still():
+    tight, diffuse = mixture(5000, 0.4, seed=4), mixture(5000, 1.4, seed=4)
+    with filled(tight) as easy, filled(diffuse) as hard, filled(diffuse, target_recall=0.99) as harder:
+        assert easy.stats().probe_margin < hard.stats().probe_margin < harder.stats().probe_margin
+
+
+def test_the_memory_estimates_again_as_it_grows_and_after_sleep():
+    vectors = mixture(20_000, 1.0, seed=5)
+    with filled(vectors[:5000]) as memory:
+        first = memory.stats().estimated_recall
+        memory.add([f"more {i}" for i in range(15_000)], vectors=vectors[5000:])
+        assert memory.stats().estimated_recall is not None and len(memory) >= GROWTH * 4096
+        memory.consolidate()
+        after_sleep = memory.stats()
+        assert after_sleep.estimated_recall >= 0.95 and first is not None
+
+
+def test_a_memory_searched_flat_has_no_estimate_and_none_keeps_the_configured_margin():
+    with filled(mixture(500, 1.0, seed=6)) as small:
+        assert small.stats().estimated_recall is None and small.stats().probe_margin == MemoryConfig().probe_margin
+    with filled(mixture(5000, 1.0, seed=6), target_recall=None, probe_margin=0.35) as fixed:
+        assert fixed.stats().estimated_recall is None and fixed.stats().probe_margin == 0.35
+
+
+def test_a_margin_cannot_be_set_under_a_target_and_a_bad_target_is_refused():
+    with filled(mixture(5000, 1.0, seed=7)) as memory:
+        with pytest.raises(InvalidInputError, match=r"chosen to meet target_recall=0\.95; pass target_recall=None"):
+            memory.set_search_options(probe_margin=0.3)
+        memory.set_search_options(target_recall=None, probe_margin=0.3)
+        assert memory.stats().probe_margin == 0.3 and memory.stats().estimated_recall is None
+        memory.set_search_options(target_recall=0.9)
+        assert memory.stats().estimated_recall >= 0.9
+    for bad in (0, 1.5, "high"):
+        with pytest.raises(InvalidInputError, match=r"target_recall must be None or in \(0, 1\]"):
+            MemoryConfig(target_recall=bad)
+    with pytest.raises(InvalidInputError, match="target_recall applies only with"):
+        MemoryConfig(group_backend="chroma", target_recall=0.9)
