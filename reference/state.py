@@ -88,11 +88,6 @@ class EngineState:
         return self._episodes
 
     @property
-    def probe(self) -> ProbeSetting:
-        """The margin budget probing uses (`calibration.py`)."""
-        return self._probe
-
-    @property
     def version(self) -> int:
         """Bumped by every commit, so a sleep plan made under the read lock knows when it is stale."""
         return self._version
@@ -136,6 +131,11 @@ class EngineState:
         self._groups.remove_members(self.table.group[rows], self.index.vectors_of(rows))
         self._forget(rows)
         self._changed()
+
+    @property
+    def probe(self) -> ProbeSetting:
+        """The margin budget probing uses (`calibration.py`)."""
+        return self._probe
 
     def commit_probe(self, setting: ProbeSetting) -> None:
         """A new probing margin (no cell changes: the version stays)."""
