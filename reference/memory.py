@@ -424,14 +424,8 @@ class CellularMemory:
         unknown = set(changes) - SEARCH_OPTIONS
         if unknown:
             raise InvalidInputError(f"not a query-time option: {sorted(unknown)}; use {sorted(SEARCH_OPTIONS)}")
-        config = replace(self.config, **changes)
-        if "probe_margin" in changes and config.target_recall is not None and config.group_backend == "numpy":
-            raise InvalidInputError(
-                f"the probe margin is chosen to meet target_recall={config.target_recall}; pass target_recall=None "
-                "with probe_margin to fix it"
-            )
         with self._state.writing():
-            self.config = config
+            self.config = replace(self.config, **changes)
             if self.config.lexical and self._state.lexical is None:  # switched on later: index what is stored
                 self._state.enable_lexical()
             if {"target_recall", "probe_margin"} & changes.keys():
