@@ -274,6 +274,18 @@ def _sift_worst_down(heap: np.ndarray, rows: np.ndarray, scores: np.ndarray, i: 
         i = child
 
 
+@_compiled
+def keep_best(
+    best_scores: np.ndarray, best_rows: np.ndarray, scores: np.ndarray, rows: np.ndarray, skip: np.ndarray
+) -> None:
+    """For each query i, fold the cells `rows` scored `scores[i]` into its min-heap of the best so far
+    (`best_scores[i]`, their rows `best_rows[i]`), leaving out the row `skip[i]`."""
+    for i in range(scores.shape[0]):
+        for j in range(scores.shape[1]):
+            if scores[i, j] > best_scores[i, 0] and rows[j] != skip[i]:
+                _replace_smallest(best_scores[i], best_rows[i], scores[i, j], rows[j])
+
+
 @_exact
 def with_context(
     rows: np.ndarray,

@@ -84,3 +84,9 @@ def test_the_configured_margin_is_a_floor_that_the_estimate_only_widens_and_a_ba
             MemoryConfig(target_recall=bad)
     with pytest.raises(InvalidInputError, match="target_recall applies only with"):
         MemoryConfig(group_backend="chroma", target_recall=0.9)
+
+
+def test_neighbours_tied_with_the_kth_count_so_a_memory_of_copies_is_not_called_inexact():
+    copies = np.repeat(mixture(100, 1.0, seed=8), 50, axis=0)  # each vector 50 times: any 10 of a copy's are exact
+    with filled(copies) as memory:
+        assert memory.stats().estimated_recall == 1.0 and memory.stats().probe_margin == MemoryConfig().probe_margin
