@@ -20,7 +20,7 @@ from numba import njit
 
 _compiled = njit(cache=True, fastmath=True, nogil=True)
 _exact = njit(cache=True, nogil=True)
-"""For kernels that rank: no fastmath, so that ties and infinities compare as NumPy's do."""
+"""For kernels that rank or start from -inf: no fastmath, so that ties and infinities compare as NumPy's do."""
 
 
 def rows32(vectors: np.ndarray) -> np.ndarray:
@@ -274,7 +274,7 @@ def _sift_worst_down(heap: np.ndarray, rows: np.ndarray, scores: np.ndarray, i: 
         i = child
 
 
-@_compiled
+@_exact
 def keep_best(
     best_scores: np.ndarray, best_rows: np.ndarray, scores: np.ndarray, rows: np.ndarray, skip: np.ndarray
 ) -> None:

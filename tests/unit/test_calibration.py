@@ -3,8 +3,8 @@
 import numpy as np
 import pytest
 
-from reference import CellularMemory, InvalidInputError, MemoryConfig
-from reference.calibration import GROWTH, MARGINS
+from reference import CellularMemory, InvalidInputError, MemoryConfig, calibration
+from reference.calibration import MARGINS
 from reference.encoders import MockEncoder
 
 DIM = 32
@@ -54,15 +54,20 @@ def test_diffuse_data_gets_a_wider_margin_than_tight_clusters_and_a_higher_targe
         assert easy.stats().probe_margin < hard.stats().probe_margin < harder.stats().probe_margin
 
 
-def test_the_memory_estimates_again_as_it_grows_and_after_sleep():
-    vectors = mixture(20_000, 1.0, seed=5)
-    with filled(vectors[:5000]) as memory:
-        first = memory.stats().estimated_recall
-        memory.add([f"more {i}" for i in range(15_000)], vectors=vectors[5000:])
-        assert memory.stats().estimated_recall is not None and len(memory) >= GROWTH * 4096
+def test_the_memory_estimates_on_fourfold_growth_and_after_sleep(monkeypatch):
+    estimated_at = []
+    real = calibration.calibrated
+
+    def counted(state, config):
+        estimated_at.append(len(state.table))
+        return real(state, config)
+
+    monkeypatch.setattr(calibration, "calibrated", counted)
+    vectors = mixture(19_000, 1.0, seed=5)
+    with filled(vectors[:4000]) as memory:  # 1,000 cells a write: 1,000 is searched flat, then 4,000
+        memory.add([f"more {i}" for i in range(15_000)], vectors=vectors[4000:])
         memory.consolidate()
-        after_sleep = memory.stats()
-        assert after_sleep.estimated_recall >= 0.95 and first is not None
+        assert estimated_at == [1000, 4000, 19_000, 19_000] and memory.stats().estimated_recall >= 0.95
 
 
 def test_a_memory_searched_flat_has_no_estimate_and_none_keeps_the_configured_margin():
