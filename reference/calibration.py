@@ -6,14 +6,15 @@ documentation and 0.90 on BEAM chat passages (MiniLM). So the memory measures it
 cells, each searched for its `K` nearest other cells, against exact search over every cell (a hit counts
 when it scores at least the `K`-th exact similarity, as ann-benchmarks counts it: a memory of near-copies
 has many ties), estimates its recall@10 at the configured margin and then at each wider one of `MARGINS`,
-and uses the first that meets the target with `CONFIDENCE` (the estimate's one-sided lower bound over the
-sampled cells reaches it): a memory that aimed its estimate at the target itself would fall below it
-about half the time. The configured margin is a floor: an estimate is made at one size and holds only
-roughly as the memory grows with new text (a stream over the stdlib passages, calibrated to margin 0.1 at
-2,650 cells, ended at 4,000 cells with recall 0.946; at the floor 0.2, 0.972). The estimate against the
-recall of 300 held-out passages (MiniLM, default config; no sleep / after sleep): BEAM's first half of the
-chats 0.965 / 0.959 and 0.971 / 0.976, its second half 0.965 / 0.962 and 0.977 / 0.977, the stdlib
-documentation 0.968 / 0.956 and 0.974 / 0.977.
+takes the first that meets the target with `CONFIDENCE` (the estimate's one-sided lower bound over the
+sampled cells reaches it), then narrows the step from the last margin short of it by halving. A memory
+that aimed its estimate at the target itself would fall below it about half the time. The configured
+margin is a floor: an estimate is made at one size and holds only roughly as the memory grows with new
+text (a stream over the stdlib passages, calibrated to margin 0.1 at 2,650 cells, ended at 4,000 cells
+with recall 0.946; at the floor 0.2, 0.972). The estimate against the recall of 300 held-out passages
+(MiniLM, default config; no sleep / after sleep): BEAM's first half of the chats 0.965 / 0.959 and
+0.971 / 0.976, its second half 0.965 / 0.962 and 0.977 / 0.977, the stdlib documentation 0.968 / 0.956
+and 0.974 / 0.977.
 
 It runs when the memory's cell count has grown `GROWTH`-fold since the last estimate (and on open), and
 after every sleep pass, which regroups. Only the `numpy` group index probes by this rule.
@@ -41,6 +42,10 @@ SAMPLE = 200
 CONFIDENCE = 0.95
 """How sure the estimate must be that the chosen margin meets the target."""
 MARGINS = (0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.5, 0.6, 0.8)
+REFINEMENTS = 3
+"""Halvings of the step between the last margin short of the target and the first that meets it: a margin
+read wider than the target needs costs speed (BEAM passages after sleep: recall@10 0.966 at margin 0.2,
+0.983 at 0.25, 46% slower)."""
 GROWTH = 4
 """A new estimate when the cell count reaches this multiple of the last estimate's: its cost (one exact
 scan per sampled cell) grows with the memory, so its total stays a fraction of what ingest spends."""
@@ -90,13 +95,29 @@ def calibrated(state: EngineState, config: MemoryConfig) -> ProbeSetting:
     centroids = state.groups.active_centroids(None)
     budget = config.probe_candidates(K, cells)
     spread = NormalDist().inv_cdf(CONFIDENCE) / np.sqrt(len(sample))
-    for margin in (config.probe_margin, *(m for m in MARGINS if m > config.probe_margin)):
+
+    def estimate(margin: float) -> tuple[float, bool]:
+        """The sample's mean recall at this margin, and whether its lower bound meets the target."""
         limits = ProbeLimits(K + 1, config.probe_per_k * K, budget, margin)
         found = [index.probe(groups, centroids, query, K + 1, limits) for query in queries]
-        each = np.asarray([_recall(*hits, row, bar) for hits, row, bar in zip(found, sample, kth)])
-        if each.mean() - spread * each.std(ddof=1) >= config.target_recall:
+        each = np.asarray([_recall(hits.rows, hits.scores, row, bar) for hits, row, bar in zip(found, sample, kth)])
+        return float(each.mean()), bool(each.mean() - spread * each.std(ddof=1) >= config.target_recall)
+
+    short = config.probe_margin
+    for margin in (config.probe_margin, *(m for m in MARGINS if m > config.probe_margin)):
+        recall, met = estimate(margin)
+        if met:
             break
-    return ProbeSetting(margin, float(each.mean()), cells)
+        short = margin
+    if met and margin > short:  # between the last margin short of the target and the first that meets it
+        for _ in range(REFINEMENTS):
+            middle = (short + margin) / 2
+            middle_recall, middle_met = estimate(middle)
+            if middle_met:
+                margin, recall = middle, middle_recall
+            else:
+                short = middle
+    return ProbeSetting(margin, recall, cells)
 
 
 def _kth_exact_scores(index: NumpyGroupIndex, rows: np.ndarray, queries: np.ndarray, sample: np.ndarray) -> np.ndarray:

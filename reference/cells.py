@@ -85,15 +85,13 @@ class CellBatch:
 class CellTable:
     """Columns of all cells ever added, with a live mask and an id → row map.
 
-    The table keeps a contiguous copy of the vectors (flat search reads it in one NumPy call) up to
-    `vector_rows` rows; past that it drops the copy for good, and the NumPy group index holds the only
-    one (read vectors through `EngineState.index.vectors_of`). `None` keeps the copy always.
+    With `keep_vectors` the table keeps the vectors by row (the Chroma group index reads them there);
+    without, the NumPy group index holds the only copy (read vectors through `EngineState.index.vectors_of`).
     """
 
-    def __init__(self, dim: int, *, vector_rows: int | None = None) -> None:
+    def __init__(self, dim: int, *, keep_vectors: bool) -> None:
         self.dim = dim
-        self.vector_rows = vector_rows
-        self.keep_vectors = True
+        self.keep_vectors = keep_vectors
         self._size = 0
         self.vectors = np.zeros((0, dim), dtype=np.float32)
         self.group = np.zeros(0, dtype=np.int64)
@@ -128,8 +126,6 @@ class CellTable:
     def append(self, batch: CellBatch) -> np.ndarray:
         """Add one row per cell of `batch`; returns their row numbers."""
         start, stop = self._size, self._size + len(batch)
-        if self.vector_rows is not None and stop > self.vector_rows:
-            self.keep_vectors, self.vectors = False, self.vectors[:0]
         self._reserve(stop)
         if self.keep_vectors:
             self.vectors[start:stop] = batch.vectors
@@ -213,8 +209,11 @@ def superseded(conflicts: Sequence[ConflictNote]) -> bool:
 
 
 def grown(array: np.ndarray, capacity: int, *, fill: float = 0) -> np.ndarray:
-    """A copy of `array` with `capacity` rows, the new ones `fill` (zero)."""
-    grown = np.full((capacity, *array.shape[1:]), fill, dtype=array.dtype)
+    """A copy of `array` with `capacity` rows, the new ones `fill` (zero: their pages stay unwritten, so they
+    cost no resident memory until used)."""
+    grown = np.zeros((capacity, *array.shape[1:]), dtype=array.dtype)
+    if fill:
+        grown[len(array) :] = fill
     grown[: len(array)] = array
     return grown
 

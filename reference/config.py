@@ -43,7 +43,7 @@ class ScoringWeights:
 
 AT_LEAST: dict[float, tuple[str, ...]] = {
     0: ("group_size_per_sqrt_n", "probe_per_sqrt_n", "probe_margin", "probe_cost_cells", "rrf_k", "entity_boost",
-        "episode_weight", "neighbour_weight", "episode_gap_s", "superseded_penalty", "flat_copy_rows"),
+        "episode_weight", "neighbour_weight", "episode_gap_s", "superseded_penalty"),
     1: ("max_groups", "sleep_rounds", "probe_per_k", "fusion_depth", "group_top_k", "access_saturation",
         "ingest_chunk"),
     2: ("group_size",),
@@ -95,10 +95,8 @@ class MemoryConfig:
     before it cost about 1,000 cells more. With `probing="top_k"` the best `group_top_k` groups are
     searched and a flat search fills in when fewer than k hits score above `min_score` (the seed design).
 
-    Vectors: with the `numpy` group backend the group index's arena is the only copy of the cell vectors,
-    except in a memory of at most `flat_copy_rows` rows, which also keeps a contiguous copy in insertion
-    order so that flat search is one NumPy call (1,500 cells: 139 µs against 168 µs over the arena,
-    measured here).
+    Vectors: with the `numpy` group backend the group index holds the cell vectors once, by row (flat search
+    is one NumPy pass over them), and probes int8 codes of them (`index.NumpyGroupIndex`).
 
     Concepts (`concepts.py`) gather groups into the memory's topics: Ward linkage of the centroids,
     cut at the largest gap; at most `concept_limit` groups are linked (O(G²)), the rest join the
@@ -106,7 +104,7 @@ class MemoryConfig:
 
     A setting that does something only under others (`group_top_k` and `min_score` with `probing="top_k"`,
     the probe budget with `probing="budget"`, the fusion and context weights with `lexical=True`, the
-    adaptive sizes with `grouping="adaptive"`, `flat_copy_rows` with the `numpy` backend) is refused when
+    adaptive sizes with `grouping="adaptive"`) is refused when
     changed from its default where it would do nothing; the message names what it applies to.
 
     Text queries are hybrid (`lexical=True`): the dense stages' best `fusion_depth` candidates and the
@@ -158,7 +156,6 @@ class MemoryConfig:
     group_backend: GroupBackend = "numpy"
     namespace: str = "mem"
     ingest_chunk: int = 2048
-    flat_copy_rows: int = field(default=16_384, metadata=applies(("group_backend", "numpy"), query_time=False))
     concept_limit: int = 2048
 
     def __post_init__(self) -> None:

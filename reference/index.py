@@ -1,10 +1,10 @@
 """Per-group indexes of cell vectors: the second search stage runs over one group at a time.
 
-`NumpyGroupIndex` keeps each group's vectors in one contiguous float32 block (IVF-style);
-`ChromaGroupIndex` keeps one ephemeral Chroma collection per group (`{ns}_grp_{id}`), rebuilt
-from the master store each session and bounded in number (see its docstring). Both answer
-`search(group, query, k)` with (rows, cosines) and `vectors_of(rows)`: the NumPy blocks are the
-memory's only copy of the vectors in a large memory, the Chroma index reads the cell table's.
+`NumpyGroupIndex` keeps each group's cells as int8 codes in one contiguous block (IVF-style, with the
+float32 vectors kept once by row for exact scores); `ChromaGroupIndex` keeps one ephemeral Chroma
+collection per group (`{ns}_grp_{id}`), rebuilt from the master store each session and bounded in number
+(see its docstring). Both answer `search(group, query, k)` with (rows, cosines) and `vectors_of(rows)`:
+the NumPy index holds the memory's only copy of the vectors, the Chroma index reads the cell table's.
 """
 
 from __future__ import annotations
@@ -61,6 +61,15 @@ def top_k(scores: np.ndarray, k: int) -> np.ndarray:
     return np.argsort(-scores, kind="stable")[:k]
 
 
+class Probed(NamedTuple):
+    """What a probe found: rows and their exact cosines, best first, and the bytes it read (centroids, codes
+    and the float32 vectors it rescored)."""
+
+    rows: np.ndarray
+    scores: np.ndarray
+    bytes_read: int
+
+
 class ProbeLimits(NamedTuple):
     """Where budget probing stops (`kernels.probe`): it keeps the best `depth` cells, reads at least `floor`
     cells and at most `budget` (whole groups), and past the floor reads a group only if its centroid scores
@@ -73,22 +82,31 @@ class ProbeLimits(NamedTuple):
 
 
 class NumpyGroupIndex:
-    """Exact search inside each group, over one arena of float32 rows (IVF-style; the default backend).
+    """Search inside each group over one arena of int8 codes (IVF-style, scalar-quantized; the default backend),
+    with an exact float32 rescoring of the best.
 
-    Group g owns the contiguous rows `starts[g] : starts[g] + sizes[g]` of `vectors` (and their cell
-    rows in `rows`), with room to grow up to `capacities[g]`. A group that outgrows its segment moves
-    to a segment twice as large at the end of the arena; a removal moves the group's last row into the
-    gap. When the arena is full, or segments left behind by moves fill a quarter of its used part, it
-    is rebuilt compactly; the unwritten rest of a segment costs no resident memory (the arena is zeroed
-    lazily by the OS). Searches run compiled over the segments (`kernels.py`). The arena is the
-    memory's only copy of the cell vectors (the cell table keeps none with this backend):
-    `vectors_of(rows)` reads them back by each row's slot.
+    Group g owns the contiguous slots `starts[g] : starts[g] + sizes[g]` of the arena: each slot holds a cell's
+    codes (`codes`, one int8 per dimension), its scale (`scales`, cell vector ≈ scale · codes) and its row
+    (`rows`), with room to grow up to `capacities[g]`. A group that outgrows its segment moves to a segment
+    twice as large at the end of the arena; a removal moves the group's last slot into the gap. When the arena
+    is full, or segments left behind by moves fill a quarter of its used part, it is rebuilt compactly; the
+    unwritten rest of a segment costs no resident memory (the arena is zeroed lazily by the OS). The float32
+    vectors are kept once, by row (`by_row`): flat search reads them in one pass, and a probe rescores its
+    best candidates from them (`kernels.probe`), so every score a search returns is exact. The cell table
+    keeps no copy with this backend.
+
+    The codes are a quarter of the float32 bytes, and an int8 dot product costs a quarter of a float32 one
+    here: a probe's scan of the same groups on BEAM passages (51,851 MiniLM vectors, one core) took 26 ns a
+    cell against 59 ns over float32, and rescoring the best `depth + k` by the float32 vectors kept the
+    recall@10 of every margin tried (0.917–0.991) to the third decimal.
     """
 
     def __init__(self, dim: int) -> None:
         self.dim = dim
-        self.vectors = np.zeros((0, dim), dtype=np.float32)
+        self.codes = np.zeros((0, dim), dtype=np.int8)
+        self.scales = np.zeros(0, dtype=np.float32)
         self.rows = np.zeros(0, dtype=np.int64)
+        self.by_row = np.zeros((0, dim), dtype=np.float32)
         self.starts = np.zeros(0, dtype=np.int64)
         self.sizes = np.zeros(0, dtype=np.int64)
         self.capacities = np.zeros(0, dtype=np.int64)
@@ -99,7 +117,10 @@ class NumpyGroupIndex:
     def add(self, groups: np.ndarray, rows: np.ndarray, vectors: np.ndarray) -> None:
         if not len(rows):
             return
+        vectors = kernels.rows32(vectors)
         self._slot_of = with_room(self._slot_of, int(rows.max()) + 1)
+        self.by_row = with_room(self.by_row, int(rows.max()) + 1)
+        self.by_row[rows] = vectors
         self.starts, self.sizes, self.capacities = (
             with_room(column, int(groups.max()) + 1) for column in (self.starts, self.sizes, self.capacities)
         )
@@ -109,15 +130,16 @@ class NumpyGroupIndex:
         outgrown = needed > self.capacities[targets]
         if outgrown.any():
             self._grow(targets[outgrown], needed[outgrown])
+        codes, scales = kernels.quantized(vectors)
         kernels.append_rows(
-            self.vectors, self.rows, self._slot_of, self.starts, self.sizes, groups, rows, kernels.rows32(vectors)
+            self.codes, self.scales, self.rows, self._slot_of, self.starts, self.sizes, groups, rows, codes, scales
         )
 
     def remove(self, groups: np.ndarray, rows: np.ndarray) -> None:
         for group, row in zip(groups.tolist(), rows.tolist()):
             slot, last = int(self._slot_of[row]), int(self.starts[group] + self.sizes[group] - 1)
             if slot != last:
-                self.vectors[slot] = self.vectors[last]
+                self.codes[slot], self.scales[slot] = self.codes[last], self.scales[last]
                 self.rows[slot] = self.rows[last]
                 self._slot_of[self.rows[slot]] = slot
             self.sizes[group] -= 1
@@ -131,8 +153,8 @@ class NumpyGroupIndex:
         return self.rows[self.starts[group] : self.starts[group] + self.sizes[group]].copy()
 
     def vectors_of(self, rows: np.ndarray) -> np.ndarray:
-        """The vectors of these (indexed) rows, in their order."""
-        return self.vectors[self._slot_of[np.asarray(rows, dtype=np.int64)]]
+        """The float32 vectors of these (indexed) rows, in their order."""
+        return self.by_row[np.asarray(rows, dtype=np.int64)]
 
     def search(self, group: int, query: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
         rows, scores = self.scan(np.asarray([group]), query)
@@ -140,32 +162,34 @@ class NumpyGroupIndex:
         return rows[best], scores[best]
 
     def scan(self, groups: np.ndarray, query: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Every cell of these groups with its cosine (no per-group top-k)."""
+        """Every cell of these groups with its exact cosine (no per-group top-k)."""
         found: tuple[np.ndarray, np.ndarray] = kernels.scan(
-            self.vectors, self.rows, self.starts, self.sizes, groups, query
+            self.by_row, self.rows, self.starts, self.sizes, groups, query
         )
         return found
-
-    def scan_all(self, query: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Every indexed cell with its cosine."""
-        return self.scan(np.flatnonzero(self.sizes), query)
 
     def probe(
         self, groups: np.ndarray, centroids: np.ndarray, query: np.ndarray, k: int, limits: ProbeLimits
-    ) -> tuple[np.ndarray, np.ndarray]:
+    ) -> Probed:
         """Budget probing over `groups` (centroid `centroids[i]` for `groups[i]`): the best `limits.depth` cells
-        read and their cosines, best first. The rule is `kernels.probe`'s."""
-        found: tuple[np.ndarray, np.ndarray] = kernels.probe(
-            self.vectors, self.rows, self.starts, self.sizes, groups, centroids, query, k, *limits
-        )
-        return found
+        read, rescored exactly from the best `limits.depth + k` by their codes, best first. The rule is
+        `kernels.probe`'s."""
+        rows, scores, read = kernels.probe(
+            self.codes, self.scales, self.by_row, self.rows, self.starts, self.sizes, groups, centroids, query,
+            k, limits.depth, limits.depth + k, limits.floor, limits.budget, limits.margin,
+        )  # fmt: skip
+        vector_bytes = self.dim * np.dtype(np.float32).itemsize
+        code_bytes = self.dim * self.codes.itemsize + self.scales.itemsize
+        bytes_read = len(groups) * vector_bytes + read * code_bytes + min(read, limits.depth + k) * vector_bytes
+        return Probed(rows, scores, bytes_read)
 
     def close(self) -> None:
-        self.vectors, self.rows = np.zeros((0, self.dim), dtype=np.float32), np.zeros(0, dtype=np.int64)
+        self.codes, self.scales = np.zeros((0, self.dim), dtype=np.int8), np.zeros(0, dtype=np.float32)
+        self.rows, self.by_row = np.zeros(0, dtype=np.int64), np.zeros((0, self.dim), dtype=np.float32)
         self.sizes[:] = self.capacities[:] = 0
 
     def _grow(self, groups: np.ndarray, needed: np.ndarray) -> None:
-        """Give each group a segment of at least `needed` rows, twice its old room and the size of an average
+        """Give each group a segment of at least `needed` slots, twice its old room and the size of an average
         group: moved to the end of the arena, or, when the arena lacks the room or would be a quarter
         abandoned, all laid out afresh by one rebuild (a large write grows many groups at once: one copy)."""
         old = self.capacities[groups]
@@ -178,7 +202,7 @@ class NumpyGroupIndex:
             self._rebuild()
             return
         at = self._end + np.cumsum(new) - new  # new segments at the end of the arena, which has the room
-        self._copy_segments(groups, at, self.vectors, self.rows)
+        self._copy_segments(groups, at, self.codes, self.scales, self.rows)
         self._abandoned += int(old.sum())
         self.capacities[groups] = new
         self._end = end
@@ -188,15 +212,18 @@ class NumpyGroupIndex:
         held = np.flatnonzero(self.capacities)
         rooms = self.capacities[held]
         length = max(MIN_ARENA, 2 * int(rooms.sum()))
-        vectors, rows = np.zeros((length, self.dim), dtype=np.float32), np.zeros(length, dtype=np.int64)
-        self._copy_segments(held, np.cumsum(rooms) - rooms, vectors, rows)
-        self.vectors, self.rows, self._end, self._abandoned = vectors, rows, int(rooms.sum()), 0
+        codes, scales = np.zeros((length, self.dim), dtype=np.int8), np.zeros(length, dtype=np.float32)
+        rows = np.zeros(length, dtype=np.int64)
+        self._copy_segments(held, np.cumsum(rooms) - rooms, codes, scales, rows)
+        self.codes, self.scales, self.rows, self._end, self._abandoned = codes, scales, rows, int(rooms.sum()), 0
 
-    def _copy_segments(self, groups: np.ndarray, at: np.ndarray, vectors: np.ndarray, rows: np.ndarray) -> None:
-        """Copy each group's rows into `vectors` and `rows` from slot `at[i]` on (one gather for all), and
-        point the groups and their cells there."""
+    def _copy_segments(
+        self, groups: np.ndarray, at: np.ndarray, codes: np.ndarray, scales: np.ndarray, rows: np.ndarray
+    ) -> None:
+        """Copy each group's slots into `codes`, `scales` and `rows` from slot `at[i]` on, and point the groups
+        and their cells there."""
         kernels.copy_segments(
-            self.vectors, self.rows, self.starts, self.sizes, groups, at, vectors, rows, self._slot_of
+            self.codes, self.scales, self.rows, self.starts, self.sizes, groups, at, codes, scales, rows, self._slot_of
         )
         self.starts[groups] = at
 

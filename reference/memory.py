@@ -18,6 +18,7 @@ from typing import Any, TypedDict, Unpack
 import numpy as np
 
 from . import calibration, ingest, sleep
+from .calibration import ProbeSetting
 from .cells import CellRecord, CellTable, new_ids, seen_text
 from .clustering import GroupState, LeaderClustering
 from .concepts import Concept, concepts_of
@@ -121,7 +122,7 @@ class CellularMemory:
         elif client is not None:
             store = ServerCellStore(client, config.namespace, identity)
             cells = store.load()
-        table = CellTable(self.dim, vector_rows=config.flat_copy_rows if config.group_backend == "numpy" else None)
+        table = CellTable(self.dim, keep_vectors=config.group_backend == "chroma")
         self._state = EngineState(
             table=table,
             groups=GroupState.empty(self.dim),
@@ -201,7 +202,10 @@ class CellularMemory:
     def _calibrate_if_due(self) -> None:
         """A new probing margin when the memory has grown enough since the last (under the write lock)."""
         if calibration.due(self._state.probe, self.config, len(self._state.table)):
-            self._state.commit_probe(calibration.calibrated(self._state, self.config))
+            self._commit_probe(calibration.calibrated(self._state, self.config))
+
+    def _commit_probe(self, setting: ProbeSetting) -> None:
+        self._state.commit_probe(setting, self.config.target_recall, self.config.probe_margin)
 
     def update(
         self, cell_id: str, *, text: str | None = None, vector: Any = None, metadata: Mapping[str, Any] | None = None
@@ -429,7 +433,8 @@ class CellularMemory:
             if self.config.lexical and self._state.lexical is None:  # switched on later: index what is stored
                 self._state.enable_lexical()
             if {"target_recall", "probe_margin"} & changes.keys():
-                self._state.commit_probe(calibration.calibrated(self._state, self.config))
+                known = self._state.known_probe(self.config.target_recall, self.config.probe_margin)
+                self._commit_probe(known or calibration.calibrated(self._state, self.config))
             self._search = SearchPipeline(self.config)
 
     # ---- sleep ---------------------------------------------------------------------------
@@ -452,7 +457,7 @@ class CellularMemory:
                 with self._state.reading():
                     setting = calibration.calibrated(self._state, self.config)
                 with self._state.writing():
-                    self._state.commit_probe(setting)
+                    self._commit_probe(setting)
             return report
 
     def start_sleep(self, interval: float, *, judge: ConflictJudge | None = None) -> None:

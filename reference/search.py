@@ -183,7 +183,9 @@ class SearchPipeline:
         active, centroids = groups.active_ids(scope), groups.active_centroids(scope)
         floor = config.probe_per_k * k
         if budget and isinstance(index, NumpyGroupIndex):  # the rule below, compiled with a running k-th score
-            return index.probe(active, centroids, query, k, ProbeLimits(depth, floor, budget, state.probe.margin))
+            found = index.probe(active, centroids, query, k, ProbeLimits(depth, floor, budget, state.probe.margin))
+            state.counters.read(found.bytes_read)
+            return found.rows, found.scores
         centroid_scores = similarities(centroids, query)
         if not budget:
             chosen = active[top_k(centroid_scores, config.group_top_k)]
@@ -238,8 +240,7 @@ def flat_search(
     query: np.ndarray, k: int, state: EngineState, within: Within = EVERYTHING
 ) -> tuple[np.ndarray, np.ndarray]:
     """Exact top-k over every live cell `within` allows (ties go to the earlier row): over a filter's rows
-    or a scope's groups directly; else one product over the table's contiguous copy of the vectors where it
-    keeps one, or one compiled scan of the arena."""
+    or a scope's groups directly; else one pass over every row's vectors."""
     table, index = state.table, state.index
     if within.rows is not None:
         rows = within.rows
@@ -253,15 +254,16 @@ def flat_search(
             scores = similarities(index.vectors_of(rows), query)
         order = np.argsort(rows, kind="stable")
         rows, scores = rows[order], scores[order]
-    elif table.keep_vectors:
+    else:  # every row, dead ones masked: the table's vectors, or the NumPy index's (the one that holds them)
+        if table.keep_vectors:
+            vectors = table.vectors
+        else:
+            assert isinstance(index, NumpyGroupIndex)
+            vectors = index.by_row
         rows = np.arange(table.size)
-        scores = similarities(table.vectors[: table.size], query)
+        scores = similarities(vectors[: table.size], query)
         scores[~table.alive[: table.size]] = -np.inf
-    else:
-        assert isinstance(state.index, NumpyGroupIndex)  # the only index that holds the vectors
-        rows, scores = state.index.scan_all(query)
-        order = np.argsort(rows, kind="stable")
-        rows, scores = rows[order], scores[order]
+    state.counters.read(len(rows) * query.size * np.dtype(np.float32).itemsize)
     best = top_k(scores, min(k, len(rows)))
     best = best[np.isfinite(scores[best])]
     return rows[best], scores[best]

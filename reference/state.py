@@ -30,17 +30,22 @@ from .store import CellStore
 
 
 class SearchCounters:
-    """How many searches ran and how many of them read every cell (thread-safe)."""
+    """How many searches ran, how many of them read every cell, and the vector bytes they read (thread-safe)."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self.searches = 0
         self.flat = 0
+        self.bytes_read = 0
 
     def count(self, *, flat: bool) -> None:
         with self._lock:
             self.searches += 1
             self.flat += flat
+
+    def read(self, bytes_read: int) -> None:
+        with self._lock:
+            self.bytes_read += bytes_read
 
 
 class EngineState:
@@ -64,6 +69,8 @@ class EngineState:
     ) -> None:
         self.table, self.index, self.entities, self.store = table, index, entities, store
         self._probe = probe
+        self._probes: dict[tuple[float | None, float], ProbeSetting] = {}
+        """The settings estimated since the cells last changed, by (target recall, margin floor)."""
         self._groups, self._lexical, self._episodes = groups, lexical, EpisodeIndex()
         self._metadata = MetadataIndex()
         self.counters = SearchCounters()
@@ -137,9 +144,14 @@ class EngineState:
         """The margin budget probing uses (`calibration.py`)."""
         return self._probe
 
-    def commit_probe(self, setting: ProbeSetting) -> None:
-        """A new probing margin (no cell changes: the version stays)."""
-        self._probe = setting
+    def commit_probe(self, setting: ProbeSetting, target: float | None, floor: float) -> None:
+        """A new probing margin, estimated for this target and floor (no cell changes: the version stays)."""
+        self._probe = self._probes[(target, floor)] = setting
+
+    def known_probe(self, target: float | None, floor: float) -> ProbeSetting | None:
+        """The setting estimated for this target and floor since the cells last changed, if any: switching
+        between targets (a benchmark's sweep) estimates each once."""
+        return self._probes.get((target, floor))
 
     def commit_regroup(self, rows: np.ndarray, after: np.ndarray, groups: GroupState) -> None:
         """Cells moved to other groups by a sleep plan (`groups`: the group state they make)."""
@@ -209,6 +221,7 @@ class EngineState:
 
     def _changed(self) -> None:
         self._version += 1
+        self._probes.clear()
 
     def restore(self, batch: CellBatch | None) -> None:
         """Rebuild every derived structure from the store's cells."""

@@ -28,6 +28,9 @@ class MemoryStats:
     searches: int
     flat_searches: int
     """Searches that read every cell (a memory within the probe budget, or the `top_k` fallback)."""
+    bytes_read_per_search: float
+    """Vector bytes the dense stage read per search, on average: a probe's centroids, int8 codes (and scales)
+    and the float32 vectors it rescored; a flat search's float32 vectors."""
     entities: int
     episodes: int
     """Episodes with live cells (`episodes.py`)."""
@@ -64,6 +67,7 @@ def memory_stats(state: EngineState, config: MemoryConfig, *, encoder: str, dim:
         group_bound=config.group_bound(cells),
         searches=counters.searches,
         flat_searches=counters.flat,
+        bytes_read_per_search=counters.bytes_read / counters.searches if counters.searches else 0.0,
         entities=len(state.entities),
         episodes=len(state.episodes),
         target_recall=config.target_recall,

@@ -43,10 +43,12 @@ class _GivenVectorsOnly(MockEncoder):
 
 
 QUERY_PARAMS: dict[str, dict[str, list[Any]]] = {
-    "default": {"probe_per_sqrt_n": [2, 4, 8, 16, 32, 64]},
+    "default": {"target_recall": [0.8, 0.9, 0.95, 0.97, 0.98, 0.99]},
+    "chroma": {"probe_per_sqrt_n": [2, 4, 8, 16, 32, 64]},
     "prototype": {"group_top_k": [1, 2, 3, 5, 8, 13]},
 }
-"""The swept query parameter of each preset: the candidate budget, or the seed's fixed group count."""
+"""The swept query parameter of each preset: the recall target; with Chroma group collections, which the
+memory does not calibrate, the candidate budget; the seed's fixed group count."""
 
 
 class ReferenceSystem:
@@ -74,7 +76,8 @@ class ReferenceSystem:
         self.capabilities = BASE_CAPABILITIES | ({"persist"} if persist or server else set())
         encoder = _GivenVectorsOnly(context.dim)
         make_config: Callable[..., MemoryConfig] = MemoryConfig.prototype if preset == "prototype" else MemoryConfig
-        self.query_params = QUERY_PARAMS[preset]
+        chroma_groups = preset == "default" and config.get("group_backend") == "chroma"
+        self.query_params = QUERY_PARAMS["chroma" if chroma_groups else preset]
         if server:
             namespace = f"mb{zlib.crc32(str(context.workdir).encode()):08x}"
             self.memory = CellularMemory(

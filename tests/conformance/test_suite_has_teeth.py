@@ -33,7 +33,7 @@ _tiny = MemoryConfig(group_size=2, group_size_per_sqrt_n=0, probe_per_k=1, probe
 with CellularMemory(encoder=MockEncoder(8), config=_tiny) as _warm:
     _warm.add(["cell"] * 64, vectors=np.random.default_rng(0).normal(size=(64, 8)))
     _warm.search(np.ones(8), k=2)
-NumpyGroupIndex(2).scan_all(np.zeros(2, dtype=np.float32))
+NumpyGroupIndex(2).scan(np.zeros(0, dtype=np.int64), np.zeros(2, dtype=np.float32))
 
 
 def run_suite(pytester: pytest.Pytester, system: str) -> dict[str, dict]:

@@ -42,7 +42,7 @@ def test_the_estimate_tracks_the_recall_of_held_out_queries_and_meets_the_target
     cells, queries = vectors[:8000], vectors[8000:]
     with filled(cells) as memory:
         stats = memory.stats()
-        assert stats.target_recall == 0.95 and stats.probe_margin in MARGINS and stats.probe_margin >= 0.2
+        assert stats.target_recall == 0.95 and 0.2 <= stats.probe_margin <= MARGINS[-1]
         assert stats.estimated_recall >= 0.95 or stats.probe_margin == MARGINS[-1]
         assert abs(measured_recall(memory, cells, queries) - stats.estimated_recall) <= 0.03
 
@@ -52,6 +52,30 @@ def test_diffuse_data_gets_a_wider_margin_than_tight_clusters_and_a_higher_targe
     with filled(tight) as easy, filled(diffuse) as hard, filled(diffuse, target_recall=0.99) as harder:
         assert easy.stats().probe_margin == MemoryConfig().probe_margin
         assert easy.stats().probe_margin < hard.stats().probe_margin < harder.stats().probe_margin
+
+
+def test_the_margin_is_narrowed_between_the_grid_margin_short_of_the_target_and_the_one_that_meets_it(monkeypatch):
+    """Recall estimated in steps: 0.9 below margin 0.3, 0.97 from 0.3 on, and 0.95 from 0.275 (a grid step
+    of 0.05 halved three times can find 0.275, not 0.26)."""
+    tried = []
+
+    def recall_at(margin: float) -> float:
+        tried.append(margin)
+        return 0.97 if margin >= 0.3 else 0.95 if margin >= 0.275 else 0.9
+
+    monkeypatch.setattr(calibration, "_recall", lambda rows, scores, itself, kth: recall_at(_margin_now[0]))
+    real_limits = calibration.ProbeLimits
+    _margin_now = [0.0]
+
+    def limits(depth, floor, budget, margin):
+        _margin_now[0] = margin
+        return real_limits(depth, floor, budget, margin)
+
+    monkeypatch.setattr(calibration, "ProbeLimits", limits)
+    with filled(mixture(5000, 1.0, seed=9), target_recall=0.94) as memory:
+        assert memory.stats().probe_margin == pytest.approx(0.275)
+        assert memory.stats().estimated_recall == pytest.approx(0.95)
+    assert sorted(set(tried)) == pytest.approx([0.2, 0.25, 0.2625, 0.26875, 0.275, 0.3])
 
 
 def test_the_memory_estimates_on_fourfold_growth_and_after_sleep(monkeypatch):
@@ -95,3 +119,19 @@ def test_neighbours_tied_with_the_kth_count_so_a_memory_of_copies_is_not_called_
     copies = np.repeat(mixture(100, 1.0, seed=8), 50, axis=0)  # each vector 50 times: any 10 of a copy's are exact
     with filled(copies) as memory:
         assert memory.stats().estimated_recall == 1.0 and memory.stats().probe_margin == MemoryConfig().probe_margin
+
+
+def test_switching_between_targets_estimates_each_once_until_the_cells_change(monkeypatch):
+    estimates = []
+    real = calibration.calibrated
+    monkeypatch.setattr(calibration, "calibrated", lambda state, config: estimates.append(1) or real(state, config))
+    with filled(mixture(5000, 1.0, seed=10)) as memory:
+        estimates.clear()
+        margins = []
+        for target in (0.97, 0.95, 0.97, 0.95):
+            memory.set_search_options(target_recall=target)
+            margins.append(memory.stats().probe_margin)
+        assert len(estimates) == 2 and margins[0] == margins[2] and margins[1] == margins[3]
+        memory.add(["one more"], vectors=mixture(1, 1.0, seed=11))
+        memory.set_search_options(target_recall=0.97)
+        assert len(estimates) == 3

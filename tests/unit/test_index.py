@@ -4,7 +4,8 @@ import numpy as np
 import pytest
 
 from harness.generators.vectors import clustered_unit_vectors
-from reference.index import ChromaGroupIndex, NumpyGroupIndex, top_k
+from reference import kernels
+from reference.index import ChromaGroupIndex, NumpyGroupIndex, ProbeLimits, top_k
 
 
 def test_top_k_orders_best_first():
@@ -52,25 +53,35 @@ def test_the_arena_keeps_every_vector_through_growth_moves_removals_and_rebuilds
             index.add(groups, rows, vectors[rows])
             for group, row in zip(groups.tolist(), rows.tolist()):
                 members.setdefault(group, set()).add(row)
-        arenas.add(id(index.vectors))
+        arenas.add(id(index.codes))
         for group, rows in members.items():
             assert set(index.members(group).tolist()) == rows
         live = np.asarray(sorted(set().union(*members.values())), dtype=np.int64)
         np.testing.assert_array_equal(index.vectors_of(live), vectors[live])
-    scanned_rows, scores = index.scan_all(vectors[0])
+        slots = index._slot_of[live]  # each cell's codes moved with it: they still decode to its vector
+        decoded = index.codes[slots] * index.scales[slots, None]
+        assert (np.abs(decoded - vectors[live]) <= index.scales[slots, None] / 2 + 1e-6).all()
+    scanned_rows, scores = index.scan(np.flatnonzero(index.sizes), vectors[0])
     assert sorted(scanned_rows.tolist()) == live.tolist()
     np.testing.assert_allclose(scores, vectors[scanned_rows] @ vectors[0], rtol=1e-5, atol=1e-5)
     assert len(arenas) > 2  # the arena was rebuilt along the way
 
 
+def code_scores(vectors: np.ndarray, query: np.ndarray) -> np.ndarray:
+    """Each vector's score against the query by their int8 codes, in the kernel's float32 order of products."""
+    codes, scales = kernels.quantized(vectors)
+    query_codes, query_scale = kernels.quantized(query[None, :])
+    return (codes.astype(np.int32) @ query_codes[0].astype(np.int32)).astype(np.float32) * scales * query_scale[0]
+
+
 def _probe_by_the_rule(groups, centroids, members, vectors, query, k, floor, budget, margin):
     """The probing rule, step by step in Python: groups in centroid order until `budget` cells are read;
-    past `floor` cells, stop at the first group scoring below the k-th best cell so far minus `margin`."""
+    past `floor` cells, stop at the first group scoring below the k-th best code score so far minus `margin`."""
     read: list[int] = []
     for position in np.argsort(-(centroids @ query), kind="stable").tolist():
         if len(read) >= budget:
             break
-        scores = np.sort(vectors[read] @ query)[::-1]
+        scores = np.sort(code_scores(vectors[read], query))[::-1]
         kth = scores[k - 1] if len(scores) >= k else -np.inf
         if len(read) >= floor and centroids[position] @ query < kth - margin:
             break
@@ -82,7 +93,7 @@ def _probe_by_the_rule(groups, centroids, members, vectors, query, k, floor, bud
     ("floor", "budget", "margin"), [(0, 10**6, 10.0), (0, 120, 10.0), (30, 10**6, 0.05), (0, 10**6, 0.0)]
 )
 def test_probe_reads_the_groups_the_rule_names_and_keeps_the_best_it_read(floor, budget, margin):
-    data = clustered_unit_vectors(600, dim=16, clusters=12, spread=1.0, seed=4)
+    data = clustered_unit_vectors(600, dim=16, clusters=12, spread=1.0, queries=10, seed=4)
     vectors, labels = data.vectors, np.asarray(data.labels)
     index = NumpyGroupIndex(16)
     index.add(labels + 5, np.arange(600), vectors)  # group ids need not start at 0
@@ -92,9 +103,11 @@ def test_probe_reads_the_groups_the_rule_names_and_keeps_the_best_it_read(floor,
     centroids /= np.linalg.norm(centroids, axis=1, keepdims=True)
     for query in data.queries[:10]:
         read = _probe_by_the_rule(groups, centroids, members, vectors, query, 5, floor, budget, margin)
-        everything = index.probe(groups, centroids, query, 5, depth=600, floor=floor, budget=budget, margin=margin)
-        assert sorted(everything[0].tolist()) == sorted(read)  # depth 600 keeps every cell read
-        rows, scores = index.probe(groups, centroids, query, 5, depth=7, floor=floor, budget=budget, margin=margin)
-        expected = np.asarray(read)[np.argsort(-(vectors[read] @ query), kind="stable")[:7]]
-        assert rows.tolist() == expected.tolist()
+        assert read
+        everything = index.probe(groups, centroids, query, 5, ProbeLimits(600, floor, budget, margin))
+        assert sorted(everything.rows.tolist()) == sorted(read)  # depth 600 rescores and keeps every cell read
+        rows, scores, _ = index.probe(groups, centroids, query, 5, ProbeLimits(7, floor, budget, margin))
+        rescored = np.asarray(read)[np.argsort(-code_scores(vectors[read], query), kind="stable")[:12]]
+        expected = rescored[np.argsort(-(vectors[rescored] @ query), kind="stable")[:7]]
+        assert rows.tolist() == expected.tolist()  # the best 7 + 5 by codes, rescored exactly
         np.testing.assert_allclose(scores, vectors[rows] @ query, rtol=1e-5, atol=1e-5)

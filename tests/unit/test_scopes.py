@@ -10,7 +10,7 @@ from reference.judges import Conflict, Statement
 
 SCOPES = ["user:alice", "user:bob", "agent:planner", "run:42", ""]
 WORDS = "Paris Berlin coffee meeting budget Alice Bob deadline garden piano invoice flight".split()
-SMALL_GROUPS = MemoryConfig(group_size=4, group_size_per_sqrt_n=0.0, flat_copy_rows=0)
+SMALL_GROUPS = MemoryConfig(group_size=4, group_size_per_sqrt_n=0.0)
 """Small groups, so that a few hundred cells make many groups and sleep has merges and splits to do."""
 
 
