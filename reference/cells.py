@@ -143,17 +143,18 @@ class CellTable:
         self.metadata.extend(batch.metadata)
         self.conflicts.update((start + i, list(notes)) for i, notes in enumerate(batch.conflicts) if notes)
         self.history.update((start + i, list(texts)) for i, texts in enumerate(batch.histories) if texts)
-        self.scope[start:stop] = [self.scope_code(name) for name in batch.scopes]
+        self.scope[start:stop] = self.scope_codes(batch.scopes)
         self.row_of.update(zip(batch.ids, range(start, stop)))
         self._size = stop
         return np.arange(start, stop)
 
-    def scope_code(self, name: str) -> int:
-        """The code of a scope, given one if it is new."""
-        code = self._scope_code.setdefault(name, len(self.scope_names))
-        if code == len(self.scope_names):
-            self.scope_names.append(name)
-        return code
+    def scope_codes(self, names: Sequence[str]) -> np.ndarray:
+        """The codes of these scopes, new ones given codes."""
+        for name in dict.fromkeys(names):
+            if name not in self._scope_code:
+                self._scope_code[name] = len(self.scope_names)
+                self.scope_names.append(name)
+        return np.fromiter((self._scope_code[name] for name in names), dtype=np.int32, count=len(names))
 
     def known_scope(self, name: str) -> int | None:
         """The code of a scope that has ever held a cell, else None."""

@@ -79,12 +79,14 @@ class MetadataIndex:
     def __init__(self) -> None:
         self._rows: dict[str, dict[tuple[bool, Scalar], set[int]]] = defaultdict(lambda: defaultdict(set))
         self._numbers: dict[str, np.ndarray] = {}
-        self._indexed: set[int] = set()
+        self._indexed = np.zeros(0, dtype=bool)
+        """Which rows are indexed (a column, not a set: a million Python ints cost more than the vectors' codes)."""
 
     def add(self, rows: np.ndarray, metadatas: Sequence[Mapping[str, Any]]) -> None:
         end = int(rows.max()) + 1 if len(rows) else 0
+        self._indexed = with_room(self._indexed, end)
+        self._indexed[rows] = True
         for row, metadata in zip(rows.tolist(), metadatas):
-            self._indexed.add(row)
             for key, value in metadata.items():
                 if not isinstance(value, Scalar):
                     continue
@@ -95,16 +97,17 @@ class MetadataIndex:
                     self._numbers[key] = column
 
     def remove(self, rows: np.ndarray, metadatas: Sequence[Mapping[str, Any]]) -> None:
+        self._indexed[rows] = False
         for row, metadata in zip(rows.tolist(), metadatas):
-            self._indexed.discard(row)
             for key, value in metadata.items():
                 if isinstance(value, Scalar):
                     self._rows[key][_key(value)].discard(row)
                     if key in self._numbers and row < len(self._numbers[key]):
                         self._numbers[key][row] = math.nan
 
-    def rows(self) -> set[int]:
-        return set(self._indexed)
+    def rows(self) -> np.ndarray:
+        """The indexed rows, ascending."""
+        return np.flatnonzero(self._indexed)
 
     def matching(self, where: Mapping[str, Any]) -> set[int]:
         """The indexed rows that match a checked filter."""

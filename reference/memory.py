@@ -197,7 +197,11 @@ class CellularMemory:
             if fresh:
                 ingest.write(state, self._clustering, self.config.episode_gap_s, cells.take(fresh))
                 self._calibrate_if_due()
-        return cells.ids
+        written = cells.ids
+        del cells, matrix, seen  # this write's temporaries, freed before the trim
+        if count > self.config.ingest_chunk:
+            ingest.release_freed_memory()
+        return written
 
     def _calibrate_if_due(self) -> None:
         """A new probing margin when the memory has grown enough since the last (under the write lock)."""

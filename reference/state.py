@@ -281,7 +281,7 @@ class EngineState:
 
     def scope_codes(self, names: Sequence[str]) -> np.ndarray:
         """The codes of these scopes (new ones get codes)."""
-        return np.fromiter((self.table.scope_code(name) for name in names), dtype=np.int32, count=len(names))
+        return self.table.scope_codes(names)
 
     def within(
         self, scope: str | None, where: Mapping[str, Any] | None, since: float | None, until: float | None
@@ -367,7 +367,7 @@ class EngineState:
         if self.episodes.rows() != set(live.tolist()):
             problems.append("the episode index holds other cells than the live ones")
         problems += self.episodes.problems()
-        if self._metadata.rows() != set(live.tolist()):
+        if not np.array_equal(self._metadata.rows(), live):
             problems.append("the metadata index holds other cells than the live ones")
         if (groups.scopes[table.group[live]] != table.scope[live]).any():
             problems.append("a cell is in a group of another scope")
