@@ -132,3 +132,23 @@ def test_real_text_targets_need_50k_passages_and_match_faiss_at_equal_recall():
     assert verdicts(run, "realtext-near-faiss")["reference-slept"] == INCONCLUSIVE
     small = results(realtext=realtext(6_933))  # the default run's stdlib corpus
     assert set(verdicts(small, "realtext-vs-exact").values()) == {UNMEASURED}
+
+
+def test_the_high_recall_target_judges_the_sweep_point_against_hnsw_and_ivf_at_equal_recall():
+    target = {"target_recall": 0.97}
+    peers = [
+        measured("reference-dense", 51_551, 0.30, recall=0.95),
+        measured("flat-numpy", 51_551, 8.0),
+        measured("faiss-hnsw", 51_551, 0.15, recall=0.973, params={"ef_search": 16}),
+        measured("faiss-hnsw", 51_551, 0.20, recall=0.993, params={"ef_search": 32}),
+        measured("faiss-ivf", 51_551, 0.31, recall=0.973, params={"nprobe": 32}),
+    ]
+    fast = results(realtext=[*peers, measured("reference-dense", 51_551, 0.12, recall=0.975, params=target)])
+    # 8.0 / 0.12 = 67×; hnsw ef 16 at 0.973 ≥ 0.975 − 0.005: 0.12 / 0.15 = 0.8×; ivf: 0.39×
+    assert verdicts(fast, "realtext-high-recall")["reference-dense"] == SUPPORTED
+    slow = results(realtext=[*peers, measured("reference-dense", 51_551, 0.40, recall=0.98, params=target)])
+    # 20×; hnsw: only ef 32 reaches 0.98 − 0.005, 0.40 / 0.20 = 2×
+    assert verdicts(slow, "realtext-high-recall")["reference-dense"] == REFUTED
+    short = results(realtext=[*peers, measured("reference-dense", 51_551, 0.16, recall=0.96, params=target)])
+    assert verdicts(short, "realtext-high-recall")["reference-dense"] == REFUTED  # fast, but below 0.97
+    assert verdicts(results(realtext=peers), "realtext-high-recall")["reference-dense"] == UNMEASURED  # no sweep
