@@ -187,6 +187,12 @@ class EngineState:
         touched, self._touched = self._touched, set()
         return touched
 
+    def _mark_dirty(self, rows: np.ndarray) -> None:
+        """Note cells whose access counts or groups the store must be told of at the next flush (a memory
+        without a store keeps no list: a million split moves would hold a million Python ints)."""
+        if self.store.persistent:
+            self._dirty.update(rows.tolist())
+
     def flush(self) -> None:
         """Persist access counts and moves gathered since the last flush."""
         self.store.update(self.records(sorted(self._dirty)))
@@ -212,7 +218,7 @@ class EngineState:
 
     def _apply(self, batch: CellBatch, plan: Assignment, found: list[frozenset[str]]) -> None:
         self.move(plan.moved_rows, plan.moved_to)
-        self._dirty.update(plan.moved_rows.tolist())  # split moves are persisted with the next flush
+        self._mark_dirty(plan.moved_rows)  # split moves are persisted with the next flush
         self._groups = plan.state
         self.insert(batch, found)
         self._touched.update(np.unique(plan.groups).tolist())
@@ -329,7 +335,7 @@ class EngineState:
         """Count a read of these cells (persisted at the next flush)."""
         with self.access_lock:
             self.table.access[rows] += 1
-            self._dirty.update(rows.tolist())
+            self._mark_dirty(rows)
 
     def rows_of(self, ids: Sequence[str]) -> np.ndarray:
         missing = [i for i in ids if i not in self.table.row_of]
