@@ -39,7 +39,7 @@ SCALING_COLUMNS = [
     "rss_bytes_per_doc",
     "groups",
 ]
-SWEEP_COLUMNS = ["system", "n_docs", "param", "latency_p50_ms", "recall_at_10"]
+SWEEP_COLUMNS = ["system", "n_docs", "param", "latency_p50_ms", "recall_at_10", "estimated_recall"]
 BEIR_COLUMNS = [
     "system",
     "dataset",

@@ -125,8 +125,7 @@ def measure_together(
                     queries = item.job.evalset.queries[block : block + BLOCK_QUERIES]
                     if not queries:
                         continue
-                    if item.job.sweep and "tunable" in item.system.capabilities:
-                        cast(TunableSystem, item.system).set_query_params(**params)  # {} restores the defaults
+                    _set(item, params)
                     retrieved, latencies = _run_queries(item.system, item.job.evalset, queries, item.known_ids, k)
                     timings[index][-1][block : block + len(queries)] = latencies
                     if one_pass == 0:
@@ -216,9 +215,18 @@ def _run_queries(
     return retrieved, latencies
 
 
+def _set(item: _Built, params: dict[str, Any]) -> None:
+    """Put a swept system in one of its settings ({} restores its defaults)."""
+    if item.job.sweep and "tunable" in item.system.capabilities:
+        cast(TunableSystem, item.system).set_query_params(**params)
+
+
 def _score(item: _Built, params: dict[str, Any], retrieved: list[list[str]], timings: list[list[int]]) -> Measurement:
+    """The measurement of one setting; the system describes itself in that setting (a recall target's
+    estimate is that target's, not the last one timed)."""
     evalset, system = item.job.evalset, item.system
     relevant = evalset.relevant()
+    _set(item, params)
     return Measurement.timed(
         timings,
         system=system.name,
