@@ -7,7 +7,8 @@ cells, each searched for its `K` nearest other cells, against exact search over 
 when it scores at least the `K`-th exact similarity, as ann-benchmarks counts it: a memory of near-copies
 has many ties), estimates its recall@10 at the configured margin and then at each wider one of `MARGINS`,
 takes the first that meets the target with `CONFIDENCE` (the estimate's one-sided lower bound over the
-sampled cells reaches it), then narrows the step from the last margin short of it by halving. A memory
+sampled cells reaches it), then narrows the step from the last margin short of it by halving; where no
+margin meets it, the candidate budget (which then ends the probes) is doubled until one does. A memory
 that aimed its estimate at the target itself would fall below it about half the time. The configured
 margin is a floor: an estimate is made at one size and holds only roughly as the memory grows with new
 text (a stream over the stdlib passages, calibrated to margin 0.1 at 2,650 cells, ended at 4,000 cells
@@ -44,6 +45,9 @@ SAMPLE = 200
 CONFIDENCE = 0.95
 """How sure the estimate must be that the chosen margin meets the target."""
 MARGINS = (0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.5, 0.6, 0.8)
+MAX_REACH = 8
+"""The largest multiple of the candidate budget tried, doubling, when the widest margin falls short of the
+target (BEAM passages before sleep: recall@10 0.972 at the widest margin, for targets 0.98 and 0.99 alike)."""
 REFINEMENTS = 3
 """Halvings of the step between the last margin short of the target and the first that meets it: a margin
 read wider than the target needs costs speed (BEAM passages after sleep: recall@10 0.966 at margin 0.2,
@@ -65,6 +69,8 @@ class ProbeSetting:
     estimated_recall: float | None = None
     cells: int = 0
     """The cell count when it was estimated."""
+    reach: int = 1
+    """The multiple of the candidate budget (`MemoryConfig.probe_candidates`) in force."""
 
 
 def initial(config: MemoryConfig) -> ProbeSetting:
@@ -77,9 +83,10 @@ def due(setting: ProbeSetting, config: MemoryConfig, cells: int) -> bool:
 
 
 def calibrated(state: EngineState, config: MemoryConfig) -> ProbeSetting:
-    """The configured margin or the first wider one of `MARGINS` that meets the target with `CONFIDENCE` (the
-    widest when none does); the configured margin, unestimated, when probing would not run (a memory
-    searched flat)."""
+    """The configured margin or the first wider one of `MARGINS` that meets the target with `CONFIDENCE`,
+    narrowed toward the last one short of it; when even the widest falls short, the widest with the budget
+    doubled until it meets the target, reaches the whole memory (searched flat: exact) or `MAX_REACH`. The
+    configured margin, unestimated, when probing would not run (a memory searched flat)."""
     cells = len(state.table)
     index = state.index
     if (
@@ -95,12 +102,12 @@ def calibrated(state: EngineState, config: MemoryConfig) -> ProbeSetting:
     kth = _kth_exact_scores(index, rows, queries, sample)
     groups = state.groups.active_ids(None)
     centroids = state.groups.active_centroids(None)
-    budget = config.probe_candidates(K, cells)
     spread = NormalDist().inv_cdf(CONFIDENCE) / np.sqrt(len(sample))
 
-    def estimate(margin: float) -> tuple[float, bool]:
-        """The sample's mean recall at this margin, and whether its lower bound meets the target."""
-        limits = ProbeLimits(K + 1, config.probe_per_k * K, budget, margin)
+    def estimate(margin: float, reach: int = 1) -> tuple[float, bool]:
+        """The sample's mean recall at this margin and budget multiple, and whether its lower bound meets the
+        target."""
+        limits = ProbeLimits(K + 1, config.probe_per_k * K, config.probe_candidates(K, cells, reach), margin)
         found = [index.probe(groups, centroids, query, K + 1, limits) for query in queries]
         each = np.asarray([_recall(hits.rows, hits.scores, row, bar) for hits, row, bar in zip(found, sample, kth)])
         return float(each.mean()), bool(each.mean() - spread * each.std(ddof=1) >= config.target_recall)
@@ -119,7 +126,13 @@ def calibrated(state: EngineState, config: MemoryConfig) -> ProbeSetting:
                 margin, recall = middle, middle_recall
             else:
                 short = middle
-    return ProbeSetting(margin, recall, cells)
+    reach = 1
+    while not met and reach < MAX_REACH:  # the widest margin falls short: the budget ends the probes
+        reach *= 2
+        if config.flat_is_cheaper(K, cells, reach):  # searched flat at this reach: exact
+            return ProbeSetting(margin, 1.0, cells, reach)
+        recall, met = estimate(margin, reach)
+    return ProbeSetting(margin, recall, cells, reach)
 
 
 def _kth_exact_scores(index: NumpyGroupIndex, rows: np.ndarray, queries: np.ndarray, sample: np.ndarray) -> np.ndarray:

@@ -221,13 +221,13 @@ class MemoryConfig:
         """A group larger than this is split (adaptive grouping only)."""
         return math.ceil(self.split_factor * self.target_group_size(cells)) if self.adaptive else 2**62
 
-    def probe_candidates(self, k: int, cells: int) -> int:
-        """The candidate budget that budget probing reads before it stops."""
-        return max(self.probe_per_k * k, math.ceil(self.probe_per_sqrt_n * math.sqrt(cells)))
+    def probe_candidates(self, k: int, cells: int, reach: int = 1) -> int:
+        """The candidate budget that budget probing reads before it stops (`reach` times it: `calibration.py`)."""
+        return reach * max(self.probe_per_k * k, math.ceil(self.probe_per_sqrt_n * math.sqrt(cells)))
 
-    def flat_is_cheaper(self, k: int, cells: int) -> bool:
+    def flat_is_cheaper(self, k: int, cells: int, reach: int = 1) -> bool:
         """Budget probing: whether scanning every cell costs no more than probing would."""
-        return cells <= self.probe_candidates(k, cells) + self.probe_cost_cells
+        return cells <= self.probe_candidates(k, cells, reach) + self.probe_cost_cells
 
     def importance_of(self, kind: str) -> float:
         """Default importance of a memory kind; unknown kinds are an error."""

@@ -115,9 +115,12 @@ class SearchPipeline:
         fusing = config.lexical and lexical is not None and query_text is not None
         depth = max(k, config.fusion_depth) if fusing else k
         cells = len(table) if within.scope is None else int(state.groups.active_sizes(within.scope).sum())
-        budget = config.probe_candidates(k, cells) if config.probing == "budget" else 0
+        reach = state.probe.reach
+        budget = config.probe_candidates(k, cells, reach) if config.probing == "budget" else 0
         matching = None if within.rows is None else len(within.rows)
-        flat = (bool(budget) and config.flat_is_cheaper(k, cells)) or (matching is not None and matching <= budget)
+        flat = (bool(budget) and config.flat_is_cheaper(k, cells, reach)) or (
+            matching is not None and matching <= budget
+        )
         if flat:
             rows, scores = flat_search(query, depth, state, within)
         else:

@@ -40,6 +40,8 @@ class MemoryStats:
     before the first estimate."""
     probe_margin: float
     """The margin budget probing uses now."""
+    probe_reach: int
+    """The multiple of the candidate budget in force (more than 1 when the widest margin fell short of the target)."""
     dim: int
     encoder: str
     group_backend: str
@@ -73,6 +75,7 @@ def memory_stats(state: EngineState, config: MemoryConfig, *, encoder: str, dim:
         target_recall=config.target_recall,
         estimated_recall=state.probe.estimated_recall,
         probe_margin=state.probe.margin,
+        probe_reach=state.probe.reach,
         dim=dim,
         encoder=encoder,
         group_backend=config.group_backend,

@@ -135,3 +135,31 @@ def test_switching_between_targets_estimates_each_once_until_the_cells_change(mo
         memory.add(["one more"], vectors=mixture(1, 1.0, seed=11))
         memory.set_search_options(target_recall=0.97)
         assert len(estimates) == 3
+
+
+def test_a_target_the_widest_margin_misses_doubles_the_budget_until_it_is_met_or_the_search_is_flat(monkeypatch):
+    budgets = []
+    real_limits = calibration.ProbeLimits
+
+    def limits(depth, floor, budget, margin):
+        budgets.append(budget)
+        return real_limits(depth, floor, budget, margin)
+
+    monkeypatch.setattr(calibration, "ProbeLimits", limits)
+    budget = MemoryConfig().probe_candidates(10, 20_000)  # 4,526 cells
+    # recall grows only with the budget: met at four times it (18,104 cells, fewer than the memory's 20,000)
+    monkeypatch.setattr(
+        calibration, "_recall", lambda rows, scores, itself, kth: 0.99 if budgets[-1] > 3 * budget else 0.9
+    )
+    vectors = mixture(20_000, 1.0, seed=12)
+    with filled(vectors[:1000]) as memory:
+        memory.add([f"more {i}" for i in range(19_000)], vectors=vectors[1000:])
+        stats = memory.stats()
+        assert stats.probe_reach == 4 and stats.probe_margin == MARGINS[-1] and stats.estimated_recall == 0.99
+        memory.search(vectors[0], k=10)
+        assert memory.stats().flat_searches == 0
+    monkeypatch.setattr(calibration, "_recall", lambda rows, scores, itself, kth: 0.9)  # never met
+    with filled(vectors[:4000]) as small:  # 4,000 cells: twice the budget (4,048) reads them all
+        assert small.stats().probe_reach == 2 and small.stats().estimated_recall == 1.0
+        small.search(vectors[0], k=10)
+        assert small.stats().flat_searches == 1
