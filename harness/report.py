@@ -34,12 +34,15 @@ SCALING_COLUMNS = [
     "pass_spread",
     "recall_at_10",
     "estimated_recall",
+    "bytes_read_per_search",
     "build_s",
     "ingest_per_s",
     "rss_bytes_per_doc",
     "groups",
 ]
-SWEEP_COLUMNS = ["system", "n_docs", "param", "latency_p50_ms", "recall_at_10", "estimated_recall"]
+SWEEP_COLUMNS = [
+    "system", "n_docs", "param", "latency_p50_ms", "recall_at_10", "estimated_recall", "bytes_read_per_search"
+]  # fmt: skip
 BEIR_COLUMNS = [
     "system",
     "dataset",
@@ -195,7 +198,9 @@ def _markdown(results: RunResults, tables: dict[str, list[dict[str, Any]]], plot
             "Real embeddings have no tight clusters. `reference-dense` is the engine queried with the vector "
             "alone; BM25 ranks by words, so its recall against exact dense neighbours shows how differently it ranks. "
             "`estimated_recall` is the engine's own estimate of its recall@10 (its cells as queries, against exact "
-            "search over what it holds), by which it chose its probe margin for `target_recall`.",
+            "search over what it holds), by which it chose its probe margin for `target_recall`; "
+            "`bytes_read_per_search` the vector bytes its dense stage read per query (centroids, int8 codes, the "
+            "float32 vectors it rescored; a flat search reads every float32 vector: 1,536 bytes each at 384-d).",
         ),
         (
             "realtext_sweep",

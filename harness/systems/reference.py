@@ -87,6 +87,10 @@ class ReferenceSystem:
             path = str(context.workdir / "memory") if persist else None
             self.memory = CellularMemory(path=path, encoder=encoder, config=make_config(**config))
         self._default_params = {name: getattr(self.memory.config, name) for name in self.query_params}
+        self._setting = tuple(sorted(self._default_params.items()))
+        self._reads: dict[tuple[tuple[str, Any], ...], list[float]] = {}
+        """Searches and vector bytes read in each query setting (the engine counts them over all settings)."""
+        self._counted = (0, 0.0)
 
     def add(self, docs: Sequence[Document]) -> None:
         self._write(docs, upsert=False)
@@ -136,7 +140,19 @@ class ReferenceSystem:
 
     def set_query_params(self, **params: Any) -> None:
         """The swept parameter; no arguments restore the preset's value."""
-        self.memory.set_search_options(**{**self._default_params, **params})
+        self._tally()
+        setting = {**self._default_params, **params}
+        self.memory.set_search_options(**setting)
+        self._setting = tuple(sorted(setting.items()))
+
+    def _tally(self) -> None:
+        """Put the searches since the last switch, and the bytes they read, to the setting they ran in."""
+        stats = self.memory.stats()
+        searches, read = stats.searches, stats.bytes_read_per_search * stats.searches
+        tally = self._reads.setdefault(self._setting, [0, 0.0])
+        tally[0] += searches - self._counted[0]
+        tally[1] += read - self._counted[1]
+        self._counted = (searches, read)
 
     def group_labels(self, doc_ids: Sequence[str]) -> list[int]:
         """Each document's group or, with `concept_labels=True`, its concept (the topic layer)."""
@@ -147,8 +163,10 @@ class ReferenceSystem:
         return [concept_of[group] for group in groups]
 
     def describe(self) -> dict[str, Any]:
-        """Figures a report shows next to this system's results."""
-        return self.memory.stats().as_dict()
+        """Figures a report shows next to this system's results; bytes read per search are the current setting's."""
+        self._tally()
+        searches, read = self._reads[self._setting]
+        return {**self.memory.stats().as_dict(), "bytes_read_per_search": read / searches if searches else 0.0}
 
     def close(self) -> None:
         self.memory.close()

@@ -87,10 +87,13 @@ def test_no_setting_is_timed_on_the_queries_its_neighbour_just_answered(monkeypa
 
 
 def test_each_setting_of_a_sweep_is_described_in_that_setting():
-    """A recall target's measurement carries that target's estimate, not the one of the setting timed last."""
+    """A recall target's measurement carries that target's estimate and the bytes its searches read, not those
+    of the setting timed last."""
     evalset = vectors_evalset(5_000, queries=runner.BLOCK_QUERIES, dim=32, clusters=20, spread=1.5)  # diffuse
     measured = measure_together([Job("reference", evalset, "vectors", sweep=True)], passes=1)
     by_target = {m.params.get("target_recall"): m.describe for m in measured}
     assert by_target[None]["target_recall"] == 0.95
     assert all(describe["target_recall"] == target for target, describe in by_target.items() if target is not None)
     assert len({describe["probe_margin"] for describe in by_target.values()}) > 1
+    read = {target: describe["bytes_read_per_search"] for target, describe in by_target.items()}
+    assert 0 < read[0.8] < read[0.99] < 5_000 * 32 * 4  # each setting's own reads, fewer than a flat search's
