@@ -9,7 +9,6 @@ the clustering plans the cells' groups within their scopes and the state commits
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -114,7 +113,8 @@ def _batch(cells: NewCells, groups: np.ndarray) -> CellBatch:
     )
 
 
-_LIBC = ctypes.CDLL(ctypes.util.find_library("c"))
+_LIBC = ctypes.CDLL(None)
+"""The symbols the process has loaded (its C library among them): no search for a library at import."""
 
 
 def release_freed_memory() -> None:
