@@ -150,10 +150,13 @@ class CellTable:
 
     def scope_codes(self, names: Sequence[str]) -> np.ndarray:
         """The codes of these scopes, new ones given codes."""
-        for name in dict.fromkeys(names):
+        distinct = dict.fromkeys(names)
+        for name in distinct:
             if name not in self._scope_code:
                 self._scope_code[name] = len(self.scope_names)
                 self.scope_names.append(name)
+        if len(distinct) == 1:  # the usual write: every cell of one scope
+            return np.full(len(names), self._scope_code[next(iter(distinct))], dtype=np.int32)
         return np.fromiter((self._scope_code[name] for name in names), dtype=np.int32, count=len(names))
 
     def known_scope(self, name: str) -> int | None:

@@ -40,19 +40,29 @@ class EpisodeIndex:
     def add(self, rows: np.ndarray, names: Sequence[str], scopes: np.ndarray) -> None:
         """Index new rows (in the order they were written) under their episodes' names, within their scopes
         (an episode of one scope never holds another scope's cells, whatever its name)."""
-        end = int(rows.max()) + 1 if len(rows) else 0
+        if not len(rows):
+            return
+        end = int(rows.max()) + 1
         self.code, self.before, self.after = (with_room(a, end, fill=-1) for a in (self.code, self.before, self.after))
-        for row, name, scope in zip(rows.tolist(), names, scopes.tolist()):
-            code = self._code_of.setdefault((scope, name), len(self._names))
-            if code == len(self._names):
+        pairs = list(zip(scopes.tolist(), names))
+        known = len(self._names)
+        for scope, name in dict.fromkeys(pairs):
+            if (scope, name) not in self._code_of:
+                self._code_of[scope, name] = len(self._names)
                 self._names.append(name)
-                self._named = with_room(self._named, code + 1)
-                self._named[code] = not name.startswith(INFERRED)
-            last = self._last_row.get(code, -1)
-            self.code[row], self.before[row], self.after[row] = code, last, -1
-            if last >= 0:
-                self.after[last] = row
-            self._last_row[code] = row
+        self._named = with_room(self._named, len(self._names))
+        self._named[known : len(self._names)] = [not name.startswith(INFERRED) for name in self._names[known:]]
+        codes = np.fromiter((self._code_of[pair] for pair in pairs), dtype=np.int64, count=len(pairs))
+        order = np.argsort(codes, kind="stable")  # each episode's new rows together, in the order written
+        codes, rows = codes[order], rows[order]
+        first = np.r_[True, codes[1:] != codes[:-1]]  # each episode's first new row
+        before = np.r_[-1, rows[:-1]]
+        before[first] = [self._last_row.get(code, -1) for code in codes[first].tolist()]
+        self.code[rows], self.before[rows], self.after[rows] = codes, before, -1
+        linked = before >= 0
+        self.after[before[linked]] = rows[linked]
+        last = np.r_[first[1:], True]
+        self._last_row.update(zip(codes[last].tolist(), rows[last].tolist()))
 
     def remove(self, rows: np.ndarray) -> None:
         """Unlink rows from their episodes (the rows before and after each are linked to each other)."""
@@ -103,10 +113,8 @@ def inferred_names(
     """Episode names for cells added without one, in write order: each continues the inferred episode of
     the cell before it (`previous`: its episode and timestamp, for the first) when at most `gap` seconds
     later, else starts its own."""
-    names = []
-    for cell_id, timestamp in zip(ids, timestamps):
-        if previous is None or not previous[0].startswith(INFERRED) or not 0 <= timestamp - previous[1] <= gap:
-            previous = (INFERRED + cell_id, timestamp)
-        names.append(previous[0])
-        previous = (previous[0], timestamp)
-    return names
+    episode, written = previous if previous is not None and previous[0].startswith(INFERRED) else ("", np.nan)
+    gaps = np.diff(np.asarray(timestamps, dtype=np.float64), prepend=written)
+    starts = ~((gaps >= 0) & (gaps <= gap))  # NaN (no inferred episode before the first cell) starts one
+    heads = [episode] + [INFERRED + ids[i] for i in np.flatnonzero(starts).tolist()]
+    return [heads[run] for run in np.cumsum(starts).tolist()]

@@ -115,12 +115,22 @@ class NumpyGroupIndex:
         self._slot_of = np.zeros(0, dtype=np.int64)
 
     def add(self, groups: np.ndarray, rows: np.ndarray, vectors: np.ndarray) -> None:
+        """Index new rows' vectors in their groups. The first write into an empty index keeps `vectors` as its
+        store of vectors by row (no copy: a million-cell write spent 0.3–4 s faulting in a fresh 1.5 GB copy on
+        this VM), so callers pass arrays they do not write to afterwards."""
         if not len(rows):
             return
         vectors = kernels.rows32(vectors)
         self._slot_of = with_room(self._slot_of, int(rows.max()) + 1)
-        self.by_row = with_room(self.by_row, int(rows.max()) + 1)
-        self.by_row[rows] = vectors
+        in_order = bool((np.diff(rows) == 1).all())
+        if not len(self.by_row) and in_order and rows[0] == 0 and vectors.flags.owndata:
+            self.by_row = vectors
+        else:
+            self.by_row = with_room(self.by_row, int(rows.max()) + 1)
+            if in_order:  # appended rows: one block copy
+                self.by_row[rows[0] : rows[-1] + 1] = vectors
+            else:
+                self.by_row[rows] = vectors
         self.starts, self.sizes, self.capacities = (
             with_room(column, int(groups.max()) + 1) for column in (self.starts, self.sizes, self.capacities)
         )
@@ -130,9 +140,8 @@ class NumpyGroupIndex:
         outgrown = needed > self.capacities[targets]
         if outgrown.any():
             self._grow(targets[outgrown], needed[outgrown])
-        codes, scales = kernels.quantized(vectors)
         kernels.append_rows(
-            self.codes, self.scales, self.rows, self._slot_of, self.starts, self.sizes, groups, rows, codes, scales
+            self.codes, self.scales, self.rows, self._slot_of, self.starts, self.sizes, groups, rows, vectors
         )
 
     def remove(self, groups: np.ndarray, rows: np.ndarray) -> None:

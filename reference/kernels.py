@@ -36,13 +36,7 @@ def quantized(vectors: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     codes = np.zeros(vectors.shape, np.int8)
     scales = np.zeros(len(vectors), np.float32)
     for i in range(len(vectors)):
-        top = np.float32(0.0)
-        for j in range(vectors.shape[1]):
-            top = max(top, abs(vectors[i, j]))
-        if top > 0:
-            scales[i] = top / 127
-            for j in range(vectors.shape[1]):
-                codes[i, j] = np.int8(round(vectors[i, j] / scales[i]))
+        _quantize_into(vectors[i], codes[i], scales, i)
     return codes, scales
 
 
@@ -143,16 +137,14 @@ def append_rows(
     sizes: np.ndarray,
     groups: np.ndarray,
     new_rows: np.ndarray,
-    new_codes: np.ndarray,
-    new_scales: np.ndarray,
+    vectors: np.ndarray,
 ) -> None:
-    """Append each new row to the end of its group's segment in the arena, in input order, and point
-    `slot_of` at it; every segment has the room (the caller grew those that lacked it)."""
+    """Append each new row to the end of its group's segment in the arena, in input order, quantized there
+    (`quantized`), and point `slot_of` at it; every segment has the room (the caller grew those that lacked it)."""
     for i in range(len(groups)):
         group = groups[i]
         slot = starts[group] + sizes[group]
-        codes[slot] = new_codes[i]
-        scales[slot] = new_scales[i]
+        _quantize_into(vectors[i], codes[slot], scales, slot)
         rows[slot] = new_rows[i]
         slot_of[new_rows[i]] = slot
         sizes[group] += 1
@@ -370,6 +362,18 @@ def _dots(matrix: np.ndarray, query: np.ndarray) -> np.ndarray:
     for i in range(matrix.shape[0]):
         scores[i] = _dot(matrix, i, query)
     return scores
+
+
+@_compiled
+def _quantize_into(vector: np.ndarray, codes: np.ndarray, scales: np.ndarray, slot: int) -> None:
+    """`vector` as int8 `codes` and `scales[slot]` (see `quantized`)."""
+    top = np.float32(0.0)
+    for j in range(len(vector)):
+        top = max(top, abs(vector[j]))
+    scales[slot] = top / 127
+    inverse = np.float32(127) / top if top > 0 else np.float32(0)
+    for j in range(len(vector)):
+        codes[j] = np.int8(np.rint(vector[j] * inverse))
 
 
 @_compiled

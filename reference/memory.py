@@ -41,6 +41,7 @@ from .stats import MemoryStats, memory_stats
 from .store import CellStore, NullStore, ServerCellStore, StoreIdentity
 from .validation import (
     check_episode,
+    check_free,
     check_ids,
     check_importance,
     check_interval,
@@ -174,8 +175,9 @@ class CellularMemory:
         times = [self.clock()] * count if timestamps is None else [check_timestamp(t) for t in timestamps]
         state = self._state
         check_new_ids(ids, taken=None if upsert else state.table.row_of)
-        seen = [seen_text(text, meta) for text, meta in zip(texts, metadatas)]
-        matrix = unit_rows(self.encoder.encode(seen) if vectors is None else vectors, dim=self.dim)
+        if vectors is None:
+            vectors = self.encoder.encode([seen_text(text, meta) for text, meta in zip(texts, metadatas)])
+        matrix = unit_rows(vectors, dim=self.dim)
         cells = NewCells(
             ids=list(ids) if ids is not None else new_ids(count),
             texts=texts,
@@ -189,7 +191,8 @@ class CellularMemory:
             episodes=None if episode is None else per_item("episode", episode, count, "", check_episode),
         )
         with state.writing():
-            check_new_ids(cells.ids, taken=None if upsert else state.table.row_of)
+            if not upsert:
+                check_free(cells.ids, state.table.row_of)
             stored = [i for i, cell_id in enumerate(cells.ids) if cell_id in state.table.row_of]
             if stored:
                 self._rewrite(cells.take(stored), keep_episode=episode is None)
@@ -198,7 +201,7 @@ class CellularMemory:
                 ingest.write(state, self._clustering, self.config.episode_gap_s, cells.take(fresh))
                 self._calibrate_if_due()
         written = cells.ids
-        del cells, matrix, seen  # this write's temporaries, freed before the trim
+        del cells, matrix, vectors  # this write's temporaries, freed before the trim
         if count > self.config.ingest_chunk:
             ingest.release_freed_memory()
         return written

@@ -72,3 +72,19 @@ def test_codes_of_a_tiny_or_zero_row_are_finite(rows):
 
     codes, scales = kernels.quantized(rows.astype(np.float32))
     assert np.isfinite(scales).all() and np.abs(codes.astype(np.float32) * scales[:, None] - rows).max() < 1e-6
+
+
+@pytest.mark.parametrize("unit", [True, False], ids=["unit rows", "rows to normalise"])
+def test_the_memory_keeps_its_vectors_apart_from_the_arrays_it_was_given(unit):
+    """The first write's vectors become the index's store without a copy (`NumpyGroupIndex.add`): never the
+    caller's own array, which the caller may overwrite."""
+    data = clustered_unit_vectors(600, DIM, clusters=6, spread=1.0, queries=8, seed=7)
+    given = np.ascontiguousarray(data.vectors if unit else 3 * data.vectors, dtype=np.float32)
+    with CellularMemory(encoder=MockEncoder(DIM), config=MemoryConfig(lexical=False)) as mem:
+        ids = mem.add([f"cell {i}" for i in range(len(given))], vectors=given)
+        found = [mem.search(query, k=5) for query in data.queries]
+        first = mem.get(ids[0]).vector.copy()
+        given[:] = np.random.default_rng(0).standard_normal(given.shape)
+        assert np.array_equal(mem.get(ids[0]).vector, first)
+        assert [mem.search(query, k=5) for query in data.queries] == found
+        mem.check_invariants()
