@@ -141,9 +141,7 @@ def _kth_exact_scores(index: NumpyGroupIndex, rows: np.ndarray, queries: np.ndar
     best_rows = np.full((len(queries), K), -1, dtype=np.int64)
     for start in range(0, len(rows), EXACT_CHUNK):
         chunk = rows[start : start + EXACT_CHUNK]
-        contiguous = chunk[-1] - chunk[0] == len(chunk) - 1  # rows are ascending and unique
-        block = index.by_row[chunk[0] : chunk[-1] + 1] if contiguous else index.vectors_of(chunk)  # a view: no copy
-        scores = kernels.rows32(queries @ block.T)
+        scores = kernels.rows32(queries @ index.vectors_of(chunk).T)
         kernels.keep_best(best_scores, best_rows, scores, chunk, sample)  # a cell is not its own neighbour
     kth: np.ndarray = best_scores.min(axis=1)
     return kth

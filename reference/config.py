@@ -77,6 +77,9 @@ class MemoryConfig:
     group size never falls below t(N) / `split_factor` through ingest or sleep; deletes can lower it
     until sleep merges the fragments). `max_groups` is a hard cap in both policies.
     With `grouping="threshold"` only the threshold and `max_groups` apply (the seed design).
+    With `settle` (adaptive grouping), a write that leaves the memory 4 times larger than at its last settle
+    (or open) ends with one k-means step over every cell of the scopes it writes to (`ingest.settled`): no
+    merges, splits or conflict judging, which stay sleep's.
 
     Probing (`probing="budget"`): groups are searched in centroid order until they hold
     max(`probe_per_k` · k, `probe_per_sqrt_n` · √N) candidates (the budget). Past the first
@@ -147,6 +150,7 @@ class MemoryConfig:
     entity_boost: float = field(default=1.0, metadata=applies(ENTITIES))
     use_entities: bool = field(default=True, metadata=QUERY_TIME)
     merge_threshold: float = 0.85
+    settle: bool = field(default=True, metadata=applies(ADAPTIVE, query_time=False))
     weights: ScoringWeights = field(default_factory=ScoringWeights, metadata=QUERY_TIME)
     half_life_days: float = field(default=7.0, metadata=QUERY_TIME)
     access_saturation: int = field(default=10, metadata=QUERY_TIME)

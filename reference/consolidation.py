@@ -18,7 +18,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .clustering import GroupState, split_in_two
+from .clustering import GroupState, nearest_groups, split_in_two
 from .judges.base import Conflict
 
 
@@ -166,12 +166,13 @@ def plan_regrouping(
     """
     merges = plan_merges(state, threshold, capacity=capacity, fragment=fragment)
     target = final_groups(merges)
-    nearest = np.asarray([target.get(g, g) for g in groups.tolist()], dtype=np.int64)
+    nearest = np.asarray([target.get(g, g) for g in groups.tolist()], dtype=np.int64) if target else groups.copy()
     after = state.copy()
-    after.remove_members(groups, vectors)
-    after.add_members(nearest, vectors)
+    merged = np.flatnonzero(nearest != groups)
+    after.remove_members(groups[merged], vectors[merged])
+    after.add_members(nearest[merged], vectors[merged])
     for _ in range(rounds):
-        moved_to = _nearest_centroids(vectors, after, block)
+        moved_to = nearest_groups(vectors, nearest, after, block=block)
         moved = np.flatnonzero(moved_to != nearest)
         after.remove_members(nearest[moved], vectors[moved])
         after.add_members(moved_to[moved], vectors[moved])
@@ -190,15 +191,6 @@ def plan_regrouping(
         slot, splits = slot + 1, splits + 1
     moved = nearest != groups
     return Regrouping(merges, rows[moved], nearest[moved], splits)
-
-
-def _nearest_centroids(vectors: np.ndarray, groups: GroupState, block: int) -> np.ndarray:
-    """Each row's most similar live centroid (one k-means assignment step), `block` rows at a time."""
-    live, centroids = groups.active_ids(), groups.active_centroids()
-    nearest = np.empty(len(vectors), dtype=np.int64)
-    for start in range(0, len(vectors), block):
-        nearest[start : start + block] = live[np.argmax(vectors[start : start + block] @ centroids.T, axis=1)]
-    return nearest
 
 
 def final_groups(merges: list[Merge]) -> dict[int, int]:

@@ -162,8 +162,15 @@ class NumpyGroupIndex:
         return self.rows[self.starts[group] : self.starts[group] + self.sizes[group]].copy()
 
     def vectors_of(self, rows: np.ndarray) -> np.ndarray:
-        """The float32 vectors of these (indexed) rows, in their order."""
-        return self.by_row[np.asarray(rows, dtype=np.int64)]
+        """The float32 vectors of these (indexed) rows, in their order: a read-only view when they are one
+        ascending run (every row of a memory nothing was deleted from: no copy of it all), else a copy."""
+        rows = np.asarray(rows, dtype=np.int64)
+        if len(rows) > 1 and rows[-1] - rows[0] == len(rows) - 1 and (np.diff(rows) == 1).all():
+            run = self.by_row[rows[0] : rows[-1] + 1]
+            run.flags.writeable = False
+            return run
+        picked: np.ndarray = self.by_row[rows]
+        return picked
 
     def search(self, group: int, query: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
         rows, scores = self.scan(np.asarray([group]), query)

@@ -134,6 +134,8 @@ class CellularMemory:
             probe=calibration.initial(config),
         )
         self._state.restore(cells)
+        self._settled = len(self._state.table)
+        """The cell count at the last settle (or open): `ingest.settle_due`."""
         self._calibrate_if_due()
 
     # ---- writing -------------------------------------------------------------------------
@@ -165,46 +167,48 @@ class CellularMemory:
         """
         texts = check_texts(texts)
         count = len(texts)
-        for name, values in (("vectors", vectors), ("timestamps", timestamps), ("ids", ids)):
-            check_same_length(name, values, count)
-        importances = per_item("importance", importance, count, self.config.importance_of(kind), check_importance)
-        metadatas = per_item("metadata", metadata, count, dict[str, Any](), check_metadata)
-        if context is not None:
-            contexts = check_texts_per_item("context", context, count)
-            metadatas = [{**m, "context": c} for m, c in zip(metadatas, contexts)]
-        times = [self.clock()] * count if timestamps is None else [check_timestamp(t) for t in timestamps]
-        state = self._state
-        check_new_ids(ids, taken=None if upsert else state.table.row_of)
-        if vectors is None:
-            vectors = self.encoder.encode([seen_text(text, meta) for text, meta in zip(texts, metadatas)])
-        matrix = unit_rows(vectors, dim=self.dim)
-        cells = NewCells(
-            ids=list(ids) if ids is not None else new_ids(count),
-            texts=texts,
-            vectors=matrix,
-            kinds=[kind] * count,
-            importance=importances,
-            timestamps=times,
-            metadata=metadatas,
-            scopes=per_item("scope", scope, count, "", check_scope),
-            entities=[extract_entities(text) for text in texts],
-            episodes=None if episode is None else per_item("episode", episode, count, "", check_episode),
-        )
-        with state.writing():
-            if not upsert:
-                check_free(cells.ids, state.table.row_of)
-            stored = [i for i, cell_id in enumerate(cells.ids) if cell_id in state.table.row_of]
-            if stored:
-                self._rewrite(cells.take(stored), keep_episode=episode is None)
-            fresh = [i for i, cell_id in enumerate(cells.ids) if cell_id not in state.table.row_of]
-            if fresh:
-                ingest.write(state, self._clustering, self.config.episode_gap_s, cells.take(fresh))
-                self._calibrate_if_due()
-        written = cells.ids
-        del cells, matrix, vectors  # this write's temporaries, freed before the trim
-        if count > self.config.ingest_chunk:
-            ingest.release_freed_memory()
-        return written
+        with ingest.large_write(count > self.config.ingest_chunk):
+            for name, values in (("vectors", vectors), ("timestamps", timestamps), ("ids", ids)):
+                check_same_length(name, values, count)
+            importances = per_item("importance", importance, count, self.config.importance_of(kind), check_importance)
+            metadatas = per_item("metadata", metadata, count, dict[str, Any](), check_metadata)
+            if context is not None:
+                contexts = check_texts_per_item("context", context, count)
+                metadatas = [{**m, "context": c} for m, c in zip(metadatas, contexts)]
+            times = [self.clock()] * count if timestamps is None else [check_timestamp(t) for t in timestamps]
+            state = self._state
+            check_new_ids(ids, taken=None if upsert else state.table.row_of)
+            if vectors is None:
+                vectors = self.encoder.encode([seen_text(text, meta) for text, meta in zip(texts, metadatas)])
+            matrix = unit_rows(vectors, dim=self.dim)
+            cells = NewCells(
+                ids=list(ids) if ids is not None else new_ids(count),
+                texts=texts,
+                vectors=matrix,
+                kinds=[kind] * count,
+                importance=importances,
+                timestamps=times,
+                metadata=metadatas,
+                scopes=per_item("scope", scope, count, "", check_scope),
+                entities=[extract_entities(text) for text in texts],
+                episodes=None if episode is None else per_item("episode", episode, count, "", check_episode),
+            )
+            with state.writing():
+                if not upsert:
+                    check_free(cells.ids, state.table.row_of)
+                stored = [i for i, cell_id in enumerate(cells.ids) if cell_id in state.table.row_of]
+                if stored:
+                    self._rewrite(cells.take(stored), keep_episode=episode is None)
+                fresh = [i for i, cell_id in enumerate(cells.ids) if cell_id not in state.table.row_of]
+                if fresh:
+                    settle = ingest.settle_due(self.config, len(state.table) + len(fresh), self._settled)
+                    ingest.write(state, self._clustering, self.config.episode_gap_s, cells.take(fresh), settle=settle)
+                    if settle:
+                        self._settled = len(state.table)
+                    self._calibrate_if_due()
+            written = cells.ids
+            del cells, matrix, vectors  # this write's temporaries, freed before the trim
+            return written
 
     def _calibrate_if_due(self) -> None:
         """A new probing margin when the memory has grown enough since the last (under the write lock)."""

@@ -155,7 +155,8 @@ class EngineState:
 
     def commit_regroup(self, rows: np.ndarray, after: np.ndarray, groups: GroupState) -> None:
         """Cells moved to other groups by a sleep plan (`groups`: the group state they make)."""
-        self.store.update([replace(r, group_id=g) for r, g in zip(self.records(rows.tolist()), after.tolist())])
+        if self.store.persistent:
+            self.store.update([replace(r, group_id=g) for r, g in zip(self.records(rows.tolist()), after.tolist())])
         self._groups = groups
         self.move(rows, after)
         self._touched.update(np.unique(after).tolist())
