@@ -126,20 +126,17 @@ class SearchPipeline:
         else:
             wider = depth if matching is None else min(cells, depth * max(1, cells // max(matching, 1)))
             rows, scores = self._group_stage(query, k, wider, budget, state, within.scope)
-        if within.restricts and not flat:
+        if within.restricts and not flat:  # both stages give their candidates best first
             keep = within.allows(table.scope, rows)
-            rows, scores = rows[keep], scores[keep]
+            rows, scores = rows[keep][:depth], scores[keep][:depth]
         if config.use_entities and query_entities:
-            rows, scores = _merge_best(rows, scores, *self._entity_stage(query, query_entities, state, within))
-        best = top_k(scores, depth)
-        rows, scores = rows[best], scores[best]
+            entity_rows, entity_scores = self._entity_stage(query, query_entities, state, within)
+            rows, scores = _best(*_merge_best(rows, scores, entity_rows, entity_scores), depth)
         shortfall = matching is not None and len(rows) < min(k, matching)
         top_k_short = config.probing == "top_k" and np.count_nonzero(scores[:k] > config.min_score) < k
         if not flat and (shortfall or top_k_short):
             flat = True
-            rows, scores = _merge_best(rows, scores, *flat_search(query, depth, state, within))
-            best = top_k(scores, depth)
-            rows, scores = rows[best], scores[best]
+            rows, scores = _best(*_merge_best(rows, scores, *flat_search(query, depth, state, within)), depth)
         if fusing:
             assert lexical is not None and query_text is not None
             allowed = (lambda found: within.allows(table.scope, found)) if within.restricts else None
@@ -154,9 +151,7 @@ class SearchPipeline:
                     lambda chosen: similarities(state.index.vectors_of(chosen), query).astype(np.float64),
                     lexical_weight=config.lexical_weight,
                 )
-            scores = self._with_context(rows, scores, state.episodes)
-            best = top_k(scores, k)
-            rows, scores = rows[best], scores[best]
+            rows, scores = _best(rows, self._with_context(rows, scores, state.episodes), k)
         state.counters.count(flat=flat)
         return Candidates(rows, scores)
 
@@ -179,9 +174,9 @@ class SearchPipeline:
     def _group_stage(
         self, query: np.ndarray, k: int, depth: int, budget: int, state: EngineState, scope: int | None
     ) -> tuple[np.ndarray, np.ndarray]:
-        """Candidates of the probed groups (of `scope`; None: of every scope): the best `depth` cells read
-        (budget probing over the `numpy` index), every cell of the chosen groups (its `top_k` probing), or
-        each group's best `depth`."""
+        """The best `depth` candidates of the probed groups (of `scope`; None: of every scope), best first: of
+        the cells read (budget probing over the `numpy` index), of every cell of the chosen groups (its `top_k`
+        probing), or of each group's best `depth`."""
         config, groups, index = self.config, state.groups, state.index
         active, centroids = groups.active_ids(scope), groups.active_centroids(scope)
         floor = config.probe_per_k * k
@@ -192,7 +187,7 @@ class SearchPipeline:
         centroid_scores = similarities(centroids, query)
         if not budget:
             chosen = active[top_k(centroid_scores, config.group_top_k)]
-            return self._search_groups(chosen, query, depth, index)
+            return _best(*self._search_groups(chosen, query, depth, index), depth)
         ranked, reached = _probe_order(centroid_scores, groups.active_sizes(scope), budget)
         first = int(np.searchsorted(reached, floor)) + 1
         rows, scores = self._search_groups(active[ranked[:first]], query, depth, index)
@@ -203,7 +198,7 @@ class SearchPipeline:
         if len(rest):
             more_rows, more_scores = self._search_groups(active[rest], query, depth, index)
             rows, scores = np.concatenate([rows, more_rows]), np.concatenate([scores, more_scores])
-        return rows, scores
+        return _best(rows, scores, depth)
 
     def _search_groups(
         self, chosen: np.ndarray, query: np.ndarray, k: int, index: GroupIndex
@@ -269,6 +264,12 @@ def flat_search(
     state.counters.read(len(rows) * query.size * np.dtype(np.float32).itemsize)
     best = top_k(scores, min(k, len(rows)))
     best = best[np.isfinite(scores[best])]
+    return rows[best], scores[best]
+
+
+def _best(rows: np.ndarray, scores: np.ndarray, count: int) -> tuple[np.ndarray, np.ndarray]:
+    """The best `count` of these candidates, best first."""
+    best = top_k(scores, count)
     return rows[best], scores[best]
 
 

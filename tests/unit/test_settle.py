@@ -1,0 +1,82 @@
+"""Settling: a write that grows the memory fourfold ends with one k-means step over every cell of its scopes."""
+
+import numpy as np
+import pytest
+
+from harness.generators.vectors import clustered_unit_vectors
+from reference import CellularMemory, MemoryConfig
+from reference.encoders import MockEncoder
+from reference.ingest import settle_due
+
+DIM = 32
+
+
+def memory(settle: bool = True, path=None) -> CellularMemory:
+    return CellularMemory(path=path, encoder=MockEncoder(DIM), config=MemoryConfig(lexical=False, settle=settle))
+
+
+def cohesion(mem: CellularMemory, ids: list[str], vectors: np.ndarray) -> float:
+    """The mean cosine of each cell to its group's centroid, from the groups `get_many` reports."""
+    groups = np.asarray([record.group_id for record in mem.get_many(ids)])
+    unit = vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+    total = 0.0
+    for group in np.unique(groups):
+        members = unit[groups == group]
+        centroid = members.sum(axis=0)
+        total += float((members @ (centroid / np.linalg.norm(centroid))).sum())
+    return total / len(ids)
+
+
+def test_a_settled_write_leaves_tighter_groups_than_online_grouping_alone():
+    data = clustered_unit_vectors(6_000, DIM, clusters=30, spread=1.0, queries=0, seed=3)
+    ids = [f"c{i}" for i in range(len(data.vectors))]
+    found = {}
+    for settle in (False, True):
+        with memory(settle) as mem:
+            mem.add([f"cell {i}" for i in range(len(ids))], vectors=data.vectors, ids=ids)
+            mem.check_invariants()
+            found[settle] = cohesion(mem, ids, data.vectors)
+    assert found[True] > found[False] + 0.005
+
+
+def test_settling_moves_stored_cells_and_the_store_keeps_where_they_went(tmp_path):
+    data = clustered_unit_vectors(12_000, DIM, clusters=40, spread=1.0, queries=0, seed=4)
+    ids = [f"c{i}" for i in range(len(data.vectors))]
+    texts = [f"cell {i}" for i in range(len(ids))]
+    with memory(path=str(tmp_path)) as mem:
+        mem.add(texts[:3_000], vectors=data.vectors[:3_000], ids=ids[:3_000])
+        before = [record.group_id for record in mem.get_many(ids[:3_000])]
+        mem.add(texts[3_000:], vectors=data.vectors[3_000:], ids=ids[3_000:])  # 4x: settles the stored cells too
+        after = [record.group_id for record in mem.get_many(ids)]
+        mem.check_invariants()
+    assert sum(b != a for b, a in zip(before, after[:3_000])) > 0
+    with memory(path=str(tmp_path)) as reopened:
+        assert [record.group_id for record in reopened.get_many(ids)] == after
+        reopened.check_invariants()
+
+
+def test_a_settled_group_holds_one_scope():
+    data = clustered_unit_vectors(6_000, DIM, clusters=20, spread=1.0, queries=0, seed=5)
+    scopes = ["alice" if i % 2 else "bob" for i in range(len(data.vectors))]
+    ids = [f"c{i}" for i in range(len(data.vectors))]
+    with memory() as mem:
+        mem.add([f"cell {i}" for i in range(len(ids))], vectors=data.vectors, ids=ids, scope=scopes)
+        mem.check_invariants()
+        scope_of_group: dict[int, set[str]] = {}
+        for record in mem.get_many(ids):
+            scope_of_group.setdefault(record.group_id, set()).add(record.scope)
+    assert all(len(found) == 1 for found in scope_of_group.values())
+
+
+@pytest.mark.parametrize(
+    ("config", "cells", "settled", "due"),
+    [
+        (MemoryConfig(), 8_000, 2_000, True),
+        (MemoryConfig(), 7_999, 2_000, False),  # not yet grown fourfold
+        (MemoryConfig(), 500, 0, False),  # searched flat: its groups decide nothing
+        (MemoryConfig(settle=False), 8_000, 2_000, False),
+        (MemoryConfig.prototype(), 8_000, 2_000, False),  # threshold grouping does not settle
+    ],
+)
+def test_when_a_write_settles(config, cells, settled, due):
+    assert settle_due(config, cells, settled) is due
