@@ -334,8 +334,8 @@ def nearest_groups(
     vectors: np.ndarray, current: np.ndarray, state: GroupState, scope: int | None = None, *, block: int = 8192
 ) -> np.ndarray:
     """Each row's most similar live group of `scope` (None: of any), one k-means assignment step (`current`:
-    each row's group now, one of them), `block` rows at a time; past `EXACT_STEP_UP_TO` groups, among the
-    `NEAREST_AMONG` groups whose centroids are nearest its current group's."""
+    each row's group now), `block` rows at a time; past `EXACT_STEP_UP_TO` groups, among the `NEAREST_AMONG`
+    groups whose centroids are nearest its current group's (among all, for a row whose group is empty now)."""
     live, centroids = state.active_ids(scope), state.active_centroids(scope)
     nearest = np.empty(len(vectors), dtype=np.int64)
     if not len(vectors):
@@ -348,7 +348,11 @@ def nearest_groups(
     for start in range(0, len(live), block):
         similarity = centroids[start : start + block] @ centroids.T
         near[start : start + block] = np.argpartition(-similarity, NEAREST_AMONG - 1, axis=1)[:, :NEAREST_AMONG]
-    position = np.searchsorted(live, current)
+    position = np.searchsorted(live, current).clip(max=len(live) - 1)
+    emptied = live[position] != current  # a group a previous step emptied: such rows score every centroid
+    if emptied.any():
+        nearest[emptied] = live[np.argmax(vectors[emptied] @ centroids.T, axis=1)]
+        position[emptied] = len(live)  # past every group's rows below
     order = np.argsort(position, kind="stable")
     bounds = np.searchsorted(position[order], np.arange(len(live) + 1))
     for group in np.flatnonzero(np.diff(bounds)).tolist():

@@ -80,3 +80,27 @@ def test_a_settled_group_holds_one_scope():
 )
 def test_when_a_write_settles(config, cells, settled, due):
     assert settle_due(config, cells, settled) is due
+
+
+def test_a_step_among_neighbouring_groups_finds_what_scoring_every_centroid_finds(monkeypatch):
+    """Past `EXACT_STEP_UP_TO` groups a k-means step looks among the groups nearest a cell's own; on separated
+    clusters that is where its nearest is, and a cell whose group is empty now is scored against every one."""
+    from reference import clustering
+    from reference.clustering import GroupState, nearest_groups
+
+    data = clustered_unit_vectors(4_000, DIM, clusters=40, spread=0.5, queries=0, seed=6)
+    state = GroupState.empty(DIM)
+    state.new_slots(41)
+    truth = np.asarray(data.labels)
+    state.add_members(truth, data.vectors)  # group 40 stays empty
+    centroids = state.active_centroids()
+    similarity = centroids @ centroids.T
+    np.fill_diagonal(similarity, -np.inf)
+    neighbour = similarity.argmax(axis=1)  # each group's nearest other group
+    current = np.where(np.arange(len(truth)) % 7 == 0, neighbour[truth], truth)  # some cells in the group next door
+    current[:5] = 40  # and a few in the empty group
+    exact = nearest_groups(data.vectors, current, state)
+    monkeypatch.setattr(clustering, "EXACT_STEP_UP_TO", 8)
+    monkeypatch.setattr(clustering, "NEAREST_AMONG", 6)
+    among = nearest_groups(data.vectors, current, state)
+    assert np.mean(among == exact) > 0.99 and (among[:5] == exact[:5]).all()
