@@ -104,7 +104,7 @@ def settled(state: EngineState, plan: Assignment, vectors: np.ndarray, scopes: n
     of scopes `scopes`): each to the nearest centroid of its scope's planned groups (`nearest_groups`), the
     groups' sums moved with the cells. Online grouping assigns a cell against the centroids of its moment,
     which move as groups fill and split; one step against the write's final centroids took BEAM passages
-    (51,251 in one write, target recall 0.95) from recall@10 0.949 reading 2.80 MB a query to 0.960 reading
+    (51,551 in one write, target recall 0.95) from recall@10 0.949 reading 2.80 MB a query to 0.960 reading
     1.73 MB. Sleep does more (merges, more steps, conflict judging)."""
     groups = plan.state  # the plan's own copy
     live = state.table.live_rows()
