@@ -61,6 +61,11 @@ def top_k(scores: np.ndarray, k: int) -> np.ndarray:
     return np.argsort(-scores, kind="stable")[:k]
 
 
+def one_run(rows: np.ndarray) -> bool:
+    """Whether these rows are consecutive and ascending (one slice of a by-row array)."""
+    return bool((np.diff(rows) == 1).all())
+
+
 class Probed(NamedTuple):
     """What a probe found: rows and their exact cosines, best first, and the bytes it read (centroids, codes
     and the float32 vectors it rescored)."""
@@ -122,7 +127,7 @@ class NumpyGroupIndex:
             return
         vectors = kernels.rows32(vectors)
         self._slot_of = with_room(self._slot_of, int(rows.max()) + 1)
-        in_order = bool((np.diff(rows) == 1).all())
+        in_order = one_run(rows)
         if not len(self.by_row) and in_order and rows[0] == 0 and vectors.flags.owndata:
             self.by_row = vectors
         else:
@@ -165,7 +170,7 @@ class NumpyGroupIndex:
         """The float32 vectors of these (indexed) rows, in their order: a read-only view when they are one
         ascending run (every row of a memory nothing was deleted from: no copy of it all), else a copy."""
         rows = np.asarray(rows, dtype=np.int64)
-        if len(rows) > 1 and rows[-1] - rows[0] == len(rows) - 1 and (np.diff(rows) == 1).all():
+        if len(rows) > 1 and one_run(rows):
             run = self.by_row[rows[0] : rows[-1] + 1]
             run.flags.writeable = False
             return run
