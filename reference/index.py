@@ -76,7 +76,7 @@ class Probed(NamedTuple):
 
 
 class ProbeLimits(NamedTuple):
-    """Where budget probing stops (`kernels.probe`): it keeps the best `depth` cells, reads at least `floor`
+    """Where budget probing stops (`kernels.probe_for`): it keeps the best `depth` cells, reads at least `floor`
     cells and at most `budget` (whole groups), and past the floor reads a group only if its centroid scores
     at least the k-th best cell so far minus `margin`."""
 
@@ -97,7 +97,7 @@ class NumpyGroupIndex:
     is full, or segments left behind by moves fill a quarter of its used part, it is rebuilt compactly; the
     unwritten rest of a segment costs no resident memory (the arena is zeroed lazily by the OS). The float32
     vectors are kept once, by row (`by_row`): flat search reads them in one pass, and a probe rescores its
-    best candidates from them (`kernels.probe`), so every score a search returns is exact. The cell table
+    best candidates from them (`kernels.probe_for`), so every score a search returns is exact. The cell table
     keeps no copy with this backend.
 
     The codes are a quarter of the float32 bytes, and a probe's scan costs less than half as much: the same
@@ -194,9 +194,9 @@ class NumpyGroupIndex:
     ) -> Probed:
         """Budget probing over `groups` (centroid `centroids[i]` for `groups[i]`): the best `limits.depth` cells
         read, rescored exactly from the best `limits.depth + k` by their codes, best first. The rule is
-        `kernels.probe`'s."""
+        `kernels.probe_for`'s."""
         rescored = limits.depth + k
-        rows, scores, read = kernels.probe(
+        rows, scores, read = kernels.probe_for(self.dim)(
             self.codes, self.scales, self.by_row, self.rows, self.starts, self.sizes, groups, centroids, query,
             k, limits.depth, rescored, limits.floor, limits.budget, limits.margin,
         )  # fmt: skip

@@ -16,10 +16,15 @@ NumPy's in the last float32 bits.
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
+
 import numpy as np
 from numba import njit
 
 _compiled = njit(cache=True, fastmath=True, nogil=True)
+_inlined = njit(cache=True, fastmath=True, nogil=True, inline="always")
+"""For helpers: inlined where they are called, so that a caller's constant (`probe_for`'s dimension) reaches them."""
 _exact = njit(cache=True, nogil=True)
 """For kernels that rank or start from -inf: no fastmath, so that ties and infinities compare as NumPy's do."""
 
@@ -40,8 +45,41 @@ def quantized(vectors: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return codes, scales
 
 
-@_compiled
-def probe(
+@functools.cache
+def probe_for(dim: int) -> Callable[..., tuple[np.ndarray, np.ndarray, int]]:
+    """`_probe` compiled for `dim`-component vectors: with the length of its dot products a constant, the
+    compiler unrolls them. With the heaps' lowest score held in a register as well (BEAM passages, 384-d, one
+    core, the same cells found): 0.095 against 0.108 ms a probe at recall@10 0.98, 0.073 against 0.078 ms at
+    0.97. Compiled once per dimension and install (about 1.5 s), like the other kernels."""
+
+    @_compiled
+    def probe(
+        codes: np.ndarray,
+        scales: np.ndarray,
+        vectors: np.ndarray,
+        rows: np.ndarray,
+        starts: np.ndarray,
+        sizes: np.ndarray,
+        groups: np.ndarray,
+        centroids: np.ndarray,
+        query: np.ndarray,
+        k: int,
+        depth: int,
+        rescored: int,
+        floor: int,
+        budget: int,
+        margin: float,
+    ) -> tuple[np.ndarray, np.ndarray, int]:
+        return _probe(
+            codes, scales, vectors, rows, starts, sizes, groups, centroids, query, k, depth, rescored, floor,
+            budget, margin, dim,
+        )  # fmt: skip
+
+    return probe
+
+
+@_inlined
+def _probe(
     codes: np.ndarray,
     scales: np.ndarray,
     vectors: np.ndarray,
@@ -57,6 +95,7 @@ def probe(
     floor: int,
     budget: int,
     margin: float,
+    dim: int,
 ) -> tuple[np.ndarray, np.ndarray, int]:
     """Budget probing over the arena's codes. `groups[i]` has centroid `centroids[i]`; groups are read in
     centroid order until `budget` cells are read, and once `floor` cells are read probing stops at the first
@@ -64,8 +103,9 @@ def probe(
     later group scores lower still). A cell read is scored by its codes against the query's; the best
     `rescored` of them are scored again exactly, from their float32 `vectors` (by row). Returns the best
     `depth` of those, best first, and the number of cells read."""
-    query_codes, query_scale = quantized(query.reshape(1, -1))
-    centroid_scores = _dots(centroids, query)
+    quantized_query, query_scales = quantized(query.reshape(1, -1))
+    query_codes, query_scale = quantized_query[0], query_scales[0]
+    centroid_scores = _dots(centroids, query, dim)
     order = np.arange(len(groups))  # a max-heap of positions by centroid score: O(G) to build, O(log G) a pop
     left = len(order)
     for i in range(left // 2 - 1, -1, -1):
@@ -83,17 +123,19 @@ def probe(
         order[0] = order[left]
         _sift_down(order, centroid_scores, 0, left)
         group = groups[position]
+        lowest = best_scores[0]  # held in a register: most cells read enter neither heap
         for slot in range(starts[group], starts[group] + sizes[group]):
-            score = _code_dot(codes, slot, query_codes[0]) * scales[slot] * query_scale[0]
-            if score > kth[0]:
-                _replace_smallest(kth, unused, score, 0)
-            if score > best_scores[0]:
+            score = _code_dot(codes, slot, query_codes, dim) * scales[slot] * query_scale
+            if score > lowest:
+                if score > kth[0]:
+                    _replace_smallest(kth, unused, score, 0)
                 _replace_smallest(best_scores, best_rows, score, rows[slot])
+                lowest = best_scores[0]
         read += sizes[group]
     kept = best_rows[best_rows >= 0]
     exact = np.empty(len(kept), np.float32)
     for i in range(len(kept)):
-        exact[i] = _dot(vectors, kept[i], query)
+        exact[i] = _dot(vectors, kept[i], query, dim)
     ranked = np.argsort(-exact, kind="mergesort")[:depth]
     return kept[ranked], exact[ranked], read
 
@@ -112,7 +154,7 @@ def scan(
     for group in groups:
         for slot in range(starts[group], starts[group] + sizes[group]):
             out_rows[read] = rows[slot]
-            out_scores[read] = _dot(vectors, rows[slot], query)
+            out_scores[read] = _dot(vectors, rows[slot], query, len(query))
             read += 1
     return out_rows, out_scores
 
@@ -201,8 +243,8 @@ def two_means(vectors: np.ndarray, iterations: int) -> np.ndarray:
     total = np.zeros(dim, np.float64)
     for i in range(count):
         total += vectors[i]
-    first = np.argmin(_dots(vectors, total.astype(np.float32)))
-    second = np.argmin(_dots(vectors, vectors[first].copy()))
+    first = np.argmin(_dots(vectors, total.astype(np.float32), dim))
+    second = np.argmin(_dots(vectors, vectors[first].copy(), dim))
     direction = vectors[second] - vectors[first]
     part = np.zeros(count, np.bool_)
     step = np.empty(count, np.bool_)
@@ -211,7 +253,7 @@ def two_means(vectors: np.ndarray, iterations: int) -> np.ndarray:
         in_second, changed = 0, False
         second_sum[:] = 0.0
         for i in range(count):
-            step[i] = _dot(vectors, i, direction) > 0
+            step[i] = _dot(vectors, i, direction, dim) > 0
             changed |= step[i] != part[i]
             if step[i]:
                 in_second += 1
@@ -356,11 +398,11 @@ def _score_of(rows: np.ndarray, scores: np.ndarray, row: int) -> float:
     return scores[position] if position < len(rows) and rows[position] == row else 0.0
 
 
-@_compiled
-def _dots(matrix: np.ndarray, query: np.ndarray) -> np.ndarray:
+@_inlined
+def _dots(matrix: np.ndarray, query: np.ndarray, dim: int) -> np.ndarray:
     scores = np.empty(matrix.shape[0], np.float32)
     for i in range(matrix.shape[0]):
-        scores[i] = _dot(matrix, i, query)
+        scores[i] = _dot(matrix, i, query, dim)
     return scores
 
 
@@ -376,20 +418,20 @@ def _quantize_into(vector: np.ndarray, codes: np.ndarray, scales: np.ndarray, sl
         codes[j] = np.int8(np.rint(vector[j] * inverse))
 
 
-@_compiled
-def _code_dot(codes: np.ndarray, slot: int, query_codes: np.ndarray) -> np.float32:
-    """The dot product of two int8 code rows, summed in int32 (each step cast back to int32, so that the
-    compiler keeps 32-bit lanes: 16-bit multiply-adds, where int64 sums ran at a third of the speed)."""
+@_inlined
+def _code_dot(codes: np.ndarray, slot: int, query_codes: np.ndarray, dim: int) -> np.float32:
+    """The dot product of two int8 code rows of `dim` codes, summed in int32 (each step cast back to int32, so
+    that the compiler keeps 32-bit lanes: 16-bit multiply-adds, where int64 sums ran at a third of the speed)."""
     total = np.int32(0)
-    for j in range(len(query_codes)):
+    for j in range(dim):
         total = np.int32(total + np.int32(codes[slot, j]) * np.int32(query_codes[j]))
     return np.float32(total)
 
 
-@_compiled
-def _dot(vectors: np.ndarray, slot: int, query: np.ndarray) -> np.float32:
+@_inlined
+def _dot(vectors: np.ndarray, slot: int, query: np.ndarray, dim: int) -> np.float32:
     score = np.float32(0.0)
-    for j in range(len(query)):
+    for j in range(dim):
         score += vectors[slot, j] * query[j]
     return score
 

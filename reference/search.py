@@ -8,7 +8,7 @@ small enough that probing would cost more (`MemoryConfig.flat_is_cheaper`) is se
 also exact. With `top_k` probing the best `group_top_k` groups are taken,
 and a flat search fills in when fewer than `k` candidates score above `min_score` (the seed design).
 Stage 2 scores the chosen groups' cells. The `numpy` index runs stages 1 and 2 as one compiled call
-over its arena (`kernels.probe`), taking the k-th best score as each group is read; the `chroma`
+over its arena (`kernels.probe_for`), taking the k-th best score as each group is read; the `chroma`
 index queries one group at a time (the k-th best taken once, after the first `probe_per_k` · k
 cells; its calls are serialised by the index, so a thread pool would only add hand-offs).
 Stage 3 looks the query's entities up in the exact-match index: cells that mention them are
