@@ -199,8 +199,9 @@ def _markdown(results: RunResults, tables: dict[str, list[dict[str, Any]]], plot
             "alone; BM25 ranks by words, so its recall against exact dense neighbours shows how differently it ranks. "
             "`estimated_recall` is the engine's own estimate of its recall@10 (its cells as queries, against exact "
             "search over what it holds), by which it chose its probe margin for `target_recall`; "
-            "`bytes_read_per_search` the vector bytes its dense stage read per query (centroids, int8 codes, the "
-            "float32 vectors it rescored; a flat search reads every float32 vector: 1,536 bytes each at 384-d).",
+            "`bytes_read_per_search` the vector bytes its dense stage read per query (int8 codes of centroids and "
+            "cells, the float32 vectors it rescored; a flat search reads every float32 vector: 1,536 bytes each at "
+            "384-d).",
         ),
         (
             "realtext_sweep",

@@ -101,7 +101,7 @@ def calibrated(state: EngineState, config: MemoryConfig) -> ProbeSetting:
     queries = index.vectors_of(sample)
     kth = _kth_exact_scores(index, rows, queries, sample)
     groups = state.groups.active_ids(None)
-    centroids = state.groups.active_centroids(None)
+    centroids = state.groups.active_centroid_codes(None)
     spread = NormalDist().inv_cdf(CONFIDENCE) / np.sqrt(len(sample))
 
     def estimate(margin: float, reach: int = 1) -> tuple[float, bool]:

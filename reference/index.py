@@ -67,8 +67,8 @@ def one_run(rows: np.ndarray) -> bool:
 
 
 class Probed(NamedTuple):
-    """What a probe found: rows and their exact cosines, best first, and the bytes it read (centroids, codes
-    and the float32 vectors it rescored)."""
+    """What a probe found: rows and their exact cosines, best first, and the bytes it read (int8 codes
+    of centroids and cells, and the float32 vectors it rescored)."""
 
     rows: np.ndarray
     scores: np.ndarray
@@ -190,19 +190,24 @@ class NumpyGroupIndex:
         return found
 
     def probe(
-        self, groups: np.ndarray, centroids: np.ndarray, query: np.ndarray, k: int, limits: ProbeLimits
+        self,
+        groups: np.ndarray,
+        centroids: tuple[np.ndarray, np.ndarray],
+        query: np.ndarray,
+        k: int,
+        limits: ProbeLimits,
     ) -> Probed:
-        """Budget probing over `groups` (centroid `centroids[i]` for `groups[i]`): the best `limits.depth` cells
-        read, rescored exactly from the best `limits.depth + k` by their codes, best first. The rule is
-        `kernels.probe_for`'s."""
+        """Budget probing over `groups`, ordered by their quantized centroids (codes and scales, row i for
+        `groups[i]`: `GroupState.active_centroid_codes`): the best `limits.depth` cells read, rescored exactly
+        from the best `limits.depth + k` by their codes, best first. The rule is `kernels.probe_for`'s."""
         rescored = limits.depth + k
         rows, scores, read = kernels.probe_for(self.dim)(
-            self.codes, self.scales, self.by_row, self.rows, self.starts, self.sizes, groups, centroids, query,
+            self.codes, self.scales, self.by_row, self.rows, self.starts, self.sizes, groups, *centroids, query,
             k, limits.depth, rescored, limits.floor, limits.budget, limits.margin,
         )  # fmt: skip
-        vector_bytes = self.dim * np.dtype(np.float32).itemsize
         code_bytes = self.dim * self.codes.itemsize + self.scales.itemsize
-        bytes_read = len(groups) * vector_bytes + read * code_bytes + min(read, rescored) * vector_bytes
+        vector_bytes = self.dim * self.by_row.itemsize
+        bytes_read = (len(groups) + read) * code_bytes + min(read, rescored) * vector_bytes
         return Probed(rows, scores, bytes_read)
 
     def close(self) -> None:

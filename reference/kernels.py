@@ -61,7 +61,8 @@ def probe_for(dim: int) -> Callable[..., tuple[np.ndarray, np.ndarray, int]]:
         starts: np.ndarray,
         sizes: np.ndarray,
         groups: np.ndarray,
-        centroids: np.ndarray,
+        centroid_codes: np.ndarray,
+        centroid_scales: np.ndarray,
         query: np.ndarray,
         k: int,
         depth: int,
@@ -71,8 +72,8 @@ def probe_for(dim: int) -> Callable[..., tuple[np.ndarray, np.ndarray, int]]:
         margin: float,
     ) -> tuple[np.ndarray, np.ndarray, int]:
         return _probe(
-            codes, scales, vectors, rows, starts, sizes, groups, centroids, query, k, depth, rescored, floor,
-            budget, margin, dim,
+            codes, scales, vectors, rows, starts, sizes, groups, centroid_codes, centroid_scales, query, k, depth,
+            rescored, floor, budget, margin, dim,
         )  # fmt: skip
 
     return probe
@@ -87,7 +88,8 @@ def _probe(
     starts: np.ndarray,
     sizes: np.ndarray,
     groups: np.ndarray,
-    centroids: np.ndarray,
+    centroid_codes: np.ndarray,
+    centroid_scales: np.ndarray,
     query: np.ndarray,
     k: int,
     depth: int,
@@ -97,15 +99,18 @@ def _probe(
     margin: float,
     dim: int,
 ) -> tuple[np.ndarray, np.ndarray, int]:
-    """Budget probing over the arena's codes. `groups[i]` has centroid `centroids[i]`; groups are read in
-    centroid order until `budget` cells are read, and once `floor` cells are read probing stops at the first
-    group whose centroid scores below the k-th best cell read so far minus `margin` (in centroid order every
-    later group scores lower still). A cell read is scored by its codes against the query's; the best
-    `rescored` of them are scored again exactly, from their float32 `vectors` (by row). Returns the best
-    `depth` of those, best first, and the number of cells read."""
+    """Budget probing over the arena's codes. `groups[i]` has its centroid quantized as `centroid_codes[i]` and
+    `centroid_scales[i]`; groups are read in the order of their centroids' code scores until `budget` cells
+    are read, and once `floor` cells are read probing stops at the first group whose centroid scores below the
+    k-th best cell read so far minus `margin` (in that order every later group scores lower still). A cell
+    read is scored by its codes against the query's; the best `rescored` of them are scored again exactly,
+    from their float32 `vectors` (by row). Returns the best `depth` of those, best first, and the number of
+    cells read."""
     quantized_query, query_scales = quantized(query.reshape(1, -1))
     query_codes, query_scale = quantized_query[0], query_scales[0]
-    centroid_scores = _dots(centroids, query, dim)
+    centroid_scores = np.empty(len(groups), np.float32)
+    for i in range(len(groups)):
+        centroid_scores[i] = _code_dot(centroid_codes, i, query_codes, dim) * centroid_scales[i] * query_scale
     order = np.arange(len(groups))  # a max-heap of positions by centroid score: O(G) to build, O(log G) a pop
     left = len(order)
     for i in range(left // 2 - 1, -1, -1):

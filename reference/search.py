@@ -178,12 +178,13 @@ class SearchPipeline:
         the cells read (budget probing over the `numpy` index), of every cell of the chosen groups (its `top_k`
         probing), or of each group's best `depth`."""
         config, groups, index = self.config, state.groups, state.index
-        active, centroids = groups.active_ids(scope), groups.active_centroids(scope)
-        floor = config.probe_per_k * k
+        active, floor = groups.active_ids(scope), config.probe_per_k * k
         if budget and isinstance(index, NumpyGroupIndex):  # the rule below, compiled with a running k-th score
-            found = index.probe(active, centroids, query, k, ProbeLimits(depth, floor, budget, state.probe.margin))
+            limits = ProbeLimits(depth, floor, budget, state.probe.margin)
+            found = index.probe(active, groups.active_centroid_codes(scope), query, k, limits)
             state.counters.read(found.bytes_read)
             return found.rows, found.scores
+        centroids = groups.active_centroids(scope)
         centroid_scores = similarities(centroids, query)
         if not budget:
             chosen = active[top_k(centroid_scores, config.group_top_k)]

@@ -29,8 +29,8 @@ class MemoryStats:
     flat_searches: int
     """Searches that read every cell (a memory within the probe budget, or the `top_k` fallback)."""
     bytes_read_per_search: float
-    """Vector bytes the dense stage read per search, on average: a probe's centroids, int8 codes (and scales)
-    and the float32 vectors it rescored; a flat search's float32 vectors."""
+    """Vector bytes the dense stage read per search, on average: a probe's int8 codes (and scales) of
+    centroids and cells and the float32 vectors it rescored; a flat search's float32 vectors."""
     entities: int
     episodes: int
     """Episodes with live cells (`episodes.py`)."""

@@ -75,15 +75,17 @@ def code_scores(vectors: np.ndarray, query: np.ndarray) -> np.ndarray:
 
 
 def _probe_by_the_rule(groups, centroids, members, vectors, query, k, floor, budget, margin):
-    """The probing rule, step by step in Python: groups in centroid order until `budget` cells are read;
-    past `floor` cells, stop at the first group scoring below the k-th best code score so far minus `margin`."""
+    """The probing rule, step by step in Python: groups in the order of their centroids' code scores until
+    `budget` cells are read; past `floor` cells, stop at the first group scoring below the k-th best code score
+    so far minus `margin`."""
     read: list[int] = []
-    for position in np.argsort(-(centroids @ query), kind="stable").tolist():
+    centroid_scores = code_scores(centroids, query)
+    for position in np.argsort(-centroid_scores, kind="stable").tolist():
         if len(read) >= budget:
             break
         scores = np.sort(code_scores(vectors[read], query))[::-1]
         kth = scores[k - 1] if len(scores) >= k else -np.inf
-        if len(read) >= floor and centroids[position] @ query < kth - margin:
+        if len(read) >= floor and centroid_scores[position] < kth - margin:
             break
         read += members[groups[position]]
     return read
@@ -104,9 +106,10 @@ def test_probe_reads_the_groups_the_rule_names_and_keeps_the_best_it_read(floor,
     for query in data.queries[:10]:
         read = _probe_by_the_rule(groups, centroids, members, vectors, query, 5, floor, budget, margin)
         assert read
-        everything = index.probe(groups, centroids, query, 5, ProbeLimits(600, floor, budget, margin))
+        quantized = kernels.quantized(centroids)
+        everything = index.probe(groups, quantized, query, 5, ProbeLimits(600, floor, budget, margin))
         assert sorted(everything.rows.tolist()) == sorted(read)  # depth 600 rescores and keeps every cell read
-        rows, scores, _ = index.probe(groups, centroids, query, 5, ProbeLimits(7, floor, budget, margin))
+        rows, scores, _ = index.probe(groups, quantized, query, 5, ProbeLimits(7, floor, budget, margin))
         rescored = np.asarray(read)[np.argsort(-code_scores(vectors[read], query), kind="stable")[:12]]
         expected = rescored[np.argsort(-(vectors[rescored] @ query), kind="stable")[:7]]
         assert rows.tolist() == expected.tolist()  # the best 7 + 5 by codes, rescored exactly
