@@ -3,6 +3,7 @@
 import numpy as np
 import pytest
 
+from reference import kernels
 from reference.clustering import GroupState, LeaderClustering
 
 
@@ -89,6 +90,25 @@ def test_removing_members_updates_the_mean_and_empties_groups_exactly():
     state.remove_members(groups[1:2], vectors[1:2])
     assert state.counts[0] == 0 and not state.sums[0].any()
     assert state.active_ids().tolist() == [1]
+
+
+def test_centroid_codes_follow_every_change_of_the_centroids():
+    """The probe's int8 centroid codes are cached beside the centroids: a change of members (stale rows), a
+    founded or emptied group (a cleared cache) must each leave them the codes of the centroids now."""
+    groups, state = clustering().assign(GroupState.empty(2), unit(0, 40, 90, 100))
+
+    def agree() -> None:
+        codes, scales = state.active_centroid_codes()
+        expected_codes, expected_scales = kernels.quantized(state.active_centroids())
+        np.testing.assert_array_equal(codes, expected_codes)
+        np.testing.assert_array_equal(scales, expected_scales)
+
+    agree()
+    state.add_members(groups[:1], unit(60))  # group 0 moves: its rows are stale
+    agree()
+    state.remove_members(groups[2:4], unit(90, 100))  # group 1 empties: everything is recomputed
+    agree()
+    assert len(state.active_centroid_codes()[0]) == 1
 
 
 @pytest.mark.parametrize("chunk", [1, 7, 1000])
