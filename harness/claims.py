@@ -5,12 +5,12 @@ A claim that the measurements refute is reported NOT SUPPORTED: a result, not a 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
 
-from .confidence import INCONCLUSIVE, MARGIN, REFUTED, SUPPORTED, Estimate, estimate, judge
+from .confidence import INCONCLUSIVE, MARGIN, REFUTED, SUPPORTED, Estimate, Judgement, all_of, certain, estimate, judge
 from .results import Measurement, RunResults, StreamRow, Verdict
 
 UNMEASURED = "NOT MEASURED"
@@ -24,6 +24,10 @@ MEANING = {
     "a quieter machine)",
     UNMEASURED: "the run did not measure what the claim needs (e.g. --quick stops below 100K)",
 }
+EDGE = (
+    "the figure lies within what moves between identical runs (one between-run standard deviation) of the edge "
+    "of another verdict: a rerun of the same code may read that one, and `compare` lists such a change apart"
+)
 FLAT_RAG = "flat-chroma"
 REALTEXT_PASSAGES = 50_000
 """The real-text targets need at least this many passages (the BEAM chats give 51,551; `--dataset`)."""
@@ -48,7 +52,7 @@ def decides_a_verdict(section: str, system: str) -> bool:
 
 @dataclass(frozen=True)
 class Finding:
-    verdict: str
+    judgement: Judgement
     measured: str
 
 
@@ -63,18 +67,21 @@ class Claim:
     check: Callable[[RunResults, str], Finding]
 
     def evaluate(self, results: RunResults) -> list[Verdict]:
-        return [
-            Verdict(self.id, s, *_finding(self.check, results, s), self.bar, self.condition, self.text, self.source)
-            for s in self.systems
-        ]
+        return [self._verdict(_finding(self.check, results, system), system) for system in self.systems]
+
+    def _verdict(self, finding: Finding, system: str) -> Verdict:
+        judgement = finding.judgement
+        return Verdict(
+            self.id, system, judgement.verdict, finding.measured, self.bar, self.condition, self.text, self.source,
+            judgement.neighbours,
+        )  # fmt: skip
 
 
-def _finding(check: Callable[[RunResults, str], Finding], results: RunResults, system: str) -> tuple[str, str]:
+def _finding(check: Callable[[RunResults, str], Finding], results: RunResults, system: str) -> Finding:
     try:
-        finding = check(results, system)
+        return check(results, system)
     except LookupError as missing:
-        return UNMEASURED, f"not in this run ({missing})"
-    return finding.verdict, finding.measured
+        return Finding(certain(UNMEASURED), f"not in this run ({missing})")
 
 
 def _p50s(results: RunResults, system: str) -> list[Measurement]:
@@ -103,18 +110,11 @@ def _ratio(numerator: Measurement, denominator: Measurement) -> Estimate:
     return estimate(_latencies(numerator, denominator), lambda medians: medians[:, 0] / medians[:, 1])
 
 
-def _all(verdicts: Sequence[str]) -> str:
-    """Several conditions together: refuted if any is, supported if all are, else inconclusive."""
-    if REFUTED in verdicts:
-        return REFUTED
-    return SUPPORTED if all(v == SUPPORTED for v in verdicts) else INCONCLUSIVE
-
-
 def _stable_latency(results: RunResults, system: str) -> Finding:
     rows = _p50s(results, system)
     slowest = estimate(_latencies(*rows), lambda medians: medians.max(axis=1))
     spread = estimate(_latencies(*rows), lambda medians: medians.max(axis=1) / medians.min(axis=1))
-    verdict = _all([judge(slowest, 2.0, at_least=False), judge(spread, 1.5, at_least=False)])
+    verdict = all_of([judge(slowest, 2.0, at_least=False), judge(spread, 1.5, at_least=False)])
     measured = ", ".join(f"{m.n_docs:,}: {m.best_p50_ms:.3f} ms" for m in rows)
     return Finding(
         verdict, f"{measured}; slowest p50 {slowest.text(' ms', 3)}; max/min {spread.text()}" + _noisy_note(*rows)
@@ -148,7 +148,7 @@ def _needles(results: RunResults, system: str) -> Finding:
         found, total = sum(m.found_at[3] for m in mine), sum(m.queries for m in mine)
         all_found &= found == total
         parts.append(f"{encoder}: {found}/{total} in top 3 over {len(mine)} haystacks")
-    return Finding(SUPPORTED if all_found else REFUTED, "; ".join(parts))
+    return Finding(certain(SUPPORTED if all_found else REFUTED), "; ".join(parts))
 
 
 def _advantage(results: RunResults, system: str) -> Finding:
@@ -160,7 +160,7 @@ def _advantage(results: RunResults, system: str) -> Finding:
     ratios = {n: _ratio(flat[n], mine[n]) for n in sizes}
     measured = ", ".join(f"{n:,}: {_times(r.value)} than {FLAT_RAG} {_interval_words(r)}" for n, r in ratios.items())
     note = _noisy_note(*(mine[n] for n in sizes), *(flat[n] for n in sizes))
-    return Finding(_all([judge(r, 1.0, at_least=True) for r in ratios.values()]), measured + note)
+    return Finding(all_of([judge(r, 1.0, at_least=True) for r in ratios.values()]), measured + note)
 
 
 CLAIMS: tuple[Claim, ...] = (
@@ -250,7 +250,7 @@ def _speedup(results: RunResults, ours: Measurement, section: str, bar: float) -
     n = ours.n_docs
     flat = _at(results, "flat-numpy", n, section)
     ratio = _ratio(flat, ours)
-    verdict = _all([judge(ratio, bar, at_least=True), SUPPORTED if ours.recall_at_10 >= 0.95 else REFUTED])
+    verdict = all_of([judge(ratio, bar, at_least=True), certain(SUPPORTED if ours.recall_at_10 >= 0.95 else REFUTED)])
     try:
         peer = _peer_at_recall(results, ours, section)
     except LookupError:
@@ -279,7 +279,7 @@ def _near_faiss(results: RunResults, ours: Measurement, section: str, bar: float
     n = ours.n_docs
     best = _peer_at_recall(results, ours, section)
     if best is None:
-        return Finding(SUPPORTED, f"faiss-ivf never reaches recall {ours.recall_at_10:.3f} at N={n:,}")
+        return Finding(certain(SUPPORTED), f"faiss-ivf never reaches recall {ours.recall_at_10:.3f} at N={n:,}")
     ratio = _ratio(ours, best)
     return Finding(
         judge(ratio, bar, at_least=False),
@@ -302,7 +302,7 @@ def _high_recall(results: RunResults, system: str) -> Finding:
         raise LookupError(f"{system} has no sweep point target_recall={HIGH_RECALL} (run with the realtext sweep)")
     ours, flat = swept[0], _at(results, "flat-numpy", n, "realtext")
     speed = _ratio(flat, ours)
-    verdicts = [judge(speed, 30.0, at_least=True), SUPPORTED if ours.recall_at_10 >= HIGH_RECALL else REFUTED]
+    verdicts = [judge(speed, 30.0, at_least=True), certain(SUPPORTED if ours.recall_at_10 >= HIGH_RECALL else REFUTED)]
     measured = [f"N={n:,}: recall@10 {ours.recall_at_10:.3f}, {speed.text('×', 1)} faster than flat-numpy"]
     for peer, bar in (("faiss-hnsw", 1.25), ("faiss-ivf", 1.0)):
         best = _peer_at_recall(results, ours, "realtext", peer)
@@ -312,7 +312,7 @@ def _high_recall(results: RunResults, system: str) -> Finding:
         ratio = _ratio(ours, best)
         verdicts.append(judge(ratio, bar, at_least=False))
         measured.append(f"{ratio.text('×')} {peer} at recall {best.recall_at_10:.3f} ({_setting(best)})")
-    return Finding(_all(verdicts), "; ".join(measured) + _noisy_note(ours, flat))
+    return Finding(all_of(verdicts), "; ".join(measured) + _noisy_note(ours, flat))
 
 
 def _flatness(section: str) -> Callable[[RunResults, str], Finding]:
@@ -419,7 +419,7 @@ def _loop_cost(results: RunResults, system: str) -> Finding:
     row = _stream(results, "agent-loop", system)
     after, without = row.operation("search_after_write"), row.operation("search")
     ratio = estimate([[after.latencies_ns], [without.latencies_ns]], lambda medians: medians[:, 0] / medians[:, 1])
-    verdict = REFUTED if row.deleted_returned else judge(ratio, 1.5, at_least=False)
+    verdict = certain(REFUTED) if row.deleted_returned else judge(ratio, 1.5, at_least=False)
     return Finding(
         verdict,
         f"{row.cells:,} cells: {after.latency.p50_ms:.3f} ms right after a write vs {without.latency.p50_ms:.3f} ms "
@@ -433,7 +433,7 @@ def _stream_recall(results: RunResults, system: str) -> Finding:
     recalls = [c.recall_at_10 for c in row.checkpoints]
     held = min(recalls) >= 0.95 and not row.deleted_returned
     measured = ", ".join(f"{c.label}: {c.recall_at_10:.3f}" for c in row.checkpoints)
-    return Finding(SUPPORTED if held else REFUTED, f"{row.dataset}: {measured}" + _failed(row))
+    return Finding(certain(SUPPORTED if held else REFUTED), f"{row.dataset}: {measured}" + _failed(row))
 
 
 def _ordered_vs_ivf(results: RunResults, system: str) -> Finding:
@@ -445,7 +445,7 @@ def _ordered_vs_ivf(results: RunResults, system: str) -> Finding:
     mine, theirs = ours.operation("checkpoint"), ivf.operation("checkpoint")
     ratio = estimate([[mine.latencies_ns], [theirs.latencies_ns]], lambda medians: medians[:, 0] / medians[:, 1])
     recall, peer = ours.checkpoints[-1].recall_at_10, ivf.checkpoints[-1].recall_at_10
-    verdict = _all([SUPPORTED if recall >= peer and not ours.deleted_returned else REFUTED,
+    verdict = all_of([certain(SUPPORTED if recall >= peer and not ours.deleted_returned else REFUTED),
                     judge(ratio, 1.0, at_least=False)])  # fmt: skip
     return Finding(
         verdict,

@@ -20,14 +20,14 @@ comparable.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 from scipy.stats import mannwhitneyu
 from tabulate import tabulate
 
 from .claims import UNMEASURED
-from .results import Measurement, MeasurementKey, ResultsFileError, RunResults
+from .results import Measurement, MeasurementKey, ResultsFileError, RunResults, Verdict
 
 ALPHA = 0.01
 LATENCY_TOLERANCE = 0.5
@@ -62,6 +62,9 @@ class Comparison:
     """Verdicts one of the runs did not measure (not a change: e.g. a --quick run against a full one)."""
     recall_only: int = 0
     """Measurements timed over too few queries to compare their latency (`MIN_QUERIES_PER_PASS`)."""
+    edge_flips: list[str] = field(default_factory=list)
+    """Verdicts that changed between verdicts one of the runs stands at the edge of (`Verdict.neighbours`):
+    what a rerun of the same code may read, not a change."""
 
     @property
     def shared(self) -> bool:
@@ -98,19 +101,25 @@ def compare(
         worse = new.recall_at_10 < old.recall_at_10 - recall_tolerance
         changes.append(Change(key, "recall_at_10", old.recall_at_10, new.recall_at_10, worse))
     changes = _shared_by_the_system(changes, latency_tolerance)
-    old_verdicts = {(v.claim, v.system): v.verdict for v in [*a.claims, *a.targets]}
+    old_verdicts = {(v.claim, v.system): v for v in [*a.claims, *a.targets]}
     pairs = [
         (old_verdicts[(v.claim, v.system)], v) for v in [*b.claims, *b.targets] if (v.claim, v.system) in old_verdicts
     ]
-    measured_both = [(old, v) for old, v in pairs if UNMEASURED not in (old, v.verdict)]
-    flips = [f"{v.claim} / {v.system}: {old} → {v.verdict}" for old, v in measured_both if old != v.verdict]
+    measured_both = [(old, v) for old, v in pairs if UNMEASURED not in (old.verdict, v.verdict)]
+    changed = [(old, v) for old, v in measured_both if old.verdict != v.verdict]
+    at_edge = [(old, v) for old, v in changed if old.verdict in v.neighbours or v.verdict in old.neighbours]
     return Comparison(
         changes,
-        flips,
+        [_flip(old, v) for old, v in changed if (old, v) not in at_edge],
         a.run.machine.differences(b.run.machine),
         unmeasured=len(pairs) - len(measured_both),
         recall_only=recall_only,
+        edge_flips=[_flip(old, v) for old, v in at_edge],
     )
+
+
+def _flip(old: Verdict, new: Verdict) -> str:
+    return f"{new.claim} / {new.system}: {old.verdict} → {new.verdict}"
 
 
 def _check_finite(run: str, key: MeasurementKey, measurement: Measurement) -> None:
@@ -213,6 +222,10 @@ def render(comparison: Comparison, *, everything: bool = False, latency_toleranc
         )
     if comparison.flips:
         text += "\n\nVerdicts that changed:\n" + "\n".join(f"- {f}" for f in comparison.flips)
+    if comparison.edge_flips:
+        text += "\n\nVerdicts that stand at an edge and read the other side of it (a rerun of the same code may " + (
+            "read either; not a change):\n" + "\n".join(f"- {f}" for f in comparison.edge_flips)
+        )
     if comparison.unmeasured:
         text += f"\n\n{comparison.unmeasured} verdicts were not measured by one of the runs (not compared)."
     return text

@@ -19,7 +19,7 @@ import matplotlib.pyplot as plt
 from matplotlib import ticker
 from tabulate import tabulate
 
-from .claims import MEANING, decides_a_verdict
+from .claims import EDGE, MEANING, decides_a_verdict
 from .confidence import INCONCLUSIVE, MARGIN, REFUTED, SUPPORTED
 from .registry import SYSTEMS
 from .results import DialogueRow, Measurement, RunResults, StreamRow, Verdict
@@ -101,7 +101,7 @@ def write_report(out: Path, results: RunResults) -> Path:
 
 def summary_table(results: RunResults) -> str:
     """The end-of-run summary printed to the terminal."""
-    rows = [[v.claim, v.system, v.verdict, v.measured] for v in [*results.claims, *results.targets]]
+    rows = [[v.claim, v.system, v.shown, v.measured] for v in [*results.claims, *results.targets]]
     return str(
         tabulate(rows, headers=["claim / target", "system", "verdict", "measured"], maxcolwidths=[None, None, None, 80])
     )
@@ -148,7 +148,8 @@ def _markdown(results: RunResults, tables: dict[str, list[dict[str, Any]]], plot
             _table([_verdict_row(v) for v in targets]),
             "",
         ]
-        lines += [f"- **{verdict}**: {meaning}" for verdict, meaning in MEANING.items()] + [""]
+        lines += [f"- **{verdict}**: {meaning}" for verdict, meaning in MEANING.items()]
+        lines += [f"- **(at the edge of …)**: {EDGE}", ""]
     sections = [
         (
             "scaling",
@@ -311,11 +312,16 @@ def _reading(claims: list[Verdict], targets: list[Verdict]) -> list[str]:
             f"{len(unsure)} are inconclusive (the interval reaches within {MARGIN:.0%} of the bar) and {unmeasured} "
             "were not measured by this run."
         )
-        lines += [f"  - **{v.claim}** for `{v.system}` does not hold: {v.measured}." for v in failed]
+        lines += [f"  - **{v.claim}** for `{v.system}` does not hold: {v.measured}.{_edge(v)}" for v in failed]
         lines += [
-            f"  - **{v.claim}** for `{v.system}` cannot be told apart from its bar: {v.measured}." for v in unsure
+            f"  - **{v.claim}** for `{v.system}` cannot be told apart from its bar: {v.measured}.{_edge(v)}"
+            for v in unsure
         ]
     return lines or ["- Nothing to judge: this run measured no claim."]
+
+
+def _edge(verdict: Verdict) -> str:
+    return f" It stands at the edge of {' and '.join(verdict.neighbours)}." if verdict.neighbours else ""
 
 
 def _dialogue_row(row: DialogueRow) -> dict[str, Any]:
@@ -389,7 +395,7 @@ def _verdict_row(verdict: Verdict) -> dict[str, str]:
     return {
         "claim": verdict.claim,
         "system": verdict.system,
-        "verdict": verdict.verdict,
+        "verdict": verdict.shown,
         "measured": verdict.measured,
         "bar": verdict.bar,
         "condition": verdict.condition,

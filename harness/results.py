@@ -248,6 +248,14 @@ class Verdict:
     condition: str
     statement: str = ""
     source: str = ""
+    neighbours: tuple[str, ...] = ()
+    """Verdicts a rerun of the same code may read instead: the figure stands at an edge between them
+    (`confidence.Judgement`)."""
+
+    @property
+    def shown(self) -> str:
+        """The verdict as a report prints it, naming the verdicts it stands at the edge of."""
+        return f"{self.verdict} (at the edge of {' and '.join(self.neighbours)})" if self.neighbours else self.verdict
 
 
 @dataclass(frozen=True)

@@ -106,11 +106,30 @@ def test_load_that_slows_some_passes_does_not_move_a_verdict():
 def test_an_interval_that_ends_within_the_margin_of_its_bar_is_inconclusive():
     from harness.confidence import Estimate, judge
 
-    assert judge(Estimate(22.0, 21.0, 25.0), 20.0, at_least=True) == INCONCLUSIVE  # 21 < 20 × 1.1
-    assert judge(Estimate(24.0, 22.5, 25.0), 20.0, at_least=True) == SUPPORTED
-    assert judge(Estimate(17.0, 16.0, 18.0), 20.0, at_least=True) == REFUTED  # 18 < 20 / 1.1
-    assert judge(Estimate(1.4, 1.3, 1.45), 1.5, at_least=False) == INCONCLUSIVE  # 1.45 > 1.5 / 1.1
-    assert judge(Estimate(1.2, 1.1, 1.3), 1.5, at_least=False) == SUPPORTED
+    assert judge(Estimate(22.0, 21.0, 25.0), 20.0, at_least=True).verdict == INCONCLUSIVE  # 21 < 20 × 1.1
+    assert judge(Estimate(24.0, 22.5, 25.0), 20.0, at_least=True).verdict == SUPPORTED
+    assert judge(Estimate(17.0, 16.0, 18.0), 20.0, at_least=True).verdict == REFUTED  # 18 < 20 / 1.1
+    assert judge(Estimate(1.4, 1.3, 1.45), 1.5, at_least=False).verdict == INCONCLUSIVE  # 1.45 > 1.5 / 1.1
+    assert judge(Estimate(1.2, 1.1, 1.3), 1.5, at_least=False).verdict == SUPPORTED
+
+
+def test_a_figure_within_what_moves_between_runs_of_an_edge_names_the_verdict_beyond_it():
+    """The realtext-high-recall figures of two identical runs: 24.1× (CI 20.0–27.7×), then 23.7× (CI 20.1–27.0×),
+    either side of the edge of NOT SUPPORTED at 30 / 1.1 = 27.3×: each names the other's verdict as its neighbour,
+    and compare lists the change apart from real ones."""
+    from harness.confidence import Estimate, all_of, certain, judge
+
+    first, second = (
+        judge(Estimate(24.1, 20.0, 27.7), 30.0, at_least=True),
+        judge(Estimate(23.7, 20.1, 27.0), 30.0, at_least=True),
+    )
+    assert (first.verdict, first.neighbours) == (INCONCLUSIVE, (REFUTED,))
+    assert (second.verdict, second.neighbours) == (REFUTED, (INCONCLUSIVE,))
+    far = judge(Estimate(12.0, 10.0, 14.0), 30.0, at_least=True)
+    assert (far.verdict, far.neighbours) == (REFUTED, ())
+    # with a condition that fails on every run, the edge of the other no longer matters
+    assert all_of([first, certain(REFUTED)]).neighbours == ()
+    assert all_of([first, certain(SUPPORTED)]).neighbours == (REFUTED,)
 
 
 def test_real_text_targets_need_50k_passages_and_match_faiss_at_equal_recall():

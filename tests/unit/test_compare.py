@@ -64,6 +64,19 @@ def test_recall_drops_and_flipped_verdicts():
     assert comparison.flips == ["c / reference: SUPPORTED → NOT SUPPORTED"]
 
 
+def test_a_verdict_that_reads_the_other_side_of_the_edge_it_stands_at_is_not_a_change():
+    same = noisy(1.0)
+    edge = replace(
+        run(same, 0.99), claims=[Verdict("c", "reference", "INCONCLUSIVE", "", "", "", neighbours=("NOT SUPPORTED",))]
+    )
+    other_side = run(same, 0.99, "NOT SUPPORTED")
+    comparison = compare(edge, other_side, latency_tolerance=0.25, recall_tolerance=0.01)
+    assert comparison.flips == [] and comparison.edge_flips == ["c / reference: INCONCLUSIVE → NOT SUPPORTED"]
+    assert compare(edge, run(same, 0.99), latency_tolerance=0.25, recall_tolerance=0.01).flips == [
+        "c / reference: INCONCLUSIVE → SUPPORTED"
+    ]  # not the verdict it stands at the edge of: a change
+
+
 def test_other_machines_are_named_and_unrelated_runs_share_nothing():
     same = noisy(1.0)
     other = Machine(platform="darwin", processor="x86_64", cpus=8, python="3.11.7", packages={"numpy": "2.1"})
