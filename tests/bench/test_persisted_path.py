@@ -153,7 +153,8 @@ def test_reopen_until_ready(benchmark, stores):
 
 def test_first_text_search_after_reopening(benchmark, stores):
     """The first text search of a freshly reopened store (the reopen untimed) against later ones."""
-    size, _, _, folders = stores
+    size, _, engine, folders = stores
+    engine.close()  # the store serves one process at a time (closed already when the reopen test ran first)
     opened: list[CellularMemory] = []
     queries = iter(loop_texts(200, start=11))
 
