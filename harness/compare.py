@@ -107,15 +107,19 @@ def compare(
     ]
     measured_both = [(old, v) for old, v in pairs if UNMEASURED not in (old.verdict, v.verdict)]
     changed = [(old, v) for old, v in measured_both if old.verdict != v.verdict]
-    at_edge = [(old, v) for old, v in changed if old.verdict in v.neighbours or v.verdict in old.neighbours]
     return Comparison(
         changes,
-        [_flip(old, v) for old, v in changed if (old, v) not in at_edge],
+        [_flip(old, v) for old, v in changed if not _across_an_edge(old, v)],
         a.run.machine.differences(b.run.machine),
         unmeasured=len(pairs) - len(measured_both),
         recall_only=recall_only,
-        edge_flips=[_flip(old, v) for old, v in at_edge],
+        edge_flips=[_flip(old, v) for old, v in changed if _across_an_edge(old, v)],
     )
+
+
+def _across_an_edge(old: Verdict, new: Verdict) -> bool:
+    """Whether one run's verdict is one the other stands at the edge of (`Verdict.neighbours`)."""
+    return old.verdict in new.neighbours or new.verdict in old.neighbours
 
 
 def _flip(old: Verdict, new: Verdict) -> str:

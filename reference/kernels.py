@@ -47,10 +47,10 @@ def quantized(vectors: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 @functools.cache
 def probe_for(dim: int) -> Callable[..., tuple[np.ndarray, np.ndarray, int]]:
-    """`_probe` compiled for `dim`-component vectors: with the length of its dot products a constant, the
-    compiler unrolls them. With the heaps' lowest score held in a register as well (BEAM passages, 384-d, one
-    core, the same cells found): 0.095 against 0.108 ms a probe at recall@10 0.98, 0.073 against 0.078 ms at
-    0.97. Compiled once per dimension and install (about 1.5 s), like the other kernels."""
+    """The budget probe, compiled for `dim`-component vectors: with the length of its dot products a constant,
+    the compiler unrolls them. With the heaps' lowest score held in a register as well (BEAM passages, 384-d,
+    one core, the same cells found): 0.095 against 0.108 ms a probe at recall@10 0.98, 0.073 against 0.078 ms
+    at 0.97. Compiled once per dimension and install (about 1.5 s), like the other kernels."""
 
     @_compiled
     def probe(
@@ -71,78 +71,52 @@ def probe_for(dim: int) -> Callable[..., tuple[np.ndarray, np.ndarray, int]]:
         budget: int,
         margin: float,
     ) -> tuple[np.ndarray, np.ndarray, int]:
-        return _probe(
-            codes, scales, vectors, rows, starts, sizes, groups, centroid_codes, centroid_scales, query, k, depth,
-            rescored, floor, budget, margin, dim,
-        )  # fmt: skip
+        """Budget probing over the arena's codes. `groups[i]` has its centroid quantized as `centroid_codes[i]`
+        and `centroid_scales[i]`; groups are read in the order of their centroids' code scores until `budget`
+        cells are read, and once `floor` cells are read probing stops at the first group whose centroid scores
+        below the k-th best cell read so far minus `margin` (in that order every later group scores lower
+        still). A cell read is scored by its codes against the query's; the best `rescored` of them are scored
+        again exactly, from their float32 `vectors` (by row). Returns the best `depth` of those, best first,
+        and the number of cells read."""
+        quantized_query, query_scales = quantized(query.reshape(1, -1))
+        query_codes, query_scale = quantized_query[0], query_scales[0]
+        centroid_scores = np.empty(len(groups), np.float32)
+        for i in range(len(groups)):
+            centroid_scores[i] = _code_dot(centroid_codes, i, query_codes, dim) * centroid_scales[i] * query_scale
+        order = np.arange(len(groups))  # a max-heap of positions by centroid score: O(G) to build, O(log G) a pop
+        left = len(order)
+        for i in range(left // 2 - 1, -1, -1):
+            _sift_down(order, centroid_scores, i, left)
+        kth = np.full(k, -np.inf, np.float32)  # min-heaps: the k best scores, and the best `rescored` cells
+        unused = np.zeros(k, np.int64)
+        best_scores = np.full(rescored, -np.inf, np.float32)
+        best_rows = np.full(rescored, -1, np.int64)
+        read = 0
+        while left > 0 and read < budget:
+            position = order[0]
+            if read >= floor and centroid_scores[position] < kth[0] - margin:
+                break
+            left -= 1
+            order[0] = order[left]
+            _sift_down(order, centroid_scores, 0, left)
+            group = groups[position]
+            lowest = best_scores[0]  # held in a register: most cells read enter neither heap
+            for slot in range(starts[group], starts[group] + sizes[group]):
+                score = _code_dot(codes, slot, query_codes, dim) * scales[slot] * query_scale
+                if score > lowest:
+                    if score > kth[0]:
+                        _replace_smallest(kth, unused, score, 0)
+                    _replace_smallest(best_scores, best_rows, score, rows[slot])
+                    lowest = best_scores[0]
+            read += sizes[group]
+        kept = best_rows[best_rows >= 0]
+        exact = np.empty(len(kept), np.float32)
+        for i in range(len(kept)):
+            exact[i] = _dot(vectors, kept[i], query, dim)
+        ranked = np.argsort(-exact, kind="mergesort")[:depth]
+        return kept[ranked], exact[ranked], read
 
     return probe
-
-
-@_inlined
-def _probe(
-    codes: np.ndarray,
-    scales: np.ndarray,
-    vectors: np.ndarray,
-    rows: np.ndarray,
-    starts: np.ndarray,
-    sizes: np.ndarray,
-    groups: np.ndarray,
-    centroid_codes: np.ndarray,
-    centroid_scales: np.ndarray,
-    query: np.ndarray,
-    k: int,
-    depth: int,
-    rescored: int,
-    floor: int,
-    budget: int,
-    margin: float,
-    dim: int,
-) -> tuple[np.ndarray, np.ndarray, int]:
-    """Budget probing over the arena's codes. `groups[i]` has its centroid quantized as `centroid_codes[i]` and
-    `centroid_scales[i]`; groups are read in the order of their centroids' code scores until `budget` cells
-    are read, and once `floor` cells are read probing stops at the first group whose centroid scores below the
-    k-th best cell read so far minus `margin` (in that order every later group scores lower still). A cell
-    read is scored by its codes against the query's; the best `rescored` of them are scored again exactly,
-    from their float32 `vectors` (by row). Returns the best `depth` of those, best first, and the number of
-    cells read."""
-    quantized_query, query_scales = quantized(query.reshape(1, -1))
-    query_codes, query_scale = quantized_query[0], query_scales[0]
-    centroid_scores = np.empty(len(groups), np.float32)
-    for i in range(len(groups)):
-        centroid_scores[i] = _code_dot(centroid_codes, i, query_codes, dim) * centroid_scales[i] * query_scale
-    order = np.arange(len(groups))  # a max-heap of positions by centroid score: O(G) to build, O(log G) a pop
-    left = len(order)
-    for i in range(left // 2 - 1, -1, -1):
-        _sift_down(order, centroid_scores, i, left)
-    kth = np.full(k, -np.inf, np.float32)  # min-heaps: the k best scores, and the best `rescored` cells
-    unused = np.zeros(k, np.int64)
-    best_scores = np.full(rescored, -np.inf, np.float32)
-    best_rows = np.full(rescored, -1, np.int64)
-    read = 0
-    while left > 0 and read < budget:
-        position = order[0]
-        if read >= floor and centroid_scores[position] < kth[0] - margin:
-            break
-        left -= 1
-        order[0] = order[left]
-        _sift_down(order, centroid_scores, 0, left)
-        group = groups[position]
-        lowest = best_scores[0]  # held in a register: most cells read enter neither heap
-        for slot in range(starts[group], starts[group] + sizes[group]):
-            score = _code_dot(codes, slot, query_codes, dim) * scales[slot] * query_scale
-            if score > lowest:
-                if score > kth[0]:
-                    _replace_smallest(kth, unused, score, 0)
-                _replace_smallest(best_scores, best_rows, score, rows[slot])
-                lowest = best_scores[0]
-        read += sizes[group]
-    kept = best_rows[best_rows >= 0]
-    exact = np.empty(len(kept), np.float32)
-    for i in range(len(kept)):
-        exact[i] = _dot(vectors, kept[i], query, dim)
-    ranked = np.argsort(-exact, kind="mergesort")[:depth]
-    return kept[ranked], exact[ranked], read
 
 
 @_compiled

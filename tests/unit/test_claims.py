@@ -115,8 +115,8 @@ def test_an_interval_that_ends_within_the_margin_of_its_bar_is_inconclusive():
 
 def test_a_figure_within_what_moves_between_runs_of_an_edge_names_the_verdict_beyond_it():
     """The realtext-high-recall figures of two identical runs: 24.1× (CI 20.0–27.7×), then 23.7× (CI 20.1–27.0×),
-    either side of the edge of NOT SUPPORTED at 30 / 1.1 = 27.3×: each names the other's verdict as its neighbour,
-    and compare lists the change apart from real ones."""
+    either side of the edge of NOT SUPPORTED at 30 / 1.1 = 27.3×: each names the other's verdict as its neighbour
+    (`compare` then lists the change apart: test_compare)."""
     from harness.confidence import Estimate, all_of, certain, judge
 
     first, second = (
