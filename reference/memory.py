@@ -553,11 +553,13 @@ class CellularMemory:
         return units, entities
 
     def _hits(self, found: Candidates) -> list[Hit]:
-        table = self._state.table
-        rows = found.rows.tolist()
+        """The hits of these candidates, each made by `tuple.__new__` (`Hit`'s generated constructor, a Python
+        function, took a fifth of the facade's time)."""
+        table, make = self._state.table, tuple.__new__
+        ids, texts, metadata = table.ids, table.texts, table.metadata
         return [
-            Hit(table.ids[row], table.texts[row], score, group, dict(table.metadata[row]))
-            for row, score, group in zip(rows, found.scores.tolist(), table.group[found.rows].tolist())
+            make(Hit, (ids[row], texts[row], score, group, dict(metadata[row])))
+            for row, score, group in zip(found.rows.tolist(), found.scores.tolist(), table.group[found.rows].tolist())
         ]
 
 
