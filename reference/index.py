@@ -199,15 +199,15 @@ class NumpyGroupIndex:
     ) -> Probed:
         """Budget probing over `groups`, ordered by their quantized centroids (codes and scales, row i for
         `groups[i]`: `GroupState.active_centroid_codes`): the best `limits.depth` cells read, rescored exactly
-        from the best `limits.depth + k` by their codes, best first. The rule is `kernels.probe_for`'s."""
-        rescored = limits.depth + k
-        rows, scores, read = kernels.probe_for(self.dim)(
+        from the best `limits.depth + k` by their codes (but for those whose codes rule them out), best first.
+        The rule is `kernels.probe_for`'s."""
+        rows, scores, read, rescored = kernels.probe_for(self.dim)(
             self.codes, self.scales, self.by_row, self.rows, self.starts, self.sizes, groups, *centroids, query,
-            k, limits.depth, rescored, limits.floor, limits.budget, limits.margin,
+            k, limits.depth, limits.depth + k, limits.floor, limits.budget, limits.margin,
         )  # fmt: skip
         code_bytes = self.dim * self.codes.itemsize + self.scales.itemsize
         vector_bytes = self.dim * self.by_row.itemsize
-        bytes_read = (len(groups) + read) * code_bytes + min(read, rescored) * vector_bytes
+        bytes_read = (len(groups) + read) * code_bytes + rescored * vector_bytes
         return Probed(rows, scores, bytes_read)
 
     def close(self) -> None:

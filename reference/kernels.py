@@ -45,8 +45,15 @@ def quantized(vectors: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return codes, scales
 
 
+RESCORE_ERRORS = 8.0
+"""A cell read is rescored unless its code score lies this many standard errors of quantization below the
+`depth`-th best exact score so far: codes err by `scale / √12` per unit of each vector's norm (uniform
+rounding), and over 9,000 BEAM pairs the measured errors had that standard deviation (0.98 of it) and
+reached 4.1 of them at most; about 9 of 20 rescorings are skipped there."""
+
+
 @functools.cache
-def probe_for(dim: int) -> Callable[..., tuple[np.ndarray, np.ndarray, int]]:
+def probe_for(dim: int) -> Callable[..., tuple[np.ndarray, np.ndarray, int, int]]:
     """The budget probe, compiled for `dim`-component vectors: with the length of its dot products a constant,
     the compiler unrolls them. With the heaps' lowest score held in a register as well (BEAM passages, 384-d,
     one core, the same cells found): 0.095 against 0.108 ms a probe at recall@10 0.98, 0.073 against 0.078 ms
@@ -70,14 +77,15 @@ def probe_for(dim: int) -> Callable[..., tuple[np.ndarray, np.ndarray, int]]:
         floor: int,
         budget: int,
         margin: float,
-    ) -> tuple[np.ndarray, np.ndarray, int]:
+    ) -> tuple[np.ndarray, np.ndarray, int, int]:
         """Budget probing over the arena's codes. `groups[i]` has its centroid quantized as `centroid_codes[i]`
         and `centroid_scales[i]`; groups are read in the order of their centroids' code scores until `budget`
         cells are read, and once `floor` cells are read probing stops at the first group whose centroid scores
         below the k-th best cell read so far minus `margin` (in that order every later group scores lower
         still). A cell read is scored by its codes against the query's; the best `rescored` of them are scored
-        again exactly, from their float32 `vectors` (by row). Returns the best `depth` of those, best first,
-        and the number of cells read."""
+        again exactly, from their float32 `vectors` (by row), in the order of their code scores, but for those
+        that `RESCORE_ERRORS` rules out. Returns the best `depth` of those, best first, the number of cells read
+        and the number rescored."""
         quantized_query, query_scales = quantized(query.reshape(1, -1))
         query_codes, query_scale = quantized_query[0], query_scales[0]
         centroid_scores = np.empty(len(groups), np.float32)
@@ -90,7 +98,7 @@ def probe_for(dim: int) -> Callable[..., tuple[np.ndarray, np.ndarray, int]]:
         kth = np.full(k, -np.inf, np.float32)  # min-heaps: the k best scores, and the best `rescored` cells
         unused = np.zeros(k, np.int64)
         best_scores = np.full(rescored, -np.inf, np.float32)
-        best_rows = np.full(rescored, -1, np.int64)
+        best_slots = np.full(rescored, -1, np.int64)
         read = 0
         while left > 0 and read < budget:
             position = order[0]
@@ -106,15 +114,28 @@ def probe_for(dim: int) -> Callable[..., tuple[np.ndarray, np.ndarray, int]]:
                 if score > lowest:
                     if score > kth[0]:
                         _replace_smallest(kth, unused, score, 0)
-                    _replace_smallest(best_scores, best_rows, score, rows[slot])
+                    _replace_smallest(best_scores, best_slots, score, slot)
                     lowest = best_scores[0]
             read += sizes[group]
-        kept = best_rows[best_rows >= 0]
-        exact = np.empty(len(kept), np.float32)
-        for i in range(len(kept)):
-            exact[i] = _dot(vectors, kept[i], query, dim)
-        ranked = np.argsort(-exact, kind="mergesort")[:depth]
-        return kept[ranked], exact[ranked], read
+        held = best_slots >= 0
+        by_code = np.argsort(-best_scores[held], kind="mergesort")
+        code_scores, slots = best_scores[held][by_code], best_slots[held][by_code]
+        kept = np.empty(len(slots), np.int64)
+        exact = np.empty(len(slots), np.float32)
+        top = np.full(depth, -np.inf, np.float32)  # a min-heap of the best `depth` exact scores so far
+        unused = np.zeros(depth, np.int64)
+        count = 0
+        for i in range(len(slots)):
+            slot = slots[i]
+            error = np.sqrt((scales[slot] ** 2 + query_scale**2) / 12)  # the code score's standard error
+            if i >= depth and code_scores[i] < top[0] - RESCORE_ERRORS * error:
+                continue  # its exact score cannot reach the best `depth`
+            kept[count], exact[count] = rows[slot], _dot(vectors, rows[slot], query, dim)
+            if exact[count] > top[0]:
+                _replace_smallest(top, unused, exact[count], 0)
+            count += 1
+        ranked = np.argsort(-exact[:count], kind="mergesort")[:depth]
+        return kept[ranked], exact[ranked], read, count
 
     return probe
 

@@ -114,3 +114,22 @@ def test_probe_reads_the_groups_the_rule_names_and_keeps_the_best_it_read(floor,
         expected = rescored[np.argsort(-(vectors[rescored] @ query), kind="stable")[:7]]
         assert rows.tolist() == expected.tolist()  # the best 7 + 5 by codes, rescored exactly
         np.testing.assert_allclose(scores, vectors[rows] @ query, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize(("near", "rescored"), [(0.0, 7), (1.0, 12)])
+def test_probe_rescores_only_the_cells_whose_codes_may_reach_the_best_depth(near, rescored):
+    """Seven cells near the query and five others: scored far below (`near` 0) their codes rule them out, so
+    only seven float32 vectors are read; as near as the seven (`near` 1), all twelve are rescored."""
+    rng = np.random.default_rng(3)
+    query = rng.standard_normal(16).astype(np.float32)
+    query /= np.linalg.norm(query)
+    close = query + 0.05 * rng.standard_normal((7, 16))
+    other = near * query + (1 - near + 0.05) * rng.standard_normal((5, 16))
+    vectors = np.concatenate([close, other]).astype(np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    index = NumpyGroupIndex(16)
+    index.add(np.zeros(12, dtype=np.int64), np.arange(12), vectors)
+    groups = np.zeros(1, dtype=np.int64)
+    found = index.probe(groups, kernels.quantized(query[None, :]), query, 5, ProbeLimits(7, 0, 100, 0.0))
+    assert found.rows.tolist() == np.argsort(-(vectors @ query), kind="stable")[:7].tolist()
+    assert found.bytes_read == (1 + 12) * (16 + 4) + rescored * 16 * 4
