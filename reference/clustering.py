@@ -31,6 +31,9 @@ class GroupState:
         self._cache: dict[str, np.ndarray] = {}
         self._stale: set[int] = set()
         """Groups whose cached centroid row is out of date (their sums changed, their membership did not)."""
+        self._scoped_codes: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+        """Per scope of a memory that holds several: its rows of the centroid codes and scales, cut out once
+        until the codes change (a mask and a copy per query cost a search in one of two scopes 14 of 123 µs)."""
 
     @classmethod
     def empty(cls, dim: int) -> GroupState:
@@ -64,16 +67,15 @@ class GroupState:
         return self._cache["active"][self._in_scope(scope)]
 
     def _in_scope(self, scope: int | None) -> slice | np.ndarray:
-        """Positions into the active groups of those of `scope` (all of them when every group is of it)."""
+        """Positions into the active groups of those of `scope` (all of them, as a slice, when every group is
+        of it), cached until the set of groups changes."""
         if scope is None:
             return slice(None)
-        if "active_scopes" not in self._cache:
-            self._cache["active_scopes"] = self.scopes[self._cache["active"]]
-        found = self._cache["active_scopes"]
-        if len(found) and found[0] == scope and found.min() == found.max():
-            return slice(None)  # one scope: no copy
-        mask: np.ndarray = found == scope
-        return mask
+        key = f"in scope {scope}"
+        if key not in self._cache:
+            self._cache[key] = np.flatnonzero(self.scopes[self._cache["active"]] == scope)
+        positions = self._cache[key]
+        return slice(None) if len(positions) == len(self._cache["active"]) else positions
 
     def active_centroids(self, scope: int | None = None) -> np.ndarray:
         """Centroids of the non-empty groups (of `scope`), row i for group `active_ids(scope)[i]` (cached; a
@@ -90,11 +92,18 @@ class GroupState:
         centroids = self._all_centroids()
         if "centroid_codes" not in self._cache:
             self._cache["centroid_codes"], self._cache["centroid_scales"] = kernels.quantized(centroids)
+        codes, scales = self._cache["centroid_codes"], self._cache["centroid_scales"]
         where = self._in_scope(scope)
-        return self._cache["centroid_codes"][where], self._cache["centroid_scales"][where]
+        if scope is None or isinstance(where, slice):
+            return codes, scales
+        if scope not in self._scoped_codes:
+            self._scoped_codes[scope] = codes[where], scales[where]
+        return self._scoped_codes[scope]
 
     def _all_centroids(self) -> np.ndarray:
         cached = self._cache.get("active_centroids")
+        if cached is None or self._stale:
+            self._scoped_codes.clear()
         if cached is None:
             cached = self._cache["active_centroids"] = kernels.unit_rows(self.sums, self.active_ids())
             self._cache.pop("centroid_codes", None)

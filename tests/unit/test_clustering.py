@@ -18,8 +18,8 @@ class Threshold(LeaderClustering):
     def __init__(self, threshold: float, max_groups: int, chunk: int) -> None:
         super().__init__(join_threshold=threshold, chunk=chunk, target=lambda cells: max_groups)
 
-    def assign(self, state, vectors):
-        planned = super().assign(state, vectors)
+    def assign(self, state, vectors, scopes=None):
+        planned = super().assign(state, vectors, scopes=scopes)
         return planned.groups, planned.state
 
 
@@ -109,6 +109,28 @@ def test_centroid_codes_follow_every_change_of_the_centroids():
     state.remove_members(groups[2:4], unit(90, 100))  # group 1 empties: everything is recomputed
     agree()
     assert len(state.active_centroid_codes()[0]) == 1
+
+
+def test_a_scopes_centroid_codes_follow_every_change_of_its_centroids():
+    """A search in one of several scopes probes that scope's rows of the codes, cut out once and kept: a change
+    of members and a founded group must each leave them the codes of the scope's centroids now."""
+    scopes = np.array([0, 0, 1, 1, 0, 1], dtype=np.int32)
+    groups, state = clustering().assign(GroupState.empty(2), unit(0, 40, 90, 100, 180, 220), scopes=scopes)
+
+    def agree() -> None:
+        for scope in (0, 1):
+            codes, scales = state.active_centroid_codes(scope)
+            expected_codes, expected_scales = kernels.quantized(state.active_centroids(scope))
+            np.testing.assert_array_equal(codes, expected_codes)
+            np.testing.assert_array_equal(scales, expected_scales)
+
+    agree()
+    state.add_members(groups[2:3], unit(60))  # a group of scope 1 moves: its rows are stale
+    agree()
+    state.new_slots(1, scope=1)
+    state.add_members(np.asarray([state.n_slots - 1]), unit(300))  # a group founded in scope 1
+    agree()
+    assert len(state.active_centroid_codes(1)[0]) == state.n_active(1) == 3
 
 
 @pytest.mark.parametrize("chunk", [1, 7, 1000])
