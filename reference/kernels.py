@@ -303,6 +303,18 @@ def bm25_into(
     return found
 
 
+@_compiled
+def collected(scores: np.ndarray, touched: np.ndarray, found: int) -> tuple[np.ndarray, np.ndarray]:
+    """The first `found` rows of `touched` and their accumulated `scores`, each reset to 0 for the next query
+    (one pass: NumPy's gather, copy and scatter took 0.27 ms for a query touching 100K rows)."""
+    rows = touched[:found].copy()
+    taken = np.empty(found, np.float64)
+    for i in range(found):
+        taken[i] = scores[rows[i]]
+        scores[rows[i]] = 0.0
+    return rows, taken
+
+
 @_exact
 def best_scored(rows: np.ndarray, scores: np.ndarray, depth: int) -> np.ndarray:
     """Positions of the best `depth` of these scored rows, best first (ties: the earlier row first). A heap of

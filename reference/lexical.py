@@ -151,13 +151,11 @@ class LexicalIndex:
                 segment.terms, segment.offsets, segment.rows, segment.counts, terms, weights,
                 self._length, self._live, K1, B, average, scratch, touched, found,
             )  # fmt: skip
-        rows = touched[:found].copy()
-        scores = scratch[rows]
-        scratch[rows] = 0.0
-        if allowed is not None:
-            keep = allowed(rows)
-            rows, scores = rows[keep], scores[keep]
+        rows, scores = kernels.collected(scratch, touched, found)
+        if allowed is not None:  # an excluded row scores 0 (no masked copy of a common word's rows: 0.6 ms at 100K)
+            scores *= allowed(rows)
         best = kernels.best_scored(rows, scores, depth)
+        best = best[scores[best] > 0]  # every row sharing a word with the text scores above 0
         return rows[best], scores[best]
 
     def _known(self, found: Iterable[str]) -> np.ndarray:

@@ -61,6 +61,22 @@ def test_writes_of_every_size_and_deletes_score_as_bm25_over_the_live_cells(text
         assert scores.tolist() == pytest.approx([expected[r] for r in rows.tolist()])
 
 
+@pytest.mark.parametrize("share", [0.5, 0.01])
+def test_a_restricted_search_ranks_the_allowed_rows_as_the_whole_index_scores_them(texts, share):
+    """Excluded rows never come back, and the allowed ones keep their BM25 scores over every live cell; a
+    restriction that leaves fewer matching rows than the depth gives only those."""
+    index = LexicalIndex()
+    index.add(np.arange(len(texts)), texts)
+    allowed_rows = set(random.Random(5).sample(range(len(texts)), int(share * len(texts))))
+    mask = np.zeros(len(texts), dtype=bool)
+    mask[sorted(allowed_rows)] = True
+    for query in [*texts[::61], "the of and telescope"]:
+        rows, scores = index.search(query, 10, lambda found: mask[found])
+        expected = {r: s for r, s in oracle(dict(enumerate(texts)), query).items() if r in allowed_rows}
+        assert rows.tolist() == ranked(expected, 10)
+        assert scores.tolist() == pytest.approx([expected[r] for r in rows.tolist()])
+
+
 def test_the_best_rows_are_those_a_full_sort_ranks_first_ties_by_row():
     rng = np.random.default_rng(6)
     for _ in range(300):
