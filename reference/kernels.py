@@ -118,12 +118,13 @@ def probe_for(dim: int) -> Callable[..., tuple[np.ndarray, np.ndarray, int, int]
                     lowest = best_scores[0]
             read += sizes[group]
         held = best_slots >= 0
-        by_code = np.argsort(-best_scores[held], kind="mergesort")
-        code_scores, slots = best_scores[held][by_code], best_slots[held][by_code]
+        code_scores, slots = best_scores[held], best_slots[held]
+        by_code = np.argsort(-code_scores, kind="mergesort")
+        code_scores, slots = code_scores[by_code], slots[by_code]
         kept = np.empty(len(slots), np.int64)
         exact = np.empty(len(slots), np.float32)
         top = np.full(depth, -np.inf, np.float32)  # a min-heap of the best `depth` exact scores so far
-        unused = np.zeros(depth, np.int64)
+        unused = np.zeros(depth, np.int64)  # as for `kth`: a heap with no payload
         count = 0
         for i in range(len(slots)):
             slot = slots[i]

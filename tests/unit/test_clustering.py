@@ -92,22 +92,24 @@ def test_removing_members_updates_the_mean_and_empties_groups_exactly():
     assert state.active_ids().tolist() == [1]
 
 
+def codes_agree(state: GroupState, *scopes: int) -> None:
+    """The cached centroid codes (of each scope; none given: of every scope) are those of the centroids now."""
+    for scope in scopes or (None,):
+        codes, scales = state.active_centroid_codes(scope)
+        expected_codes, expected_scales = kernels.quantized(state.active_centroids(scope))
+        np.testing.assert_array_equal(codes, expected_codes)
+        np.testing.assert_array_equal(scales, expected_scales)
+
+
 def test_centroid_codes_follow_every_change_of_the_centroids():
     """The probe's int8 centroid codes are cached beside the centroids: a change of members (stale rows), a
     founded or emptied group (a cleared cache) must each leave them the codes of the centroids now."""
     groups, state = clustering().assign(GroupState.empty(2), unit(0, 40, 90, 100))
-
-    def agree() -> None:
-        codes, scales = state.active_centroid_codes()
-        expected_codes, expected_scales = kernels.quantized(state.active_centroids())
-        np.testing.assert_array_equal(codes, expected_codes)
-        np.testing.assert_array_equal(scales, expected_scales)
-
-    agree()
+    codes_agree(state)
     state.add_members(groups[:1], unit(60))  # group 0 moves: its rows are stale
-    agree()
+    codes_agree(state)
     state.remove_members(groups[2:4], unit(90, 100))  # group 1 empties: everything is recomputed
-    agree()
+    codes_agree(state)
     assert len(state.active_centroid_codes()[0]) == 1
 
 
@@ -116,20 +118,12 @@ def test_a_scopes_centroid_codes_follow_every_change_of_its_centroids():
     of members and a founded group must each leave them the codes of the scope's centroids now."""
     scopes = np.array([0, 0, 1, 1, 0, 1], dtype=np.int32)
     groups, state = clustering().assign(GroupState.empty(2), unit(0, 40, 90, 100, 180, 220), scopes=scopes)
-
-    def agree() -> None:
-        for scope in (0, 1):
-            codes, scales = state.active_centroid_codes(scope)
-            expected_codes, expected_scales = kernels.quantized(state.active_centroids(scope))
-            np.testing.assert_array_equal(codes, expected_codes)
-            np.testing.assert_array_equal(scales, expected_scales)
-
-    agree()
+    codes_agree(state, 0, 1)
     state.add_members(groups[2:3], unit(60))  # a group of scope 1 moves: its rows are stale
-    agree()
+    codes_agree(state, 0, 1)
     state.new_slots(1, scope=1)
     state.add_members(np.asarray([state.n_slots - 1]), unit(300))  # a group founded in scope 1
-    agree()
+    codes_agree(state, 0, 1)
     assert len(state.active_centroid_codes(1)[0]) == state.n_active(1) == 3
 
 
