@@ -141,14 +141,10 @@ class MetadataIndex:
 @dataclass(frozen=True)
 class Within:
     """Which live cells a search may return: those of one scope (`scope`, a code; None: every scope) and,
-    when filtered, only `rows` (ascending; already of that scope). `Within.everything()` restricts nothing."""
+    when filtered, only `rows` (ascending; already of that scope). `EVERYTHING` restricts nothing."""
 
     scope: int | None = None
     rows: np.ndarray | None = None
-
-    @classmethod
-    def everything(cls) -> Within:
-        return cls()
 
     @property
     def restricts(self) -> bool:
@@ -173,3 +169,7 @@ class Within:
         mask = np.zeros(int(self.rows[-1]) + 2 if len(self.rows) else 1, dtype=bool)
         mask[self.rows] = True
         return mask
+
+
+EVERYTHING = Within()
+"""The search that restricts nothing (one shared value: making a frozen dataclass costs 0.6 µs)."""

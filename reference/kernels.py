@@ -82,31 +82,24 @@ def probe_for(dim: int) -> Callable[..., tuple[np.ndarray, np.ndarray, int, int]
         and `centroid_scales[i]`; groups are read in the order of their centroids' code scores until `budget`
         cells are read, and once `floor` cells are read probing stops at the first group whose centroid scores
         below the k-th best cell read so far minus `margin` (in that order every later group scores lower
-        still). A cell read is scored by its codes against the query's; the best `rescored` of them are scored
-        again exactly, from their float32 `vectors` (by row), in the order of their code scores, but for those
-        that `RESCORE_ERRORS` rules out. Returns the best `depth` of those, best first, the number of cells read
-        and the number rescored."""
+        still, but for `descending`'s rounding). A cell read is scored by its codes against the query's; the
+        best `rescored` of them are scored again exactly, from their float32 `vectors` (by row), in the order
+        of their code scores, but for those that `RESCORE_ERRORS` rules out. Returns the best `depth` of those,
+        best first, the number of cells read and the number rescored."""
         quantized_query, query_scales = quantized(query.reshape(1, -1))
         query_codes, query_scale = quantized_query[0], query_scales[0]
         centroid_scores = np.empty(len(groups), np.float32)
         for i in range(len(groups)):
             centroid_scores[i] = _code_dot(centroid_codes, i, query_codes, dim) * centroid_scales[i] * query_scale
-        order = np.arange(len(groups))  # a max-heap of positions by centroid score: O(G) to build, O(log G) a pop
-        left = len(order)
-        for i in range(left // 2 - 1, -1, -1):
-            _sift_down(order, centroid_scores, i, left)
+        order = descending(centroid_scores)
         kth = np.full(k, -np.inf, np.float32)  # min-heaps: the k best scores, and the best `rescored` cells
         unused = np.zeros(k, np.int64)
         best_scores = np.full(rescored, -np.inf, np.float32)
         best_slots = np.full(rescored, -1, np.int64)
         read = 0
-        while left > 0 and read < budget:
-            position = order[0]
-            if read >= floor and centroid_scores[position] < kth[0] - margin:
+        for position in order:
+            if read >= budget or (read >= floor and centroid_scores[position] < kth[0] - margin):
                 break
-            left -= 1
-            order[0] = order[left]
-            _sift_down(order, centroid_scores, 0, left)
             group = groups[position]
             lowest = best_scores[0]  # held in a register: most cells read enter neither heap
             for slot in range(starts[group], starts[group] + sizes[group]):
@@ -139,6 +132,39 @@ def probe_for(dim: int) -> Callable[..., tuple[np.ndarray, np.ndarray, int, int]
         return kept[ranked], exact[ranked], read, count
 
     return probe
+
+
+ORDER_STEPS = 65_535
+"""`descending` ranks scores rounded down to this many steps of their range, a two-digit key of a radix sort."""
+
+
+@_compiled
+def descending(scores: np.ndarray) -> np.ndarray:
+    """The positions of `scores`, highest first, each score rounded down to one of `ORDER_STEPS` + 1 steps of
+    their range (so a later score is at most one step, 1/65,535 of the range, above an earlier one; equal
+    steps keep their positions' order). A radix sort in two passes of 8-bit digits: over 537 centroid
+    scores, 3 µs against 9 µs for a max-heap built and popped 35 times (its sifts branch on every comparison)."""
+    order = np.arange(len(scores))
+    if len(scores) < 2:
+        return order
+    low, high = scores.min(), scores.max()
+    per_step = ORDER_STEPS / (high - low) if high > low else 0.0
+    keys = np.empty(len(scores), np.int64)
+    for i in range(len(scores)):  # highest first: the largest score gets key 0
+        keys[i] = ORDER_STEPS - min(ORDER_STEPS, int((scores[i] - low) * per_step))
+    passed = np.empty(len(scores), np.int64)
+    for shift in (0, 8):
+        starts = np.zeros(257, np.int64)
+        for i in range(len(order)):
+            starts[((keys[order[i]] >> shift) & 255) + 1] += 1
+        for digit in range(256):
+            starts[digit + 1] += starts[digit]
+        for i in range(len(order)):
+            digit = (keys[order[i]] >> shift) & 255
+            passed[starts[digit]] = order[i]
+            starts[digit] += 1
+        order, passed = passed, order
+    return order
 
 
 @_compiled
@@ -217,6 +243,31 @@ def copy_segments(
         to_rows[target : target + size] = rows[start : start + size]
         for j in range(size):
             slot_of[to_rows[target + j]] = target + j
+
+
+@_exact
+def unit_vector(vector: np.ndarray) -> tuple[np.ndarray, bool]:
+    """`vector` at unit length, as float32, its squares summed in float64; False when that sum is NaN,
+    infinite or zero (no direction to keep). A query's check and normalisation in one call: NumPy's
+    widening, dot product, division and narrowing cost 3–5 µs of a 40 µs search."""
+    square = 0.0
+    for j in range(len(vector)):
+        square += np.float64(vector[j]) * np.float64(vector[j])
+    unit = np.empty(len(vector), np.float32)
+    if not 0.0 < square < np.inf:
+        return unit, False
+    inverse = 1.0 / np.sqrt(square)
+    for j in range(len(vector)):
+        unit[j] = vector[j] * inverse
+    return unit, True
+
+
+@_compiled
+def count_reads(access: np.ndarray, rows: np.ndarray) -> None:
+    """`access[row] += 1` for each of `rows`, in place (0.3 µs for a search's ten rows; NumPy's indexed
+    increment took 1.2 µs)."""
+    for row in rows:
+        access[row] += 1
 
 
 @_compiled
@@ -464,18 +515,3 @@ def _replace_smallest(scores: np.ndarray, payload: np.ndarray, score: np.float32
         scores[i], payload[i] = scores[child], payload[child]
         i = child
     scores[i], payload[i] = score, value
-
-
-@_compiled
-def _sift_down(heap: np.ndarray, keys: np.ndarray, i: int, size: int) -> None:
-    """Restore the max-heap order of `heap[:size]` (by `keys`) below position i."""
-    while True:
-        child = 2 * i + 1
-        if child >= size:
-            return
-        if child + 1 < size and keys[heap[child + 1]] > keys[heap[child]]:
-            child += 1
-        if keys[heap[child]] <= keys[heap[i]]:
-            return
-        heap[i], heap[child] = heap[child], heap[i]
-        i = child

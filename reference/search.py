@@ -33,14 +33,13 @@ import numpy as np
 from . import kernels
 from .config import MemoryConfig
 from .episodes import EpisodeIndex
-from .filters import Within
+from .filters import EVERYTHING, Within
 from .fusion import calibrated_scores, reciprocal_rank
 from .index import GroupIndex, NumpyGroupIndex, ProbeLimits, similarities, top_k
 from .scoring import Clock, memory_scores
 from .state import EngineState
 
 Mode = Literal["similarity", "memory"]
-EVERYTHING = Within.everything()
 MEMORY_MODE_POOL = 4
 """In memory mode the dense and lexical stages fetch this many times k candidates to re-rank."""
 

@@ -15,13 +15,14 @@ from typing import Any
 
 import numpy as np
 
+from . import kernels
 from .calibration import ProbeSetting
 from .cells import CellBatch, CellRecord, CellTable, ConflictNote, seen_text, superseded
 from .clustering import Assignment, GroupState
 from .entities import EntityIndex, extract_entities
 from .episodes import EpisodeIndex
 from .errors import InvalidInputError, InvariantError, NotFoundError
-from .filters import MetadataIndex, Within
+from .filters import EVERYTHING, MetadataIndex, Within
 from .index import GroupIndex
 from .judges.base import Conflict
 from .lexical import LexicalIndex
@@ -316,7 +317,7 @@ class EngineState:
         if scope is not None and code is None:
             return None
         if where is None and since is None and until is None:
-            return Within(code)
+            return EVERYTHING if code is None else Within(code)
         if where is None:
             rows = table.live_rows()
         else:
@@ -351,7 +352,7 @@ class EngineState:
     def note_access(self, rows: np.ndarray) -> None:
         """Count a read of these cells (persisted at the next flush)."""
         with self.access_lock:
-            self.table.access[rows] += 1
+            kernels.count_reads(self.table.access, rows)
             self._mark_dirty(rows)
 
     def rows_of(self, ids: Sequence[str]) -> np.ndarray:

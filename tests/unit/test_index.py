@@ -116,6 +116,18 @@ def test_probe_reads_the_groups_the_rule_names_and_keeps_the_best_it_read(floor,
         np.testing.assert_allclose(scores, vectors[rows] @ query, rtol=1e-5, atol=1e-5)
 
 
+def test_descending_ranks_highest_first_and_keeps_the_order_of_scores_within_one_step():
+    rng = np.random.default_rng(8)
+    scores = rng.permutation(np.linspace(-0.4, 0.9, 1000)).astype(np.float32)  # 1.3e-3 apart: far over a step
+    assert kernels.descending(scores).tolist() == np.argsort(-scores, kind="stable").tolist()
+    tied = np.array([0.5, 0.2, 0.5, 0.5 - 1e-9, 0.9, 0.2], dtype=np.float32)
+    assert kernels.descending(tied).tolist() == [4, 0, 2, 3, 1, 5]
+    for few in ([], [0.3], [0.3, 0.3, 0.3]):
+        assert kernels.descending(np.asarray(few, dtype=np.float32)).tolist() == list(range(len(few)))
+    near = np.array([0.1, 0.1 + 1e-7, 0.8], dtype=np.float32)  # within one step (1.07e-5): taken as equal
+    assert kernels.descending(near).tolist() == [2, 0, 1]
+
+
 @pytest.mark.parametrize(("near", "rescored"), [(0.0, 7), (1.0, 12)])
 def test_probe_rescores_only_the_cells_whose_codes_may_reach_the_best_depth(near, rescored):
     """Seven cells near the query and five others: scored far below (`near` 0) their codes rule them out, so

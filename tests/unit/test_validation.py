@@ -135,7 +135,15 @@ def test_a_bad_timestamp_is_refused_with_what_a_timestamp_is(bad):
 
 
 @pytest.mark.parametrize(
-    "vector", [np.array([3.0, 4.0]), np.array([3, 4]), [3.0, 4.0], np.array([3e30, 4e30], np.float32)]
+    "vector",
+    [
+        np.array([3.0, 4.0]),
+        np.array([3, 4]),
+        [3.0, 4.0],
+        np.array([3e30, 4e30], np.float32),
+        np.array([3e-30, 4e-30], np.float32),
+        np.array([3.0, 0.0, 4.0])[::2],
+    ],
 )
 def test_a_query_vector_comes_back_as_a_float32_unit_vector(vector):
     unit = unit_vector(vector, dim=2)
@@ -154,6 +162,7 @@ def test_a_query_vector_comes_back_as_a_float32_unit_vector(vector):
         (np.array([0.0, 0.0]), InvalidInputError, r"^query vector\[0\] is a zero vector; it has no direction$"),
         (np.array([np.nan, 1.0]), InvalidInputError, r"^query vector\[0\] contains NaN or infinity$"),
         (np.array([np.inf, 1.0]), InvalidInputError, r"^query vector\[0\] contains NaN or infinity$"),
+        (np.array([1.0, np.nan], np.float32), InvalidInputError, r"^query vector\[0\] contains NaN or infinity$"),
         (np.zeros((0, 2)), InvalidInputError, r"^query vector must be a non-empty 2-D array, got shape \(0, 2\)$"),
         (["a", "b"], InvalidInputError, r"^query vector must be numeric arrays of one length"),
     ],
