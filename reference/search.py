@@ -25,8 +25,7 @@ A search restricted to a scope or by a filter (`filters.Within`) applies the res
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, NamedTuple
 
 import numpy as np
 
@@ -44,11 +43,10 @@ MEMORY_MODE_POOL = 4
 """In memory mode the dense and lexical stages fetch this many times k candidates to re-rank."""
 
 
-@dataclass(frozen=True)
-class Candidates:
+class Candidates(NamedTuple):
     """Rows and their scores, best first, rows unique: as the stage that made them scores (a cosine plus
     entity boost for dense candidates, a fused and context score for text queries, the memory-mode score
-    after ranking in that mode)."""
+    after ranking in that mode). A named tuple: a frozen dataclass took 0.8 µs of every search to make."""
 
     rows: np.ndarray
     scores: np.ndarray
