@@ -155,8 +155,8 @@ def _markdown(results: RunResults, tables: dict[str, list[dict[str, Any]]], plot
             "scaling",
             f"Scaling (synthetic): 100 clustered topics at every N, spread {run.plan.spread}, k = 10, "
             "recall against exact search",
-            "Latency is single-query wall time measured around `search` (blocks of 25 queries taken in turn by every "
-            "system, 3 warm-up queries before each), pooled over the "
+            "Latency is single-query wall time measured around `search` (each setting's queries back to back, "
+            "3 warm-up queries before them), pooled over the "
             "timing passes (`pass_spread`: slowest over fastest pass median, minus one); build time and memory "
             "(RSS growth per document, approximate; nan when RSS shrank) are measured separately.",
         ),
@@ -262,7 +262,7 @@ def _timing_lines(results: RunResults) -> list[str]:
             f"; more, up to {plan.max_passes}, while the medians are unsettled" if plan.max_passes > plan.passes else ""
         )
         lines.append(
-            f"- timing passes (every system of a section, interleaved in a rotating order, queries on one core{more}): "
+            f"- timing passes (each setting's queries back to back, the settings in a rotating order, on one core{more}): "
             + ", ".join(
                 f"{section} {low}" + (f"–{high}" if high > low else "") for section, (low, high) in passes.items()
             )

@@ -1,18 +1,19 @@
-"""Build systems once, time their queries in interleaved passes, check and score their answers.
+"""Build systems once, time their queries in rotating passes, check and score their answers.
 
 Every system of a job list is built first (build time and memory measured one by one); then each
 query setting of every system (its defaults, and with `sweep` each value of its query parameter)
-answers all queries once per pass. A pass goes through the queries in blocks of `BLOCK_QUERIES`, the
-settings answering in turn (the order rotating from pass to pass), so each setting's timing is spread
-over the whole pass and a burst of load on a shared machine falls on all of them alike. Each setting
-answers a different block from the one before it: a setting timed on the queries its neighbour (often
-the same system) has just answered finds their data in cache, and ran 11–23% faster than the same
-setting timed after another system (BEAM, 51,551 passages). When the planned passes leave the
-median of a measurement that decides a verdict unsettled (a loaded machine; `confidence.unsettled`), more
-passes follow, up to `max_passes`.
+answers all queries once per pass, back to back, as ann-benchmarks times an index: another system's
+search between two of a setting's would flush its data from the caches (an exact scan reads every
+vector). Timed in blocks of 25 queries that the settings took in turn, the engine's searches on BEAM
+(51,551 passages) took 0.087 ms against 0.072 ms back to back, and flat-numpy's 3.54 against 3.00 ms.
+The settings' order rotates from pass to pass, and a verdict reads each query's fastest pass
+(`confidence.best_of_passes`), so a burst of load on a shared machine that falls on one setting's
+queries in one pass does not reach it. When the planned passes leave the median of a measurement that
+decides a verdict unsettled (a loaded machine; `confidence.unsettled`), more passes follow, up to
+`max_passes`.
 Queries are timed on one core (`one_core`: BLAS and OpenMP pools held to one thread), as ann-benchmarks
 and annbench time them, so that an exact scan is not measured on two cores against an index on one.
-Warm-up queries before each block stay out of timing; every answer goes through `check_hits`.
+Warm-up queries before each setting's queries stay out of timing; every answer goes through `check_hits`.
 """
 
 from __future__ import annotations
@@ -33,15 +34,13 @@ from .confidence import unsettled
 from .evalset import EvalSet
 from .metrics import capped_recall_at_k, hits_at_k, mrr, ndcg_at_k, recall_at_k
 from .progress import Progress, silent
-from .protocol import GroupingSystem, MemorySystem, Query, SystemContext, TunableSystem
+from .protocol import GroupingSystem, MemorySystem, SystemContext, TunableSystem
 from .registry import check_declaration, resolve
 from .results import Measurement
 from .slowdown import Slowed
 
 WARMUP_QUERIES = 3
-"""Untimed queries before each block (the evaluation set's first ones)."""
-BLOCK_QUERIES = 25
-"""Timed queries a setting answers before the next setting takes over."""
+"""Untimed queries before a setting's timed ones in each pass (the evaluation set's first ones)."""
 FOUND_KS = (1, 3, 10)
 
 
@@ -100,7 +99,7 @@ def measure_together(
     progress: Progress = silent,
     label: str = "measure",
 ) -> list[Measurement]:
-    """Build every job's system, then time all their query settings in `passes` interleaved passes, and
+    """Build every job's system, then time all their query settings in `passes` rotating passes, and
     in more (up to `max_passes`) while the timing is unsettled (`confidence.unsettled`)."""
     if passes < 1:
         raise ValueError(f"passes must be at least 1, not {passes}")
@@ -108,28 +107,17 @@ def measure_together(
         built = [stack.enter_context(_build(job)) for job in progress(jobs, f"{label}: build")]
         units = [(b, params) for b in built for params in [{}, *(_settings(b.system) if b.job.sweep else [])]]
         timings: list[list[list[int]]] = [[] for _ in units]
-        answers: list[list[list[str]]] = [[[] for _ in item.job.evalset.queries] for item, _ in units]
-        starts = range(0, max(len(item.job.evalset.queries) for item, _ in units), BLOCK_QUERIES)
+        answers: list[list[list[str]]] = [[] for _ in units]
 
         def time_pass(one_pass: int) -> None:
             start = one_pass * len(units) // passes % len(units)
-            order = [*range(start, len(units)), *range(start)]
-            for index in order:
-                timings[index].append([0] * len(units[index][0].job.evalset.queries))
-            for step in range(len(starts)):
-                # Setting p takes block step + p: every block once per pass, never its neighbour's. Odd steps
-                # run backwards, so that a step's last setting and the next step's first differ too.
-                for position in range(len(order)) if step % 2 == 0 else reversed(range(len(order))):
-                    index, block = order[position], starts[(step + position) % len(starts)]
-                    item, params = units[index]
-                    queries = item.job.evalset.queries[block : block + BLOCK_QUERIES]
-                    if not queries:
-                        continue
-                    _set(item, params)
-                    retrieved, latencies = _run_queries(item.system, item.job.evalset, queries, item.known_ids, k)
-                    timings[index][-1][block : block + len(queries)] = latencies
-                    if one_pass == 0:
-                        answers[index][block : block + len(queries)] = retrieved
+            for index in [*range(start, len(units)), *range(start)]:
+                item, params = units[index]
+                _set(item, params)
+                retrieved, latencies = _run_queries(item.system, item.job.evalset, item.known_ids, k)
+                timings[index].append(latencies)
+                if one_pass == 0:
+                    answers[index] = retrieved
 
         with one_core():
             for one_pass in progress(range(passes), f"{label}: timing passes over {len(units)} settings"):
@@ -201,13 +189,13 @@ def _settings(system: MemorySystem) -> list[dict[str, Any]]:
 
 
 def _run_queries(
-    system: MemorySystem, evalset: EvalSet, queries: Sequence[Query], known: frozenset[str], k: int
+    system: MemorySystem, evalset: EvalSet, known: frozenset[str], k: int
 ) -> tuple[list[list[str]], list[int]]:
-    """Warm up, then time and check each of `queries`."""
+    """Warm up, then time each of the evaluation set's queries, back to back, and check its answer."""
     for query in evalset.queries[:WARMUP_QUERIES]:
         system.search(query, k=k)
     retrieved, latencies = [], []
-    for query in queries:
+    for query in evalset.queries:
         started = time.perf_counter_ns()
         hits = system.search(query, k=k)
         latencies.append(time.perf_counter_ns() - started)

@@ -49,7 +49,7 @@ def test_quick_run_writes_a_full_report(quick_run):
     assert {m["system"] for m in scaling} >= {"reference", "flat-numpy", "flat-chroma", "kmeans"}
     assert all(len(m["pass_latencies_ns"]) == 3 for m in scaling)
     assert all(len(one_pass) == m["queries"] for m in scaling for one_pass in m["pass_latencies_ns"])
-    timing = "timing passes (every system of a section, interleaved in a rotating order, queries on one core)"
+    timing = "timing passes (each setting's queries back to back, the settings in a rotating order, on one core)"
     assert f"{timing}: scaling 3" in report
     assert {v["verdict"] for v in results["claims"]} <= {"SUPPORTED", "NOT SUPPORTED", "NOT MEASURED"}
     assert "claim / target" in done.stdout  # the summary table

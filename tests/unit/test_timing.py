@@ -34,7 +34,7 @@ def test_unsettled_timing_gets_more_passes_up_to_the_cap(monkeypatch, factors, e
         return retrieved, [int(1e6 * next(drift))] * len(latencies)
 
     monkeypatch.setattr(runner, "_run_queries", run_queries)
-    evalset = vectors_evalset(500, queries=runner.BLOCK_QUERIES, dim=16, clusters=5)  # one block: a factor per pass
+    evalset = vectors_evalset(500, queries=25, dim=16, clusters=5)  # one setting: a factor per pass
     jobs = [Job("flat-numpy", evalset, "vectors", decides=True)]
     (measurement,) = measure_together(jobs, passes=5, max_passes=9)
     assert len(measurement.pass_latencies_ns) == expected
@@ -57,30 +57,38 @@ def test_queries_are_timed_on_one_core_and_builds_are_not(monkeypatch):
 
     monkeypatch.setattr(runner, "_run_queries", run_queries)
     outside = {pool["num_threads"] for pool in threadpool_info() if pool["user_api"] == "blas"}
-    evalset = vectors_evalset(300, queries=runner.BLOCK_QUERIES, dim=16, clusters=5)
+    evalset = vectors_evalset(300, queries=25, dim=16, clusters=5)
     measure_together([Job("flat-numpy", evalset, "vectors")], passes=2)
     assert threads["timed"] == {1}
     assert {pool["num_threads"] for pool in threadpool_info() if pool["user_api"] == "blas"} == outside
 
 
-def test_no_setting_is_timed_on_the_queries_its_neighbour_just_answered(monkeypatch):
-    """Consecutive settings answer different blocks (the first would leave their data in cache), and
-    every setting's latencies and answers still line up with the queries."""
-    calls: list[str] = []
-    timed = runner._run_queries
+def test_each_setting_answers_all_its_queries_back_to_back_in_an_order_that_rotates(monkeypatch):
+    """No other search runs between two of a setting's (an exact scan would flush its data from the caches),
+    the settings take turns in an order that rotates from pass to pass, and every setting's latencies and
+    answers line up with the queries."""
+    calls: list[tuple[str, tuple, int]] = []
+    chosen: list[tuple[str, tuple]] = []
+    timed, choose = runner._run_queries, runner._set
 
-    def run_queries(system, evalset, queries, known, k):
-        calls.append(queries[0].id)
-        return timed(system, evalset, queries, known, k)
+    def set_params(item, params):
+        chosen.append((item.system.name, tuple(sorted(params.items()))))
+        choose(item, params)
 
+    def run_queries(system, evalset, known, k):
+        retrieved, latencies = timed(system, evalset, known, k)
+        calls.append((*chosen[-1], len(latencies)))
+        return retrieved, latencies
+
+    monkeypatch.setattr(runner, "_set", set_params)
     monkeypatch.setattr(runner, "_run_queries", run_queries)
-    evalset = vectors_evalset(600, queries=3 * runner.BLOCK_QUERIES, dim=16, clusters=5)
+    evalset = vectors_evalset(600, queries=30, dim=16, clusters=5)
     jobs = [Job("flat-numpy", evalset, "vectors"), Job("kmeans", evalset, "vectors", sweep=True)]
     measurements = measure_together(jobs, passes=2)
-    per_pass = 3 * len(measurements)
-    assert len(calls) == 2 * per_pass
-    for one_pass in (calls[:per_pass], calls[per_pass:]):
-        assert all(first != second for first, second in itertools.pairwise(one_pass))
+    per_pass = len(measurements)
+    assert len(calls) == 2 * per_pass and all(queries == 30 for *_, queries in calls)
+    first, second = calls[:per_pass], calls[per_pass:]
+    assert len(set(first)) == per_pass and sorted(first) == sorted(second) and first[0] != second[0]
     assert all(len(one_pass) == len(evalset.queries) for m in measurements for one_pass in m.pass_latencies_ns)
     assert all(0 not in one_pass for m in measurements for one_pass in m.pass_latencies_ns)
     assert measurements[0].recall_at_10 == 1.0  # exact search, its answers in query order
@@ -89,7 +97,7 @@ def test_no_setting_is_timed_on_the_queries_its_neighbour_just_answered(monkeypa
 def test_each_setting_of_a_sweep_is_described_in_that_setting():
     """A recall target's measurement carries that target's estimate and the bytes its searches read, not those
     of the setting timed last."""
-    evalset = vectors_evalset(5_000, queries=runner.BLOCK_QUERIES, dim=32, clusters=20, spread=1.5)  # diffuse
+    evalset = vectors_evalset(5_000, queries=25, dim=32, clusters=20, spread=1.5)  # diffuse
     measured = measure_together([Job("reference", evalset, "vectors", sweep=True)], passes=1)
     by_target = {m.params.get("target_recall"): m.describe for m in measured}
     assert by_target[None]["target_recall"] == 0.95
