@@ -262,7 +262,8 @@ def _timing_lines(results: RunResults) -> list[str]:
             f"; more, up to {plan.max_passes}, while the medians are unsettled" if plan.max_passes > plan.passes else ""
         )
         lines.append(
-            f"- timing passes (each setting's queries back to back, the settings in a rotating order, on one core{more}): "
+            "- timing passes (each setting's queries back to back, the settings in a rotating order, "
+            f"on one core{more}): "
             + ", ".join(
                 f"{section} {low}" + (f"–{high}" if high > low else "") for section, (low, high) in passes.items()
             )
