@@ -7,7 +7,7 @@ state, so the caller commits both only after everything else in the write has su
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -385,6 +385,37 @@ def nearest_groups(
         candidates = near[group]
         nearest[members] = live[candidates[np.argmax(vectors[members] @ centroids[candidates].T, axis=1)]]
     return nearest
+
+
+def kmeans_steps(
+    state: GroupState,
+    parts: Sequence[tuple[np.ndarray, np.ndarray]],
+    *,
+    rounds: int,
+    settled: float,
+    scope: int | None = None,
+    block: int = 8192,
+) -> list[np.ndarray]:
+    """Up to `rounds` k-means steps over cells given in parts, each (vectors, their groups now), within the
+    groups of `scope` (None: of any): every cell to its nearest centroid (`nearest_groups`), then `state`'s
+    sums moved with the cells that changed group; fewer steps once at most a `settled` share of the cells
+    moves. Returns each part's groups after the steps."""
+    groups = [current.copy() for _, current in parts]
+    cells = sum(len(current) for current in groups)
+    for _ in range(rounds):
+        nearest = [
+            nearest_groups(vectors, current, state, scope, block=block) for (vectors, _), current in zip(parts, groups)
+        ]
+        moved = 0
+        for (vectors, _), current, to in zip(parts, groups, nearest):
+            changed = np.flatnonzero(current != to)
+            state.remove_members(current[changed], vectors[changed])
+            state.add_members(to[changed], vectors[changed])
+            current[changed] = to[changed]
+            moved += len(changed)
+        if moved <= settled * cells:
+            break
+    return groups
 
 
 def split_in_two(vectors: np.ndarray, *, iterations: int = 8) -> np.ndarray:

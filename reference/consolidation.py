@@ -18,7 +18,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .clustering import GroupState, nearest_groups, split_in_two
+from .clustering import GroupState, kmeans_steps, split_in_two
 from .judges.base import Conflict
 
 
@@ -171,14 +171,7 @@ def plan_regrouping(
     merged = np.flatnonzero(nearest != groups)
     after.remove_members(groups[merged], vectors[merged])
     after.add_members(nearest[merged], vectors[merged])
-    for _ in range(rounds):
-        moved_to = nearest_groups(vectors, nearest, after, block=block)
-        moved = np.flatnonzero(moved_to != nearest)
-        after.remove_members(nearest[moved], vectors[moved])
-        after.add_members(moved_to[moved], vectors[moved])
-        nearest = moved_to
-        if len(moved) <= settled * len(rows):
-            break
+    (nearest,) = kmeans_steps(after, [(vectors, nearest)], rounds=rounds, settled=settled, block=block)
     slot, splits = state.n_slots, 0
     sizes = np.bincount(nearest, minlength=slot)
     queue, active = [int(g) for g in np.flatnonzero(sizes > capacity)], int(np.count_nonzero(sizes))

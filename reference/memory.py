@@ -202,7 +202,7 @@ class CellularMemory:
                 fresh = [i for i, cell_id in enumerate(cells.ids) if cell_id not in state.table.row_of]
                 if fresh:
                     settle = ingest.settle_due(self.config, len(state.table) + len(fresh), self._settled)
-                    ingest.write(state, self._clustering, self.config.episode_gap_s, cells.take(fresh), settle=settle)
+                    ingest.write(state, self._clustering, self.config, cells.take(fresh), settle=settle)
                     if settle:
                         self._settled = len(state.table)
                     self._calibrate_if_due()

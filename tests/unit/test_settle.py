@@ -1,4 +1,4 @@
-"""Settling: a write that grows the memory fourfold ends with one k-means step over every cell of its scopes."""
+"""Settling: a write that grows the memory fourfold ends with k-means steps over every cell of its scopes."""
 
 import numpy as np
 import pytest
@@ -37,6 +37,29 @@ def test_a_settled_write_leaves_tighter_groups_than_online_grouping_alone():
             mem.check_invariants()
             found[settle] = cohesion(mem, ids, data.vectors)
     assert found[True] > found[False] + 0.005
+
+
+def misplaced(mem: CellularMemory, ids: list[str], vectors: np.ndarray) -> float:
+    """The share of cells whose nearest centroid is another group's (centroids from `get_many`'s groups)."""
+    _, own = np.unique([record.group_id for record in mem.get_many(ids)], return_inverse=True)
+    sums = np.zeros((own.max() + 1, vectors.shape[1]))
+    np.add.at(sums, own, vectors)
+    centroids = sums / np.linalg.norm(sums, axis=1, keepdims=True)
+    return float(np.mean(np.argmax(vectors @ centroids.T, axis=1) != own))
+
+
+def test_a_write_settles_with_steps_until_few_cells_move():
+    data = clustered_unit_vectors(6_000, DIM, clusters=30, spread=1.2, queries=0, seed=6)
+    ids = [f"c{i}" for i in range(len(data.vectors))]
+    found = {}
+    for rounds in (1, MemoryConfig().sleep_rounds):
+        config = MemoryConfig(lexical=False, sleep_rounds=rounds)
+        with CellularMemory(encoder=MockEncoder(DIM), config=config) as mem:
+            mem.add([f"cell {i}" for i in range(len(ids))], vectors=data.vectors, ids=ids)
+            mem.check_invariants()
+            found[rounds] = misplaced(mem, ids, data.vectors)
+    one_step, settled = found.values()
+    assert settled < one_step / 2
 
 
 def test_settling_moves_stored_cells_and_the_store_keeps_where_they_went(tmp_path):
