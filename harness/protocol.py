@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, NamedTuple, Protocol, runtime_checkable
 
 import numpy as np
 
@@ -51,8 +51,10 @@ class Query:
     """A metadata filter in Chroma's `where` syntax; for systems with the "filters" capability."""
 
 
-@dataclass(frozen=True)
-class SearchHit:
+class SearchHit(NamedTuple):
+    """One hit of a search. A named tuple: every system makes ten per query inside its timed search, and a
+    frozen dataclass took 0.57 µs to make here, a named tuple 0.37 µs."""
+
     doc_id: str
     score: float
 

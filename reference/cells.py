@@ -9,9 +9,14 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any
 
 import numpy as np
+
+NO_METADATA: Mapping[str, Any] = MappingProxyType({})
+"""The metadata of every row written without any: one read-only empty mapping, not an empty dict per cell
+(64 bytes each, and a search's hits copied each from wherever it lay in memory)."""
 
 
 @dataclass(frozen=True)
@@ -104,7 +109,8 @@ class CellTable:
         self.ids: list[str] = []
         self.texts: list[str] = []
         self.kinds: list[str] = []
-        self.metadata: list[dict[str, Any]] = []
+        self.metadata: list[Mapping[str, Any]] = []
+        """Each row's metadata; the rows without any share `NO_METADATA` (no empty dict per cell)."""
         self.conflicts: dict[int, list[ConflictNote]] = {}
         """The conflicts noted on each row that has any (few do: no empty list per cell)."""
         self.history: dict[int, list[dict[str, Any]]] = {}
@@ -140,7 +146,7 @@ class CellTable:
         self.ids.extend(batch.ids)
         self.texts.extend(batch.texts)
         self.kinds.extend(batch.kinds)
-        self.metadata.extend(batch.metadata)
+        self.metadata.extend(metadata or NO_METADATA for metadata in batch.metadata)
         self.conflicts.update((start + i, list(notes)) for i, notes in enumerate(batch.conflicts) if notes)
         self.history.update((start + i, list(texts)) for i, texts in enumerate(batch.histories) if texts)
         self.scope[start:stop] = self.scope_codes(batch.scopes)
