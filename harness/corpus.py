@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import hashlib
 import json
-import pydoc
 import re
+import subprocess
 import sys
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -139,28 +139,10 @@ def _beam_messages(root: Path) -> Iterator[str]:
             ) from None
 
 
-def _stdlib_docs() -> Iterator[str]:
-    """The interpreter's help topics (`pydoc_data`) and the docstrings of the standard library's
-    modules, their classes and functions."""
-    import importlib
-    import inspect
-    import warnings
-    from pydoc_data.topics import topics
-
-    yield from (topics[key] for key in sorted(topics))
-
-    names = sorted(m for m in sys.stdlib_module_names if not m.startswith("_") and m not in _STDLIB_SKIP)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        for name in names:
-            try:
-                module = importlib.import_module(name)
-            except Exception:
-                continue
-            yield pydoc.getdoc(module)
-            for _, member in sorted(vars(module).items()):
-                if (inspect.isclass(member) or inspect.isfunction(member)) and member.__module__ == name:
-                    yield pydoc.getdoc(member)
-
-
-_STDLIB_SKIP = frozenset({"antigravity", "this", "idlelib", "tkinter", "turtle", "turtledemo", "lib2to3", "ensurepip"})
+def _stdlib_docs() -> list[str]:
+    """The standard library's documentation (`stdlib_docs.py`), read in a fresh interpreter that imports
+    nothing but the standard library, whatever this process has imported."""
+    script = Path(__file__).with_name("stdlib_docs.py")
+    found = subprocess.run([sys.executable, "-I", "-S", str(script)], capture_output=True, text=True, check=True)
+    docs: list[str] = json.loads(found.stdout)
+    return docs

@@ -41,6 +41,14 @@ def test_the_standard_library_corpus_needs_no_files():
     assert len(corpus.passages) > 3_000 and corpus.source.startswith("Python 3.")
 
 
+def test_the_standard_library_corpus_is_the_same_whatever_this_process_patched(monkeypatch):
+    import textwrap
+
+    before = load_corpus("stdlib").fingerprint
+    monkeypatch.setattr(textwrap, "dedent", json.dumps)  # as a package that replaces a standard function does
+    assert load_corpus("stdlib").fingerprint == before
+
+
 @pytest.mark.parametrize(
     ("make", "message"),
     [
