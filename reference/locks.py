@@ -28,7 +28,7 @@ class ReadWriteLock:
         """Taken on every search: the usual case (no writer) asks for no thread id and wakes no one
         (1.3 µs against 1.9 µs here)."""
         with self._condition:
-            if self._writer is not None and self._writer == threading.get_ident():  # the writer may read
+            if self._writing_here():  # the writer may read what it is writing
                 self._depth += 1
             else:
                 while self._writer is not None or self._waiting_writers:
@@ -37,12 +37,16 @@ class ReadWriteLock:
 
     def release_read(self) -> None:
         with self._condition:
-            if self._writer is not None and self._writer == threading.get_ident():
+            if self._writing_here():
                 self._depth -= 1
             else:
                 self._readers -= 1
                 if self._readers == 0 and self._waiting_writers:  # only a writer waits for the readers
                     self._condition.notify_all()
+
+    def _writing_here(self) -> bool:
+        """Whether this thread holds the write side (asking for its id only when some thread does)."""
+        return self._writer is not None and self._writer == threading.get_ident()
 
     @contextmanager
     def write(self) -> Iterator[None]:

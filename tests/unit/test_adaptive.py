@@ -7,6 +7,7 @@ from harness.generators.vectors import clustered_unit_vectors, exact_top_k
 from reference import CellularMemory, MemoryConfig
 from reference.clustering import split_in_two
 from reference.encoders import MockEncoder
+from tests.grouping import group_fit
 
 DIM = 32
 
@@ -116,12 +117,7 @@ def _fit(config: MemoryConfig, data) -> tuple[float, float]:
         ids = mem.add([f"cell {i}" for i in range(len(data.vectors))], vectors=data.vectors)
         mem.consolidate()
         mem.check_invariants()
-        _, own = np.unique([mem.get(cell).group_id for cell in ids], return_inverse=True)
-    sums = np.zeros((own.max() + 1, DIM))
-    np.add.at(sums, own, data.vectors)
-    centroids = sums / np.linalg.norm(sums, axis=1, keepdims=True)
-    fit = float(np.mean(np.sum(data.vectors * centroids[own], axis=1)))
-    return fit, float(np.mean(np.argmax(data.vectors @ centroids.T, axis=1) != own))
+        return group_fit(mem, ids, data.vectors)
 
 
 def test_sleep_runs_k_means_steps_until_few_cells_move():

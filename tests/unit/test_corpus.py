@@ -36,17 +36,21 @@ def test_a_folder_a_text_file_a_corpus_jsonl_and_a_beam_directory(tmp_path):
     assert beam.passages == ["Epsilon?", "Zeta."] and len(beam.fingerprint) == 16
 
 
-def test_the_standard_library_corpus_needs_no_files():
-    corpus = load_corpus("stdlib")
-    assert len(corpus.passages) > 3_000 and corpus.source.startswith("Python 3.")
+@pytest.fixture(scope="module")
+def stdlib():
+    """The stdlib corpus, read once for the tests below (a fresh interpreter imports the whole library: 5 s)."""
+    return load_corpus("stdlib")
 
 
-def test_the_standard_library_corpus_is_the_same_whatever_this_process_patched(monkeypatch):
+def test_the_standard_library_corpus_needs_no_files(stdlib):
+    assert len(stdlib.passages) > 3_000 and stdlib.source.startswith("Python 3.")
+
+
+def test_the_standard_library_corpus_is_the_same_whatever_this_process_patched(stdlib, monkeypatch):
     import textwrap
 
-    before = load_corpus("stdlib").fingerprint
     monkeypatch.setattr(textwrap, "dedent", json.dumps)  # as a package that replaces a standard function does
-    assert load_corpus("stdlib").fingerprint == before
+    assert load_corpus("stdlib").fingerprint == stdlib.fingerprint
 
 
 @pytest.mark.parametrize(
@@ -62,10 +66,9 @@ def test_unreadable_corpora_are_typed_errors_naming_the_place(tmp_path, make, me
         load_corpus(str(make(tmp_path)))
 
 
-def test_held_out_queries_are_not_documents_and_their_truth_is_exact():
-    corpus = load_corpus("stdlib")
-    vectors = np.random.default_rng(0).standard_normal((len(corpus.passages), 8)).astype(np.float32)
-    evalset = corpus_evalset(corpus, vectors, 500, queries=20)
+def test_held_out_queries_are_not_documents_and_their_truth_is_exact(stdlib):
+    vectors = np.random.default_rng(0).standard_normal((len(stdlib.passages), 8)).astype(np.float32)
+    evalset = corpus_evalset(stdlib, vectors, 500, queries=20)
     doc_ids = {d.id for d in evalset.docs}
     assert len(evalset.docs) == 500 and not doc_ids & {q.id.replace("q", "p") for q in evalset.queries}
     query = evalset.queries[0]

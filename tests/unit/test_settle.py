@@ -7,24 +7,13 @@ from harness.generators.vectors import clustered_unit_vectors
 from reference import CellularMemory, MemoryConfig
 from reference.encoders import MockEncoder
 from reference.ingest import settle_due
+from tests.grouping import group_fit
 
 DIM = 32
 
 
 def memory(settle: bool = True, path=None) -> CellularMemory:
     return CellularMemory(path=path, encoder=MockEncoder(DIM), config=MemoryConfig(lexical=False, settle=settle))
-
-
-def cohesion(mem: CellularMemory, ids: list[str], vectors: np.ndarray) -> float:
-    """The mean cosine of each cell to its group's centroid, from the groups `get_many` reports."""
-    groups = np.asarray([record.group_id for record in mem.get_many(ids)])
-    unit = vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
-    total = 0.0
-    for group in np.unique(groups):
-        members = unit[groups == group]
-        centroid = members.sum(axis=0)
-        total += float((members @ (centroid / np.linalg.norm(centroid))).sum())
-    return total / len(ids)
 
 
 def test_a_settled_write_leaves_tighter_groups_than_online_grouping_alone():
@@ -35,17 +24,8 @@ def test_a_settled_write_leaves_tighter_groups_than_online_grouping_alone():
         with memory(settle) as mem:
             mem.add([f"cell {i}" for i in range(len(ids))], vectors=data.vectors, ids=ids)
             mem.check_invariants()
-            found[settle] = cohesion(mem, ids, data.vectors)
+            found[settle], _ = group_fit(mem, ids, data.vectors)
     assert found[True] > found[False] + 0.005
-
-
-def misplaced(mem: CellularMemory, ids: list[str], vectors: np.ndarray) -> float:
-    """The share of cells whose nearest centroid is another group's (centroids from `get_many`'s groups)."""
-    _, own = np.unique([record.group_id for record in mem.get_many(ids)], return_inverse=True)
-    sums = np.zeros((own.max() + 1, vectors.shape[1]))
-    np.add.at(sums, own, vectors)
-    centroids = sums / np.linalg.norm(sums, axis=1, keepdims=True)
-    return float(np.mean(np.argmax(vectors @ centroids.T, axis=1) != own))
 
 
 def test_a_write_settles_with_steps_until_few_cells_move():
@@ -57,7 +37,7 @@ def test_a_write_settles_with_steps_until_few_cells_move():
         with CellularMemory(encoder=MockEncoder(DIM), config=config) as mem:
             mem.add([f"cell {i}" for i in range(len(ids))], vectors=data.vectors, ids=ids)
             mem.check_invariants()
-            found[rounds] = misplaced(mem, ids, data.vectors)
+            _, found[rounds] = group_fit(mem, ids, data.vectors)
     one_step, settled = found.values()
     assert settled < one_step / 2
 
