@@ -3,15 +3,14 @@ per group, the grouping steps ingest runs per chunk and per group (sums by group
 splits), BM25 scoring over the lexical index's postings and the choice of its best rows, and the
 episode context of a text search's candidates.
 
-The arena holds every group's cells as int8 codes in one matrix; group g owns the slots
-`starts[g] : starts[g] + sizes[g]` (`index.NumpyGroupIndex`), and the float32 vectors are kept by row for
-exact scores. An int8 dot product is summed in int32 (`_code_dot`). A NumPy scan paid a call, a view and a
-concatenation per group, and a top-k over every cell read, each a few µs once a scan has flushed the
-caches (BEAM passages, one core, a loaded machine, the same day: 0.559 ms per query through NumPy at
-recall@10 0.971, 0.251 ms through this kernel at 0.969). The kernels are compiled on first use (about
-10 s for the ingest kernels and 10 s for the probe here, once per install) and cached beside this module
-(`cache=True`); `fastmath` lets the compiler vectorise the dot products, so a score may differ from
-NumPy's in the last float32 bits.
+The arena holds every group's cells as int8 codes in one matrix; group g owns the slots `starts[g] : starts[g] +
+sizes[g]` (`index.NumpyGroupIndex`), and the float32 vectors are kept by row for exact scores. An int8 dot product
+is summed in int32 (`_code_dot`, or the CPU's VNNI instruction: `vnni.py`). A NumPy scan paid a call, a view and a
+concatenation per group, and a top-k over every cell read, each a few µs once a scan has flushed the caches (BEAM
+passages, one core, a loaded machine, the same day: 0.559 ms per query through NumPy at recall@10 0.971, 0.251 ms
+through this kernel at 0.969). The kernels are compiled on first use (about 10 s for the ingest kernels and 10 s
+for the probe here, once per install) and cached beside this module (`cache=True`); `fastmath` lets the compiler
+vectorise the dot products, so a score may differ from NumPy's in the last float32 bits.
 """
 
 from __future__ import annotations
@@ -21,6 +20,8 @@ from collections.abc import Callable
 
 import numpy as np
 from numba import njit
+
+from . import vnni
 
 _compiled = njit(cache=True, fastmath=True, nogil=True)
 _inlined = njit(cache=True, fastmath=True, nogil=True, inline="always")
@@ -57,7 +58,10 @@ def probe_for(dim: int) -> Callable[..., tuple[np.ndarray, np.ndarray, int, int]
     """The budget probe, compiled for `dim`-component vectors: with the length of its dot products a constant,
     the compiler unrolls them. With the heaps' lowest score held in a register as well (BEAM passages, 384-d,
     one core, the same cells found): 0.095 against 0.108 ms a probe at recall@10 0.98, 0.073 against 0.078 ms
-    at 0.97. Compiled once per dimension and install (about 1.5 s), like the other kernels."""
+    at 0.97. Compiled once per dimension and install (about 1.5 s), like the other kernels. Codes are multiplied
+    by the CPU's VNNI instruction where it has one (`vnni.py`), else by `_code_dot`: the same integers."""
+    flipped = vnni.usable(dim)
+    code_dot = vnni.flipped_code_dot(dim) if flipped else _code_dot
 
     @_compiled
     def probe(
@@ -88,9 +92,12 @@ def probe_for(dim: int) -> Callable[..., tuple[np.ndarray, np.ndarray, int, int]
         best first, the number of cells read and the number rescored."""
         quantized_query, query_scales = quantized(query.reshape(1, -1))
         query_codes, query_scale = quantized_query[0], query_scales[0]
+        offset = np.int32(128) * _code_sum(query_codes) if flipped else np.int32(0)  # what `code_dot` adds
         centroid_scores = np.empty(len(groups), np.float32)
         for i in range(len(groups)):
-            centroid_scores[i] = _code_dot(centroid_codes, i, query_codes, dim) * centroid_scales[i] * query_scale
+            centroid_scores[i] = (
+                np.float32(code_dot(centroid_codes, i, query_codes, dim) - offset) * centroid_scales[i] * query_scale
+            )
         order = descending(centroid_scores)
         kth = np.full(k, -np.inf, np.float32)  # min-heaps: the k best scores, and the best `rescored` cells
         unused = np.zeros(k, np.int64)
@@ -103,7 +110,7 @@ def probe_for(dim: int) -> Callable[..., tuple[np.ndarray, np.ndarray, int, int]
             group = groups[position]
             lowest = best_scores[0]  # held in a register: most cells read enter neither heap
             for slot in range(starts[group], starts[group] + sizes[group]):
-                score = _code_dot(codes, slot, query_codes, dim) * scales[slot] * query_scale
+                score = np.float32(code_dot(codes, slot, query_codes, dim) - offset) * scales[slot] * query_scale
                 if score > lowest:
                     if score > kth[0]:
                         _replace_smallest(kth, unused, score, 0)
@@ -483,13 +490,21 @@ def _quantize_into(vector: np.ndarray, codes: np.ndarray, scales: np.ndarray, sl
 
 
 @_inlined
-def _code_dot(codes: np.ndarray, slot: int, query_codes: np.ndarray, dim: int) -> np.float32:
+def _code_dot(codes: np.ndarray, slot: int, query_codes: np.ndarray, dim: int) -> np.int32:
     """The dot product of two int8 code rows of `dim` codes, summed in int32 (each step cast back to int32, so
     that the compiler keeps 32-bit lanes: 16-bit multiply-adds, where int64 sums ran at a third of the speed)."""
     total = np.int32(0)
     for j in range(dim):
         total = np.int32(total + np.int32(codes[slot, j]) * np.int32(query_codes[j]))
-    return np.float32(total)
+    return total
+
+
+@_inlined
+def _code_sum(codes: np.ndarray) -> np.int32:
+    total = np.int32(0)
+    for j in range(len(codes)):
+        total += np.int32(codes[j])
+    return total
 
 
 @_inlined

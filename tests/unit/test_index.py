@@ -2,9 +2,10 @@
 
 import numpy as np
 import pytest
+from numba import njit
 
 from harness.generators.vectors import clustered_unit_vectors
-from reference import kernels
+from reference import kernels, vnni
 from reference.index import ChromaGroupIndex, NumpyGroupIndex, ProbeLimits, top_k
 
 
@@ -91,13 +92,14 @@ def _probe_by_the_rule(groups, centroids, members, vectors, query, k, floor, bud
     return read
 
 
+@pytest.mark.parametrize("dim", [16, 64])  # 64: the VNNI product where the CPU has it (`vnni.usable`)
 @pytest.mark.parametrize(
     ("floor", "budget", "margin"), [(0, 10**6, 10.0), (0, 120, 10.0), (30, 10**6, 0.05), (0, 10**6, 0.0)]
 )
-def test_probe_reads_the_groups_the_rule_names_and_keeps_the_best_it_read(floor, budget, margin):
-    data = clustered_unit_vectors(600, dim=16, clusters=12, spread=1.0, queries=10, seed=4)
+def test_probe_reads_the_groups_the_rule_names_and_keeps_the_best_it_read(floor, budget, margin, dim):
+    data = clustered_unit_vectors(600, dim=dim, clusters=12, spread=1.0, queries=10, seed=4)
     vectors, labels = data.vectors, np.asarray(data.labels)
-    index = NumpyGroupIndex(16)
+    index = NumpyGroupIndex(dim)
     index.add(labels + 5, np.arange(600), vectors)  # group ids need not start at 0
     groups = np.unique(labels) + 5
     members = {int(g): np.flatnonzero(labels + 5 == g).tolist() for g in groups}
@@ -114,6 +116,23 @@ def test_probe_reads_the_groups_the_rule_names_and_keeps_the_best_it_read(floor,
         expected = rescored[np.argsort(-(vectors[rescored] @ query), kind="stable")[:7]]
         assert rows.tolist() == expected.tolist()  # the best 7 + 5 by codes, rescored exactly
         np.testing.assert_allclose(scores, vectors[rows] @ query, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.skipif(not vnni.available(), reason="this CPU has no 256-bit VNNI")
+def test_the_vnni_product_is_the_exact_integer_dot_product_of_the_codes():
+    rng = np.random.default_rng(5)
+    codes = rng.integers(-128, 128, size=(50, 96), dtype=np.int8)
+    codes[0], codes[1] = 127, -128  # the extremes, where the flip into unsigned bytes could go wrong
+    query = rng.integers(-128, 128, size=96, dtype=np.int8)
+    product = vnni.flipped_code_dot(96)
+
+    @njit
+    def dots(codes: np.ndarray, query: np.ndarray) -> np.ndarray:
+        return np.array([product(codes, slot, query, 96) for slot in range(len(codes))])
+
+    offset = 128 * int(query.astype(np.int64).sum())
+    expected = codes.astype(np.int64) @ query.astype(np.int64)
+    assert (dots(codes, query) - offset).tolist() == expected.tolist()
 
 
 def test_descending_ranks_highest_first_and_keeps_the_order_of_scores_within_one_step():
