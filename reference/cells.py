@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-NO_METADATA: Mapping[str, Any] = MappingProxyType({})
+NO_METADATA: MappingProxyType[str, Any] = MappingProxyType({})
 """The metadata of every row written without any: one read-only empty mapping, not an empty dict per cell
 (64 bytes each, and a search's hits copied each from wherever it lay in memory)."""
 
@@ -109,7 +109,7 @@ class CellTable:
         self.ids: list[str] = []
         self.texts: list[str] = []
         self.kinds: list[str] = []
-        self.metadata: list[Mapping[str, Any]] = []
+        self.metadata: list[dict[str, Any] | MappingProxyType[str, Any]] = []
         """Each row's metadata; the rows without any share `NO_METADATA` (no empty dict per cell)."""
         self.conflicts: dict[int, list[ConflictNote]] = {}
         """The conflicts noted on each row that has any (few do: no empty list per cell)."""

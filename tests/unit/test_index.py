@@ -5,7 +5,7 @@ import pytest
 from numba import njit
 
 from harness.generators.vectors import clustered_unit_vectors
-from reference import kernels, vnni
+from reference import intrinsics, kernels
 from reference.index import ChromaGroupIndex, NumpyGroupIndex, ProbeLimits, top_k
 
 
@@ -92,7 +92,7 @@ def _probe_by_the_rule(groups, centroids, members, vectors, query, k, floor, bud
     return read
 
 
-@pytest.mark.parametrize("dim", [16, 64])  # 64: the VNNI product where the CPU has it (`vnni.usable`)
+@pytest.mark.parametrize("dim", [16, 64])  # 64: the VNNI product where the CPU has it (`intrinsics.vnni_usable`)
 @pytest.mark.parametrize(
     ("floor", "budget", "margin"), [(0, 10**6, 10.0), (0, 120, 10.0), (30, 10**6, 0.05), (0, 10**6, 0.0)]
 )
@@ -118,13 +118,13 @@ def test_probe_reads_the_groups_the_rule_names_and_keeps_the_best_it_read(floor,
         np.testing.assert_allclose(scores, vectors[rows] @ query, rtol=1e-5, atol=1e-5)
 
 
-@pytest.mark.skipif(not vnni.available(), reason="this CPU has no 256-bit VNNI")
+@pytest.mark.skipif(not intrinsics.has_vnni(), reason="this CPU has no 256-bit VNNI")
 def test_the_vnni_product_is_the_exact_integer_dot_product_of_the_codes():
     rng = np.random.default_rng(5)
     codes = rng.integers(-128, 128, size=(50, 96), dtype=np.int8)
     codes[0], codes[1] = 127, -128  # the extremes, where the flip into unsigned bytes could go wrong
     query = rng.integers(-128, 128, size=96, dtype=np.int8)
-    product = vnni.flipped_code_dot(96)
+    product = intrinsics.flipped_code_dot(96)
 
     @njit
     def dots(codes: np.ndarray, query: np.ndarray) -> np.ndarray:
