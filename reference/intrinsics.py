@@ -19,10 +19,12 @@ it gained far less (`kernels.AHEAD`), for reasons not measured here.
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 from typing import Any
 
 from llvmlite import binding, ir
 from numba import types
+from numba.core import cgutils
 from numba.extending import intrinsic
 
 WIDTH = 32
@@ -30,6 +32,9 @@ WIDTH = 32
 LINE = 64
 """Bytes in a cache line."""
 _ADDRESS = ir.IntType(64)
+_LANES = ir.VectorType(ir.IntType(32), WIDTH // 4)
+_BYTES = ir.VectorType(ir.IntType(8), WIDTH)
+_alloca_once_value: Callable[[ir.IRBuilder, ir.Value], ir.Value] = cgutils.alloca_once_value
 
 
 @functools.cache
@@ -44,74 +49,70 @@ def vnni_usable(dim: int) -> bool:
     return dim % WIDTH == 0 and has_vnni()
 
 
-@functools.cache
-def flipped_code_dot(dim: int) -> Any:
-    """A numba intrinsic `(codes, slot, query_codes, dim) -> int32`: Σ_j (codes[slot, j] + 128) · query_codes[j]
-    over `dim` int8 codes (`codes` a C-contiguous int8 matrix, `query_codes` an int8 vector; the argument `dim`, as
-    in the portable loop's signature, is the one this product was made for); `dim` a multiple of `WIDTH`, on a
-    CPU where `vnni_usable(dim)`."""
-    lanes = ir.VectorType(ir.IntType(32), WIDTH // 4)
-    chunk = ir.VectorType(ir.IntType(8), WIDTH)
+def _flipped_code_dot(typingctx: Any, codes: Any, slot: Any, query_codes: Any) -> Any:
+    """`(codes, slot, query_codes) -> int32`: Σ_j (codes[slot, j] + 128) · query_codes[j] over the query's int8
+    codes (`codes` a C-contiguous int8 matrix as wide as the query, a multiple of `WIDTH`), on a CPU where
+    `has_vnni()`. A module-level intrinsic, never one made per call of a factory: numba's cache keys a compiled
+    function by what it closes over, and an intrinsic pickles differently in every process."""
 
-    @intrinsic
-    def dot(typingctx: Any, codes: Any, slot: Any, query_codes: Any, length: Any) -> Any:
-        def codegen(context: Any, builder: ir.IRBuilder, signature: Any, args: Any) -> ir.Value:
-            row = _row_address(context, builder, signature.args[0], args[0], args[1])
-            query = builder.ptrtoint(context.make_array(signature.args[2])(context, builder, args[2]).data, _ADDRESS)
-            product = builder.module.declare_intrinsic(
-                "llvm.x86.avx512.vpdpbusd.256", fnty=ir.FunctionType(lanes, [lanes, lanes, lanes])
-            )
-            top_bits = ir.Constant(chunk, [-128] * WIDTH)
-            sums = ir.Constant(lanes, [0] * (WIDTH // 4))
-            for offset in range(0, dim, WIDTH):
-                cells = builder.xor(_load(builder, row, offset, chunk), top_bits)
-                codes_here = builder.bitcast(_load(builder, query, offset, chunk), lanes)
-                sums = builder.call(product, [sums, builder.bitcast(cells, lanes), codes_here])
-            total = builder.extract_element(sums, ir.Constant(ir.IntType(32), 0))
-            for lane in range(1, WIDTH // 4):
-                total = builder.add(total, builder.extract_element(sums, ir.Constant(ir.IntType(32), lane)))
-            return total
+    def codegen(context: Any, builder: ir.IRBuilder, signature: Any, args: Any) -> ir.Value:
+        row = _row_address(context, builder, signature.args[0], args[0], args[1])
+        query = context.make_array(signature.args[2])(context, builder, args[2])
+        start = builder.ptrtoint(query.data, _ADDRESS)
+        chunks = builder.udiv(builder.extract_value(query.shape, 0), ir.Constant(_ADDRESS, WIDTH))
+        product = builder.module.declare_intrinsic(
+            "llvm.x86.avx512.vpdpbusd.256", fnty=ir.FunctionType(_LANES, [_LANES, _LANES, _LANES])
+        )
+        sums = _alloca_once_value(builder, ir.Constant(_LANES, [0] * (WIDTH // 4)))  # in the entry block
+        with cgutils.for_range(builder, chunks) as loop:
+            at = builder.mul(loop.index, ir.Constant(_ADDRESS, WIDTH))
+            cells = builder.xor(_load(builder, row, at), ir.Constant(_BYTES, [-128] * WIDTH))
+            codes_here = builder.bitcast(_load(builder, start, at), _LANES)
+            builder.store(builder.call(product, [builder.load(sums), builder.bitcast(cells, _LANES), codes_here]), sums)
+        lanes = builder.load(sums)
+        total = builder.extract_element(lanes, ir.Constant(ir.IntType(32), 0))
+        for lane in range(1, WIDTH // 4):
+            total = builder.add(total, builder.extract_element(lanes, ir.Constant(ir.IntType(32), lane)))
+        return total
 
-        return types.int32(codes, slot, query_codes, length), codegen
-
-    return dot
+    return types.int32(codes, slot, query_codes), codegen
 
 
-@functools.cache
-def prefetch_row(row_bytes: int) -> Any:
-    """A numba intrinsic `(matrix, slot) -> None`: asks for the cache lines of row `slot` of a C-contiguous
-    matrix with rows of `row_bytes` bytes (any slot: a prefetch past the matrix is ignored, never a fault)."""
-    pointer = ir.IntType(8).as_pointer()
-    word = ir.IntType(32)
+flipped_code_dot: Any = intrinsic(_flipped_code_dot)
 
-    @intrinsic
-    def prefetch(typingctx: Any, matrix: Any, slot: Any) -> Any:
-        def codegen(context: Any, builder: ir.IRBuilder, signature: Any, args: Any) -> ir.Value:
-            row = _row_address(context, builder, signature.args[0], args[0], args[1])
-            fetch = builder.module.declare_intrinsic(
-                "llvm.prefetch.p0", fnty=ir.FunctionType(ir.VoidType(), [pointer, word, word, word])
-            )
-            read, every_level, data = ir.Constant(word, 0), ir.Constant(word, 3), ir.Constant(word, 1)
-            for at in range(0, row_bytes, LINE):
-                address = builder.inttoptr(builder.add(row, ir.Constant(_ADDRESS, at)), pointer)
-                builder.call(fetch, [address, read, every_level, data])
-            return context.get_dummy_value()
 
-        return types.none(matrix, slot), codegen
+def _prefetch_row(typingctx: Any, matrix: Any, slot: Any) -> Any:
+    """`(matrix, slot) -> None`: asks for the cache lines of row `slot` of a C-contiguous matrix (any slot: a
+    prefetch past the matrix is ignored, never a fault)."""
 
-    return prefetch
+    def codegen(context: Any, builder: ir.IRBuilder, signature: Any, args: Any) -> ir.Value:
+        row = _row_address(context, builder, signature.args[0], args[0], args[1])
+        width = builder.extract_value(context.make_array(signature.args[0])(context, builder, args[0]).strides, 0)
+        lines = builder.udiv(builder.add(width, ir.Constant(_ADDRESS, LINE - 1)), ir.Constant(_ADDRESS, LINE))
+        pointer, word = ir.IntType(8).as_pointer(), ir.IntType(32)
+        fetch = builder.module.declare_intrinsic(
+            "llvm.prefetch.p0", fnty=ir.FunctionType(ir.VoidType(), [pointer, word, word, word])
+        )
+        read, every_level, data = ir.Constant(word, 0), ir.Constant(word, 3), ir.Constant(word, 1)
+        with cgutils.for_range(builder, lines) as loop:
+            address = builder.add(row, builder.mul(loop.index, ir.Constant(_ADDRESS, LINE)))
+            builder.call(fetch, [builder.inttoptr(address, pointer), read, every_level, data])
+        return context.get_dummy_value()
+
+    return types.none(matrix, slot), codegen
+
+
+prefetch_row: Any = intrinsic(_prefetch_row)
 
 
 def _row_address(context: Any, builder: ir.IRBuilder, matrix_type: Any, matrix: ir.Value, slot: ir.Value) -> ir.Value:
     """The address of row `slot` of a C-contiguous matrix, as an integer."""
     array = context.make_array(matrix_type)(context, builder, matrix)
     index = builder.sext(slot, _ADDRESS) if slot.type.width < 64 else slot
-    return builder.add(
-        builder.ptrtoint(array.data, _ADDRESS), builder.mul(index, builder.extract_value(array.strides, 0))
-    )
+    stride = builder.extract_value(array.strides, 0)
+    return builder.add(builder.ptrtoint(array.data, _ADDRESS), builder.mul(index, stride))
 
 
-def _load(builder: ir.IRBuilder, base: ir.Value, offset: int, chunk: ir.VectorType) -> ir.Value:
-    """`chunk` bytes from address `base` + `offset` (no alignment assumed)."""
-    at = builder.add(base, ir.Constant(base.type, offset))
-    return builder.load(builder.inttoptr(at, chunk.as_pointer()), align=1)
+def _load(builder: ir.IRBuilder, base: ir.Value, offset: ir.Value) -> ir.Value:
+    """`WIDTH` bytes from address `base` + `offset` (no alignment assumed)."""
+    return builder.load(builder.inttoptr(builder.add(base, offset), _BYTES.as_pointer()), align=1)

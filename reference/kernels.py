@@ -67,9 +67,7 @@ def probe_for(dim: int) -> Callable[..., tuple[np.ndarray, np.ndarray, int, int]
     at 0.97. Compiled once per dimension and install (about 1.5 s), like the other kernels. Codes are multiplied
     by the CPU's VNNI instruction where it has one, else by `_code_dot`: the same integers; each cell's codes are
     prefetched `AHEAD` cells before they are read (`intrinsics.py`)."""
-    flipped = intrinsics.vnni_usable(dim)
-    code_dot = intrinsics.flipped_code_dot(dim) if flipped else _code_dot
-    prefetch = intrinsics.prefetch_row(dim)
+    flipped = intrinsics.vnni_usable(dim)  # a bool: what `probe` closes over keys numba's cache of it
 
     @_compiled
     def probe(
@@ -104,7 +102,9 @@ def probe_for(dim: int) -> Callable[..., tuple[np.ndarray, np.ndarray, int, int]
         centroid_scores = np.empty(len(groups), np.float32)
         for i in range(len(groups)):
             centroid_scores[i] = (
-                np.float32(code_dot(centroid_codes, i, query_codes, dim) - offset) * centroid_scales[i] * query_scale
+                np.float32(_code_dot(centroid_codes, i, query_codes, dim, flipped) - offset)
+                * centroid_scales[i]
+                * query_scale
             )
         order = descending(centroid_scores)
         kth = np.full(k, -np.inf, np.float32)  # min-heaps: the k best scores, and the best `rescored` cells
@@ -122,8 +122,10 @@ def probe_for(dim: int) -> Callable[..., tuple[np.ndarray, np.ndarray, int, int]
             lowest = best_scores[0]  # held in a register: most cells read enter neither heap
             for slot in range(start, end):
                 ahead = slot + AHEAD
-                prefetch(codes, ahead if ahead < end else following + ahead - end)
-                score = np.float32(code_dot(codes, slot, query_codes, dim) - offset) * scales[slot] * query_scale
+                intrinsics.prefetch_row(codes, ahead if ahead < end else following + ahead - end)
+                score = (
+                    np.float32(_code_dot(codes, slot, query_codes, dim, flipped) - offset) * scales[slot] * query_scale
+                )
                 if score > lowest:
                     if score > kth[0]:
                         _replace_smallest(kth, unused, score, 0)
@@ -503,9 +505,13 @@ def _quantize_into(vector: np.ndarray, codes: np.ndarray, scales: np.ndarray, sl
 
 
 @_inlined
-def _code_dot(codes: np.ndarray, slot: int, query_codes: np.ndarray, dim: int) -> np.int32:
+def _code_dot(codes: np.ndarray, slot: int, query_codes: np.ndarray, dim: int, flipped: bool) -> np.int32:
     """The dot product of two int8 code rows of `dim` codes, summed in int32 (each step cast back to int32, so
-    that the compiler keeps 32-bit lanes: 16-bit multiply-adds, where int64 sums ran at a third of the speed)."""
+    that the compiler keeps 32-bit lanes: 16-bit multiply-adds, where int64 sums ran at a third of the speed);
+    `flipped`: by `intrinsics.flipped_code_dot`, which adds 128 × the sum of the query's codes."""
+    if flipped:
+        product: np.int32 = intrinsics.flipped_code_dot(codes, slot, query_codes)
+        return product
     total = np.int32(0)
     for j in range(dim):
         total = np.int32(total + np.int32(codes[slot, j]) * np.int32(query_codes[j]))

@@ -124,11 +124,11 @@ def test_the_vnni_product_is_the_exact_integer_dot_product_of_the_codes():
     codes = rng.integers(-128, 128, size=(50, 96), dtype=np.int8)
     codes[0], codes[1] = 127, -128  # the extremes, where the flip into unsigned bytes could go wrong
     query = rng.integers(-128, 128, size=96, dtype=np.int8)
-    product = intrinsics.flipped_code_dot(96)
+    product = intrinsics.flipped_code_dot
 
     @njit
     def dots(codes: np.ndarray, query: np.ndarray) -> np.ndarray:
-        return np.array([product(codes, slot, query, 96) for slot in range(len(codes))])
+        return np.array([product(codes, slot, query) for slot in range(len(codes))])
 
     offset = 128 * int(query.astype(np.int64).sum())
     expected = codes.astype(np.int64) @ query.astype(np.int64)
