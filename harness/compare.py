@@ -14,8 +14,8 @@ from failing it, and the effect size keeps a tiny but real difference from faili
 regression when B is lower by more than `recall_tolerance` (absolute). A measurement timed over fewer than
 `MIN_QUERIES_PER_PASS` queries per pass is compared on recall only, and a latency regression must be shared by the
 system's other measurements in the section (`_shared_by_the_system`). Verdicts that flipped are
-listed, and a difference between the two runs' machines is named: latency across machines is not
-comparable.
+listed, and a difference between the two runs' machines or data is named: latency across machines, and any
+figure across data, is not comparable.
 """
 
 from __future__ import annotations
@@ -58,6 +58,9 @@ class Comparison:
     changes: list[Change]
     flips: list[str]
     machine_differences: list[str]
+    data_differences: list[str] = field(default_factory=list)
+    """What differs between the data the runs measured (`RunInfo.data_differences`): figures on other data are
+    not a change of the code."""
     unmeasured: int = 0
     """Verdicts one of the runs did not measure (not a change: e.g. a --quick run against a full one)."""
     recall_only: int = 0
@@ -111,6 +114,7 @@ def compare(
         changes,
         [_flip(old, v) for old, v in changed if not _across_an_edge(old, v)],
         a.run.machine.differences(b.run.machine),
+        a.run.data_differences(b.run),
         unmeasured=len(pairs) - len(measured_both),
         recall_only=recall_only,
         edge_flips=[_flip(old, v) for old, v in changed if _across_an_edge(old, v)],
@@ -223,6 +227,10 @@ def render(comparison: Comparison, *, everything: bool = False, latency_toleranc
         text += (
             "\n\nWarning: the runs were made on different machines or package versions, so their latencies "
             "are not comparable:\n" + "\n".join(f"- {d}" for d in comparison.machine_differences)
+        )
+    if comparison.data_differences:
+        text += "\n\nWarning: the runs measured different data, so their figures are not comparable:\n" + "\n".join(
+            f"- {d}" for d in comparison.data_differences
         )
     if comparison.flips:
         text += "\n\nVerdicts that changed:\n" + "\n".join(f"- {f}" for f in comparison.flips)

@@ -38,6 +38,7 @@ class Corpus:
 
     @property
     def fingerprint(self) -> str:
+        """A digest of the passages themselves: what the encoding cache is keyed by and a report records."""
         digest = hashlib.sha256()
         for passage in self.passages:
             digest.update(passage.encode("utf-8") + b"\x00")

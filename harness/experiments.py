@@ -172,12 +172,14 @@ def realtext(context: RunContext) -> list[Measurement]:
 
 
 def _corpus_info(corpus: Corpus, measured: list[Measurement]) -> dict[str, Any]:
-    """What the header says of a real-text corpus: its source, its passages and how the run used them, and
-    the SHA-256 of its files (none for text generated from this interpreter)."""
+    """What the header says of a real-text corpus: its source, its passages and how the run used them, the
+    fingerprint of the passages themselves (`Corpus.fingerprint`: the standard library's documentation differs
+    between Python builds), and the SHA-256 of its files (none for text generated from this interpreter)."""
     largest = max((m.n_docs for m in measured), default=0)
     held_out = max((m.queries for m in measured), default=0)
     used = f"{len(corpus.passages):,} ({largest:,} in the largest memory, {held_out} held out as queries)"
-    return {"corpus": corpus.source, "passages": used} | ({"sha256": corpus.sha256} if corpus.sha256 else {})
+    facts = {"corpus": corpus.source, "passages": used, "fingerprint": corpus.fingerprint}
+    return facts | ({"sha256": corpus.sha256} if corpus.sha256 else {})
 
 
 @experiment("streaming", section="streaming", data=["default", "beam"])

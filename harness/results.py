@@ -296,6 +296,20 @@ class RunInfo:
     dataset: str | None = None
     dataset_info: dict[str, Any] = field(default_factory=dict)
 
+    def data_differences(self, other: RunInfo) -> list[str]:
+        """What differs between the data two runs measured: each fact of it both runs recorded but where it was
+        read from (a file's SHA-256, the passages' fingerprint and how many were used, the turn format)."""
+        return [
+            f"{name}: {self.dataset_info[name]} vs {other.dataset_info[name]}"
+            for name in sorted(self.dataset_info.keys() & other.dataset_info.keys() - WHERE_READ)
+            if self.dataset_info[name] != other.dataset_info[name]
+        ]
+
+
+WHERE_READ = frozenset({"file", "corpus"})
+"""The facts of `RunInfo.dataset_info` that name where the data was read, not what it was: the same file moved
+is the same data."""
+
 
 class Sections(TypedDict, total=False):
     """What a run measured, section by section, as it goes (the sections of `RunResults`)."""

@@ -45,6 +45,7 @@ def test_quick_run_writes_a_full_report(quick_run):
     results = json.loads((out / "results.json").read_text())
     assert results["schema"] == 3 and results["run"]["machine"]["cpus"] >= 1
     assert results["run"]["plan"]["sizes"] == [1000, 10000] and results["run"]["plan"]["passes"] == 3
+    assert re.fullmatch("[0-9a-f]{16}", results["run"]["dataset_info"]["fingerprint"])  # the stdlib text used
     scaling = results["scaling"]
     assert {m["system"] for m in scaling} >= {"reference", "flat-numpy", "flat-chroma", "kmeans"}
     assert all(len(m["pass_latencies_ns"]) == 3 for m in scaling)

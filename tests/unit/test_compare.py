@@ -1,4 +1,4 @@
-"""`compare` flags slowdowns beyond noise and tolerance, recall drops, flipped verdicts, other machines;
+"""`compare` flags slowdowns beyond noise and tolerance, recall drops, flipped verdicts, other machines and other data;
 `RunResults` round-trips through JSON and refuses another schema version."""
 
 from dataclasses import replace
@@ -6,7 +6,7 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from harness.compare import MIN_QUERIES_PER_PASS, compare
+from harness.compare import MIN_QUERIES_PER_PASS, compare, render
 from harness.results import SCHEMA_VERSION, Machine, ResultsFileError, RunResults, Verdict
 from tests.results_factory import MACHINE, measured, results
 
@@ -146,3 +146,27 @@ def test_a_slowdown_at_one_size_only_is_not_a_regression_but_one_at_every_size_i
     assert not one.regressions and any(c.after / c.before > 2.5 for c in one.changes)
     every = compare(sized(1, 1, 1, 1), sized(3, 3, 3, 3), latency_tolerance=0.25, recall_tolerance=0.01)
     assert len(every.regressions) == 4
+
+
+def test_runs_on_other_data_are_named_and_moving_a_file_is_not_other_data():
+    same = noisy(1.0)
+
+    def on(**facts):
+        measured = run(same, 0.99)
+        return replace(measured, run=replace(measured.run, dataset_info=facts))
+
+    comparison = compare(
+        on(file="/a/49.json", sha256="aa", turn_format="speaker"),
+        on(file="/b/49.json", sha256="bb", turn_format="speaker"),
+        latency_tolerance=0.25,
+        recall_tolerance=0.01,
+    )
+    assert comparison.data_differences == ["sha256: aa vs bb"]
+    assert "measured different data" in render(comparison)
+    moved = compare(
+        on(file="/a/49.json", sha256="aa"),
+        on(file="/b/49.json", sha256="aa"),
+        latency_tolerance=0.25,
+        recall_tolerance=0.01,
+    )
+    assert moved.data_differences == [] and "different data" not in render(moved)
