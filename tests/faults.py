@@ -31,3 +31,15 @@ class SlowAfterWrites(FlatNumpy):
             time.sleep(0.005)
             self._stale = False
         return super().search(query, k=k)
+
+
+class SlowFirstWrite(FlatNumpy):
+    """Pays 0.2 s at the first write of the process, as loading compiled code does (once, not per instance)."""
+
+    paid = False
+
+    def add(self, docs):
+        if not SlowFirstWrite.paid:
+            SlowFirstWrite.paid = True
+            time.sleep(0.2)
+        super().add(docs)
