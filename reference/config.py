@@ -77,10 +77,10 @@ class MemoryConfig:
     group size never falls below t(N) / `split_factor` through ingest or sleep; deletes can lower it
     until sleep merges the fragments). `max_groups` is a hard cap in both policies.
     With `grouping="threshold"` only the threshold and `max_groups` apply (the seed design).
-    With `settle` (adaptive grouping), a write that leaves the memory 4 times larger than at its last settle
-    (or open) ends with sleep's k-means steps over every cell of the scopes it writes to (up to `sleep_rounds`,
-    until at most a `sleep_settled` share moves: `ingest.settled`): no merges, splits or conflict judging,
-    which stay sleep's.
+    With `settle` (adaptive grouping), a write that grows the memory 4 times by itself ends with sleep's k-means
+    steps over every cell of the scopes it writes to (up to `sleep_rounds`, until at most a `sleep_settled` share
+    moves: `ingest.settled`), and any other write with one step over its cells and a window of stored ones
+    (`ingest.refining`): no merges, splits or conflict judging, which stay sleep's.
 
     Probing (`probing="budget"`): groups are searched in centroid order until they hold
     max(`probe_per_k` · k, `probe_per_sqrt_n` · √N) candidates (the budget). Past the first

@@ -134,8 +134,8 @@ class CellularMemory:
             probe=calibration.initial(config),
         )
         self._state.restore(cells)
-        self._settled = len(self._state.table)
-        """The cell count at the last settle (or open): `ingest.settle_due`."""
+        self._refine_from = 0
+        """The row the next write's refining window starts at (`ingest.refining`)."""
         self._calibrate_if_due()
 
     # ---- writing -------------------------------------------------------------------------
@@ -201,10 +201,13 @@ class CellularMemory:
                     self._rewrite(cells.take(stored), keep_episode=episode is None)
                 fresh = [i for i, cell_id in enumerate(cells.ids) if cell_id not in state.table.row_of]
                 if fresh:
-                    settle = ingest.settle_due(self.config, len(state.table) + len(fresh), self._settled)
-                    ingest.write(state, self._clustering, self.config, cells.take(fresh), settle=settle)
-                    if settle:
-                        self._settled = len(state.table)
+                    settle = ingest.settle_due(self.config, len(state.table) + len(fresh), len(fresh))
+                    refine, self._refine_from = (
+                        (None, self._refine_from)
+                        if settle
+                        else ingest.refining(state, self.config, self._refine_from, len(fresh))
+                    )
+                    ingest.write(state, self._clustering, self.config, cells.take(fresh), settle=settle, refine=refine)
                     self._calibrate_if_due()
             written = cells.ids
             del cells, matrix, vectors  # this write's temporaries, freed before the trim

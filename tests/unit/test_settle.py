@@ -1,12 +1,14 @@
-"""Settling: a write that grows the memory fourfold ends with k-means steps over every cell of its scopes."""
+"""Settling: a write that grows the memory fourfold by itself ends with k-means steps over every cell of its scopes;
+any other write refines a window of the stored cells with one step, so a memory written a little at a time
+stays settled without a write that costs as much as the whole memory."""
 
 import numpy as np
 import pytest
 
 from harness.generators.vectors import clustered_unit_vectors
-from reference import CellularMemory, MemoryConfig
+from reference import CellularMemory, MemoryConfig, ingest
 from reference.encoders import MockEncoder
-from reference.ingest import settle_due
+from reference.ingest import refining, settle_due
 from tests.grouping import group_fit
 
 DIM = 32
@@ -16,13 +18,16 @@ def memory(settle: bool = True, path=None) -> CellularMemory:
     return CellularMemory(path=path, encoder=MockEncoder(DIM), config=MemoryConfig(lexical=False, settle=settle))
 
 
-def test_a_settled_write_leaves_tighter_groups_than_online_grouping_alone():
+@pytest.mark.parametrize("per_write", [6_000, 100])  # one write that settles; writes that refine a window each
+def test_settled_writes_leave_tighter_groups_than_online_grouping_alone(per_write):
     data = clustered_unit_vectors(6_000, DIM, clusters=30, spread=1.0, queries=0, seed=3)
     ids = [f"c{i}" for i in range(len(data.vectors))]
     found = {}
     for settle in (False, True):
         with memory(settle) as mem:
-            mem.add([f"cell {i}" for i in range(len(ids))], vectors=data.vectors, ids=ids)
+            for start in range(0, len(ids), per_write):
+                part = slice(start, start + per_write)
+                mem.add([f"cell {i}" for i in range(len(ids))][part], vectors=data.vectors[part], ids=ids[part])
             mem.check_invariants()
             found[settle], _ = group_fit(mem, ids, data.vectors)
     assert found[True] > found[False] + 0.005
@@ -42,14 +47,17 @@ def test_a_write_settles_with_steps_until_few_cells_move():
     assert settled < one_step / 2
 
 
-def test_settling_moves_stored_cells_and_the_store_keeps_where_they_went(tmp_path):
+@pytest.mark.parametrize("per_write", [9_000, 300])  # one write that settles; writes that refine a window each
+def test_stored_cells_moved_by_writes_keep_where_they_went_in_the_store(tmp_path, per_write):
     data = clustered_unit_vectors(12_000, DIM, clusters=40, spread=1.0, queries=0, seed=4)
     ids = [f"c{i}" for i in range(len(data.vectors))]
     texts = [f"cell {i}" for i in range(len(ids))]
     with memory(path=str(tmp_path)) as mem:
         mem.add(texts[:3_000], vectors=data.vectors[:3_000], ids=ids[:3_000])
         before = [record.group_id for record in mem.get_many(ids[:3_000])]
-        mem.add(texts[3_000:], vectors=data.vectors[3_000:], ids=ids[3_000:])  # 4x: settles the stored cells too
+        for start in range(3_000, 12_000, per_write):
+            part = slice(start, start + per_write)
+            mem.add(texts[part], vectors=data.vectors[part], ids=ids[part])
         after = [record.group_id for record in mem.get_many(ids)]
         mem.check_invariants()
     assert sum(b != a for b, a in zip(before, after[:3_000])) > 0
@@ -72,17 +80,31 @@ def test_a_settled_group_holds_one_scope():
 
 
 @pytest.mark.parametrize(
-    ("config", "cells", "settled", "due"),
+    ("config", "cells", "written", "due"),
     [
         (MemoryConfig(), 8_000, 2_000, True),
-        (MemoryConfig(), 7_999, 2_000, False),  # not yet grown fourfold
-        (MemoryConfig(), 500, 0, False),  # searched flat: its groups decide nothing
-        (MemoryConfig(settle=False), 8_000, 2_000, False),
-        (MemoryConfig.prototype(), 8_000, 2_000, False),  # threshold grouping does not settle
+        (MemoryConfig(), 8_001, 2_000, False),  # the write did not grow the memory fourfold by itself
+        (MemoryConfig(), 8_000, 1, False),  # one cell: never a write as costly as the whole memory
+        (MemoryConfig(), 500, 500, False),  # searched flat: its groups decide nothing
+        (MemoryConfig(settle=False), 8_000, 8_000, False),
+        (MemoryConfig.prototype(), 8_000, 8_000, False),  # threshold grouping does not settle
     ],
 )
-def test_when_a_write_settles(config, cells, settled, due):
-    assert settle_due(config, cells, settled) is due
+def test_when_a_write_settles(config, cells, written, due):
+    assert settle_due(config, cells, written) is due
+
+
+def test_the_refining_window_goes_round_the_rows_and_skips_deleted_cells():
+    data = clustered_unit_vectors(3_000, DIM, clusters=10, spread=1.0, queries=0, seed=7)
+    with memory() as mem:
+        ids = mem.add([f"cell {i}" for i in range(3_000)], vectors=data.vectors)
+        mem.delete(ids[2_995:2_997])
+        state = mem._state
+        rows, following = refining(state, mem.config, 2_990, 3)
+        span = ingest.REFINED_PER_CELL * 3
+        assert following == (2_990 + span) % 3_000
+        assert rows.tolist() == sorted({(2_990 + i) % 3_000 for i in range(span)} - {2_995, 2_996})
+        assert len(refining(state, MemoryConfig(lexical=False, settle=False), 0, 3)[0]) == 0
 
 
 def test_a_step_among_neighbouring_groups_finds_what_scoring_every_centroid_finds(monkeypatch):
