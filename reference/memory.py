@@ -214,8 +214,8 @@ class CellularMemory:
             return written
 
     def _calibrate_if_due(self) -> None:
-        """A new probing margin when the memory has grown enough since the last (under the write lock)."""
-        if calibration.due(self._state.probe, self.config, len(self._state.table)):
+        """A new probing margin when the memory has changed enough since the last (under the write lock)."""
+        if calibration.due(self._state.probe, self.config, self._state):
             self._commit_probe(calibration.calibrated(self._state, self.config))
 
     def _commit_probe(self, setting: ProbeSetting) -> None:
@@ -273,6 +273,7 @@ class CellularMemory:
                     raise NotFoundError(f"not every id given is of scope {scope!r}; nothing was deleted")
             if len(rows):
                 state.commit_delete(rows)
+                self._calibrate_if_due()
         return len(rows)
 
     def apply_supersessions(self) -> list[Conflict]:

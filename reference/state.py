@@ -87,6 +87,7 @@ class EngineState:
     ) -> None:
         self.table, self.index, self.entities, self.store = table, index, entities, store
         self._probe = probe
+        self._turnover = 0
         self._probes: dict[tuple[float | None, float], ProbeSetting] = {}
         """The settings estimated since the cells last changed, by (target recall, margin floor)."""
         self._groups, self._lexical, self._episodes = groups, lexical, EpisodeIndex()
@@ -151,10 +152,16 @@ class EngineState:
         self._apply(batch, plan, found)
 
     def commit_delete(self, rows: np.ndarray) -> None:
+        self._turnover += len(rows)
         self.store.delete([self.table.ids[row] for row in rows.tolist()])
         self._groups.remove_members(self.table.group[rows], self.index.vectors_of(rows))
         self._forget(rows)
         self._changed()
+
+    @property
+    def turnover(self) -> int:
+        """Cells written, restored or deleted since this state was made (`calibration.due`)."""
+        return self._turnover
 
     @property
     def probe(self) -> ProbeSetting:
@@ -235,6 +242,7 @@ class EngineState:
         self._lexical.add(live, self._seen_texts(live))
 
     def _apply(self, batch: CellBatch, plan: Assignment, found: list[frozenset[str]]) -> None:
+        self._turnover += len(batch.ids)
         self.move(plan.moved_rows, plan.moved_to)
         self._mark_dirty(plan.moved_rows)  # split moves are persisted with the next flush
         self._groups = plan.state
@@ -251,6 +259,7 @@ class EngineState:
         """Rebuild every derived structure from the store's cells."""
         if batch is None:
             return
+        self._turnover += len(batch.ids)
         self.groups.new_slots(int(batch.groups.max()) + 1)
         self.groups.set_scopes(batch.groups, self.scope_codes(batch.scopes))
         self.groups.add_members(batch.groups, batch.vectors)

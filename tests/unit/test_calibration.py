@@ -78,7 +78,7 @@ def test_the_margin_is_narrowed_between_the_grid_margin_short_of_the_target_and_
     assert sorted(set(tried)) == pytest.approx([0.2, 0.25, 0.2625, 0.26875, 0.275, 0.3])
 
 
-def test_the_memory_estimates_on_fourfold_growth_and_after_sleep(monkeypatch):
+def test_the_memory_estimates_when_as_many_cells_changed_as_it_estimated_over_and_after_sleep(monkeypatch):
     estimated_at = []
     real = calibration.calibrated
 
@@ -87,11 +87,16 @@ def test_the_memory_estimates_on_fourfold_growth_and_after_sleep(monkeypatch):
         return real(state, config)
 
     monkeypatch.setattr(calibration, "calibrated", counted)
-    vectors = mixture(19_000, 1.0, seed=5)
+    vectors = mixture(28_000, 1.0, seed=5)
     with filled(vectors[:4000]) as memory:  # 1,000 cells a write: 1,000 is searched flat, then 4,000
-        memory.add([f"more {i}" for i in range(15_000)], vectors=vectors[4000:])
+        memory.add([f"more {i}" for i in range(15_000)], vectors=vectors[4000:19_000])
         memory.consolidate()
         assert estimated_at == [1000, 4000, 19_000, 19_000] and memory.stats().estimated_recall >= 0.95
+        monkeypatch.setattr(calibration, "TURNOVER", 1)
+        memory.delete(memory.ids()[:10_000])  # a memory that forgets as it writes: 10,000 of 19,000 changed
+        assert len(estimated_at) == 4
+        memory.add([f"last {i}" for i in range(9_000)], vectors=vectors[19_000:])  # 19,000 changed, 18,000 left
+        assert estimated_at[4:] == [18_000]
 
 
 def test_a_memory_searched_flat_has_no_estimate_and_none_keeps_the_configured_margin():
