@@ -77,7 +77,7 @@ class MemoryConfig:
     group size never falls below t(N) / `split_factor` through ingest or sleep; deletes can lower it
     until sleep merges the fragments). `max_groups` is a hard cap in both policies.
     With `grouping="threshold"` only the threshold and `max_groups` apply (the seed design).
-    With `settle` (adaptive grouping), a write that grows the memory 4 times by itself ends with sleep's k-means
+    With `settle` (adaptive grouping), a write of at least a quarter of the cells it leaves ends with sleep's k-means
     steps over every cell of the scopes it writes to (up to `sleep_rounds`, until at most a `sleep_settled` share
     moves: `ingest.settled`), and any other write with one step over its cells and a window of stored ones
     (`ingest.refining`): no merges, splits or conflict judging, which stay sleep's.

@@ -4,8 +4,8 @@ The facade checks and encodes what is written outside the lock (`NewCells`); her
 the clustering plans the cells' groups within their scopes and the state commits them: new cells with
 `EngineState.commit_write`, cells written again under ids the memory holds (`update`, an upsert) with
 `EngineState.commit_replace`, grouped as if their old versions were gone and stored in one replacing write.
-A write that makes most of the memory it leaves settles it (`settled`); any other write refines a window of
-the stored cells instead (`refining`), so that a memory built write by write stays settled at a cost per cell
+A write of at least a quarter of the cells it leaves settles the memory (`settled`); any other write refines a
+window of the stored cells instead (`refining`), so that a memory built write by write stays settled at a cost per cell
 written. A large write pauses the garbage collector and trims the heap after it (`large_write`).
 """
 
@@ -73,8 +73,10 @@ class NewCells:
         )
 
 
-SETTLE_GROWTH = 4
-"""A write settles the memory when it leaves it at least this many times larger than it found it."""
+SETTLE_SHARE = 0.25
+"""A write settles the memory when its cells are at least this share of the cells it leaves, so that settling
+(up to `sleep_rounds` steps over every cell) costs it in proportion to its own size: a bulk load settles, a turn's
+few cells never do."""
 REFINED_PER_CELL = 4
 """Stored cells a write that does not settle refines per cell it writes (`refining`). Written 100 at a time and
 settled at every fourfold growth instead, BEAM passages (51,551; 300 held-out ones as queries, exact scores, the
@@ -88,11 +90,10 @@ against 1.9 (one cell: 0.73 against 0.46 ms), the price of the groups staying se
 
 
 def settle_due(config: MemoryConfig, cells: int, written: int) -> bool:
-    """Whether a write of `written` cells that leaves the memory with `cells` settles it: it grew the memory
-    `SETTLE_GROWTH`-fold by itself (so its cost is in proportion to its own size), past the size searched flat
-    (where groups do not decide what a search reads)."""
+    """Whether a write of `written` cells that leaves the memory with `cells` settles it: they are at least
+    `SETTLE_SHARE` of them, past the size searched flat (where groups do not decide what a search reads)."""
     return (
-        config.settle and config.adaptive and cells <= SETTLE_GROWTH * written and not config.flat_is_cheaper(K, cells)
+        config.settle and config.adaptive and written >= SETTLE_SHARE * cells and not config.flat_is_cheaper(K, cells)
     )
 
 

@@ -1,4 +1,4 @@
-"""Settling: a write that grows the memory fourfold by itself ends with k-means steps over every cell of its scopes;
+"""Settling: a write of at least a quarter of the cells it leaves ends with k-means steps over every cell of its scopes;
 any other write refines a window of the stored cells with one step, so a memory written a little at a time
 stays settled without a write that costs as much as the whole memory."""
 
@@ -83,7 +83,7 @@ def test_a_settled_group_holds_one_scope():
     ("config", "cells", "written", "due"),
     [
         (MemoryConfig(), 8_000, 2_000, True),
-        (MemoryConfig(), 8_001, 2_000, False),  # the write did not grow the memory fourfold by itself
+        (MemoryConfig(), 8_001, 2_000, False),  # the write is less than a quarter of the cells it leaves
         (MemoryConfig(), 8_000, 1, False),  # one cell: never a write as costly as the whole memory
         (MemoryConfig(), 500, 500, False),  # searched flat: its groups decide nothing
         (MemoryConfig(settle=False), 8_000, 8_000, False),
