@@ -141,9 +141,9 @@ def calibrated(state: EngineState, config: MemoryConfig) -> ProbeSetting:
     while not met and reach < MAX_REACH:  # the widest margin falls short: the budget ends the probes
         reach *= 2
         if config.flat_is_cheaper(K, cells, reach):  # searched flat at this reach: exact
-            return ProbeSetting(margin, 1.0, cells, reach, state.turnover)
+            return ProbeSetting(margin, 1.0, cells, reach, turnover=state.turnover)
         recall, met = estimate(margin, reach)
-    return ProbeSetting(margin, recall, cells, reach, state.turnover)
+    return ProbeSetting(margin, recall, cells, reach, turnover=state.turnover)
 
 
 def _kth_exact_scores(index: NumpyGroupIndex, rows: np.ndarray, queries: np.ndarray, sample: np.ndarray) -> np.ndarray:

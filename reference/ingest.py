@@ -91,10 +91,14 @@ against 1.9 (one cell: 0.73 against 0.46 ms), the price of the groups staying se
 
 def settle_due(config: MemoryConfig, cells: int, written: int) -> bool:
     """Whether a write of `written` cells that leaves the memory with `cells` settles it: they are at least
-    `SETTLE_SHARE` of them, past the size searched flat (where groups do not decide what a search reads)."""
-    return (
-        config.settle and config.adaptive and written >= SETTLE_SHARE * cells and not config.flat_is_cheaper(K, cells)
-    )
+    `SETTLE_SHARE` of them, in a memory kept settled (`_kept_settled`)."""
+    return written >= SETTLE_SHARE * cells and _kept_settled(config, cells)
+
+
+def _kept_settled(config: MemoryConfig, cells: int) -> bool:
+    """Whether writes settle or refine a memory of `cells` cells: adaptive grouping with `settle` on, past the size
+    searched flat (where groups do not decide what a search reads)."""
+    return config.settle and config.adaptive and not config.flat_is_cheaper(K, cells)
 
 
 def refining(state: EngineState, config: MemoryConfig, start: int, written: int) -> tuple[np.ndarray, int]:
@@ -103,7 +107,7 @@ def refining(state: EngineState, config: MemoryConfig, start: int, written: int)
     off or the memory is searched flat). Round after round every stored cell is stepped again toward its nearest
     centroid, as the centroids move with what is written."""
     size = state.table.size
-    if not (config.settle and config.adaptive) or config.flat_is_cheaper(K, len(state.table)) or not size:
+    if not size or not _kept_settled(config, len(state.table)):
         return np.zeros(0, dtype=np.int64), start
     span = min(size, REFINED_PER_CELL * written)
     rows = (start + np.arange(span)) % size

@@ -202,11 +202,9 @@ class CellularMemory:
                 fresh = [i for i, cell_id in enumerate(cells.ids) if cell_id not in state.table.row_of]
                 if fresh:
                     settle = ingest.settle_due(self.config, len(state.table) + len(fresh), len(fresh))
-                    refine, self._refine_from = (
-                        (None, self._refine_from)
-                        if settle
-                        else ingest.refining(state, self.config, self._refine_from, len(fresh))
-                    )
+                    refine = None
+                    if not settle:
+                        refine, self._refine_from = ingest.refining(state, self.config, self._refine_from, len(fresh))
                     ingest.write(state, self._clustering, self.config, cells.take(fresh), settle=settle, refine=refine)
                     self._calibrate_if_due()
             written = cells.ids

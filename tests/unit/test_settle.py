@@ -22,12 +22,13 @@ def memory(settle: bool = True, path=None) -> CellularMemory:
 def test_settled_writes_leave_tighter_groups_than_online_grouping_alone(per_write):
     data = clustered_unit_vectors(6_000, DIM, clusters=30, spread=1.0, queries=0, seed=3)
     ids = [f"c{i}" for i in range(len(data.vectors))]
+    texts = [f"cell {i}" for i in range(len(ids))]
     found = {}
     for settle in (False, True):
         with memory(settle) as mem:
             for start in range(0, len(ids), per_write):
                 part = slice(start, start + per_write)
-                mem.add([f"cell {i}" for i in range(len(ids))][part], vectors=data.vectors[part], ids=ids[part])
+                mem.add(texts[part], vectors=data.vectors[part], ids=ids[part])
             mem.check_invariants()
             found[settle], _ = group_fit(mem, ids, data.vectors)
     assert found[True] > found[False] + 0.005
