@@ -141,7 +141,7 @@ def _locomo_turns(
             except (KeyError, TypeError):
                 raise DatasetFormatError(f"{where} {key} turn {position}: needs dia_id, speaker and text") from None
             text = fmt.render(text, speaker=speaker, date=date, caption=str(turn.get("blip_caption") or ""))
-            docs.append(Document(turn_id, text, metadata=_turn_metadata(f"S{number}", date)))
+            docs.append(Document(turn_id, text, metadata=_turn_metadata(f"S{number}", date, speaker)))
             session_of[turn_id] = f"S{number}"
     return docs, session_of
 
@@ -169,8 +169,9 @@ def _longmemeval_conversations(file: Path, data: Any, fmt: TurnFormat) -> Iterat
                 if not isinstance(turn, Mapping) or "content" not in turn:
                     raise DatasetFormatError(f"{where} session {session_id} turn {position}: needs role and content")
                 turn_id = f"{session_id}#{position}"
-                text = fmt.render(str(turn["content"]), speaker=str(turn.get("role", "")), date=str(date))
-                docs.append(Document(turn_id, text, metadata=_turn_metadata(session_id, str(date))))
+                role = str(turn.get("role", ""))
+                text = fmt.render(str(turn["content"]), speaker=role, date=str(date))
+                docs.append(Document(turn_id, text, metadata=_turn_metadata(session_id, str(date), role)))
                 session_of[turn_id] = session_id
                 if turn.get("has_answer"):
                     marked.append(turn_id)
@@ -188,6 +189,11 @@ def _longmemeval_conversations(file: Path, data: Any, fmt: TurnFormat) -> Iterat
         )
 
 
-def _turn_metadata(session: str, date: str) -> dict[str, str]:
-    """A turn's session, which is also its episode (systems that take episodes get it), and its date."""
-    return {"session": session, "episode": session} | ({"date": date} if date else {})
+def _turn_metadata(session: str, date: str, speaker: str) -> dict[str, str]:
+    """A turn's session, which is also its episode (systems that take episodes get it), its date and its
+    speaker (the engine's `speaker_key`)."""
+    return (
+        {"session": session, "episode": session}
+        | ({"date": date} if date else {})
+        | ({"speaker": speaker} if speaker else {})
+    )

@@ -36,14 +36,15 @@ DIALOGUE_SYSTEMS = (
     "reference-fusion",
     "reference-episodes",
     "reference-neighbours",
+    "reference-turns",
     "reference-time",
     "reference-dense",
     "flat-numpy",
     "bm25",
     "hybrid-rrf",
 )
-"""Dialogue memory, with the engine's ablations: fusion alone, + episodes, + neighbours, both (the engine),
-and the engine with each session's date as context (+ time)."""
+"""Dialogue memory, with the engine's ablations: fusion alone, + episodes, + neighbours, + turn form (questions
+and speakers), all of them (the engine), and the engine with each session's date as context (+ time)."""
 STREAM_SYSTEMS = (
     "reference",
     "reference-dense",

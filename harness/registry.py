@@ -27,6 +27,19 @@ def _lazy(module: str, attribute: str, **preset: Any) -> Factory:
     return factory
 
 
+_TEXT_STAGES = {
+    "episodes": ("episode_weight",),
+    "neighbours": ("neighbour_weight",),
+    "turn form": ("asking_penalty", "speaker_weight"),
+}
+"""The settings of each stage of a text query after fusion (`reference.search`)."""
+
+
+def _fusion_and(*stages: str) -> dict[str, float]:
+    """An ablation of the text path: dense + BM25 fusion and only these later stages (`reference` has them all)."""
+    return {name: 0 for stage, names in _TEXT_STAGES.items() if stage not in stages for name in names}
+
+
 SYSTEMS: dict[str, Factory] = {
     "reference": _lazy("harness.systems.reference", "ReferenceSystem"),
     "reference-chroma": _lazy(
@@ -45,14 +58,15 @@ SYSTEMS: dict[str, Factory] = {
     "reference-no-entities": _lazy(
         "harness.systems.reference", "ReferenceSystem", name="reference-no-entities", use_entities=False
     ),
-    "reference-fusion": _lazy(
-        "harness.systems.reference", "ReferenceSystem", name="reference-fusion", episode_weight=0, neighbour_weight=0
-    ),
+    "reference-fusion": _lazy("harness.systems.reference", "ReferenceSystem", name="reference-fusion", **_fusion_and()),
     "reference-episodes": _lazy(
-        "harness.systems.reference", "ReferenceSystem", name="reference-episodes", neighbour_weight=0
+        "harness.systems.reference", "ReferenceSystem", name="reference-episodes", **_fusion_and("episodes")
     ),
     "reference-neighbours": _lazy(
-        "harness.systems.reference", "ReferenceSystem", name="reference-neighbours", episode_weight=0
+        "harness.systems.reference", "ReferenceSystem", name="reference-neighbours", **_fusion_and("neighbours")
+    ),
+    "reference-turns": _lazy(
+        "harness.systems.reference", "ReferenceSystem", name="reference-turns", **_fusion_and("turn form")
     ),
     "reference-time": _lazy("harness.systems.reference", "ReferenceSystem", name="reference-time", date_context=True),
     "reference-dense": _lazy(

@@ -14,6 +14,8 @@ from typing import Any
 
 import numpy as np
 
+from .turns import asks, speaker_word
+
 NO_METADATA: MappingProxyType[str, Any] = MappingProxyType({})
 """The metadata of every row written without any: one read-only empty mapping, not an empty dict per cell
 (64 bytes each, and a search's hits copied each from wherever it lay in memory)."""
@@ -94,9 +96,10 @@ class CellTable:
     without, the NumPy group index holds the only copy (read vectors through `EngineState.index.vectors_of`).
     """
 
-    def __init__(self, dim: int, *, keep_vectors: bool) -> None:
+    def __init__(self, dim: int, *, keep_vectors: bool, speaker_key: str | None = None) -> None:
         self.dim = dim
         self.keep_vectors = keep_vectors
+        self.speaker_key = speaker_key
         self._size = 0
         self.vectors = np.zeros((0, dim), dtype=np.float32)
         self.group = np.zeros(0, dtype=np.int64)
@@ -106,6 +109,13 @@ class CellTable:
         self.alive = np.zeros(0, dtype=bool)
         self.superseded = np.zeros(0, dtype=bool)
         """True for a cell that a newer, contradicting cell outranks in memory mode."""
+        self.asks = np.zeros(0, dtype=bool)
+        """True for a cell whose text asks a question (`turns.asks`)."""
+        self.speaker = np.zeros(0, dtype=np.int32)
+        """Each row's speaker, as a code into `speaker_words`: the first word of its metadata under `speaker_key`
+        (`turns.speaker_word`; 0: none)."""
+        self.speaker_words: list[str] = [""]
+        self._speaker_code: dict[str, int] = {"": 0}
         self.ids: list[str] = []
         self.texts: list[str] = []
         self.kinds: list[str] = []
@@ -143,31 +153,34 @@ class CellTable:
         self.superseded[start:stop] = (
             [superseded(row_conflicts) for row_conflicts in batch.conflicts] if any(batch.conflicts) else False
         )
+        self.asks[start + np.flatnonzero([asks(text) for text in batch.texts])] = True  # no page written for none
+        if self.speaker_key is not None and any(batch.metadata):
+            key = self.speaker_key
+            self.speaker[start:stop] = _codes(
+                [speaker_word(m, key) for m in batch.metadata], self._speaker_code, self.speaker_words
+            )
         self.ids.extend(batch.ids)
         self.texts.extend(batch.texts)
         self.kinds.extend(batch.kinds)
         self.metadata.extend(metadata or NO_METADATA for metadata in batch.metadata)
         self.conflicts.update((start + i, list(notes)) for i, notes in enumerate(batch.conflicts) if notes)
         self.history.update((start + i, list(texts)) for i, texts in enumerate(batch.histories) if texts)
-        self.scope[start:stop] = self.scope_codes(batch.scopes)
+        self.scope[start:stop] = _codes(batch.scopes, self._scope_code, self.scope_names)
         self.row_of.update(zip(batch.ids, range(start, stop)))
         self._size = stop
         return np.arange(start, stop)
 
     def scope_codes(self, names: Sequence[str]) -> np.ndarray:
         """The codes of these scopes, new ones given codes."""
-        distinct = dict.fromkeys(names)
-        for name in distinct:
-            if name not in self._scope_code:
-                self._scope_code[name] = len(self.scope_names)
-                self.scope_names.append(name)
-        if len(distinct) == 1:  # the usual write: every cell of one scope
-            return np.full(len(names), self._scope_code[next(iter(distinct))], dtype=np.int32)
-        return np.fromiter((self._scope_code[name] for name in names), dtype=np.int32, count=len(names))
+        return _codes(names, self._scope_code, self.scope_names)
 
     def known_scope(self, name: str) -> int | None:
         """The code of a scope that has ever held a cell, else None."""
         return self._scope_code.get(name)
+
+    def known_speaker(self, word: str) -> int | None:
+        """The code of a speaker's first word (lower case) that some cell has had, else None."""
+        return self._speaker_code.get(word)
 
     def kill(self, rows: Iterable[int]) -> None:
         """Mark rows deleted."""
@@ -178,6 +191,16 @@ class CellTable:
     def live_rows(self) -> np.ndarray:
         """Row numbers of all live cells, in insertion order."""
         return np.flatnonzero(self.alive[: self._size])
+
+    def turn_form_problems(self, rows: np.ndarray) -> list[str]:
+        """A message for each turn-form column that disagrees with these rows' texts or metadata."""
+        problems, listed = [], rows.tolist()
+        if self.asks[rows].tolist() != [asks(self.texts[row]) for row in listed]:
+            problems.append("a cell's question mark is recorded wrongly")
+        spoken = [self.speaker_words[code] for code in self.speaker[rows].tolist()]
+        if self.speaker_key and spoken != [speaker_word(self.metadata[row], self.speaker_key) for row in listed]:
+            problems.append("a cell's speaker is recorded wrongly")
+        return problems
 
     def record(self, row: int, vector: np.ndarray, episode: str) -> CellRecord:
         """The full record of one row, whose vector is `vector` and episode `episode`."""
@@ -210,12 +233,26 @@ class CellTable:
         self.access = grown(self.access, new_capacity)
         self.alive = grown(self.alive, new_capacity)
         self.superseded = grown(self.superseded, new_capacity)
+        self.asks = grown(self.asks, new_capacity)
+        self.speaker = grown(self.speaker, new_capacity)
         self.scope = grown(self.scope, new_capacity)
 
 
 def superseded(conflicts: Sequence[ConflictNote]) -> bool:
     """A cell is superseded when a conflict names it as the older side."""
     return any(c.other_is_newer for c in conflicts)
+
+
+def _codes(names: Sequence[str], code_of: dict[str, int], named: list[str]) -> np.ndarray:
+    """The codes of `names` in `code_of` (new names get the next codes, appended to `named`)."""
+    distinct = dict.fromkeys(names)
+    for name in distinct:
+        if name not in code_of:
+            code_of[name] = len(named)
+            named.append(name)
+    if len(distinct) == 1:  # the usual write: every cell of one scope, or of one speaker
+        return np.full(len(names), code_of[next(iter(distinct))], dtype=np.int32)
+    return np.fromiter((code_of[name] for name in names), dtype=np.int32, count=len(names))
 
 
 def grown(array: np.ndarray, capacity: int, *, fill: float = 0) -> np.ndarray:

@@ -43,7 +43,8 @@ class ScoringWeights:
 
 AT_LEAST: dict[float, tuple[str, ...]] = {
     0: ("group_size_per_sqrt_n", "probe_per_sqrt_n", "probe_margin", "probe_cost_cells", "rrf_k", "entity_boost",
-        "episode_weight", "neighbour_weight", "episode_gap_s", "superseded_penalty"),
+        "episode_weight", "neighbour_weight", "asking_penalty", "speaker_weight", "episode_gap_s",
+        "superseded_penalty"),
     1: ("max_groups", "sleep_rounds", "probe_per_k", "fusion_depth", "group_top_k", "access_saturation",
         "ingest_chunk"),
     2: ("group_size",),
@@ -118,8 +119,12 @@ class MemoryConfig:
     `episode_weight` times the best fused score among the candidates of its episode (the cells written
     together), plus `neighbour_weight` times the better fused score of the cells written just before and
     after it in that episode. Chosen on three of the five LoCoMo dev conversations (26, 41, 43; turn-level
-    recall@10 0.654 → 0.734), reported on the other two (47, 49: 0.577 → 0.673). Vector-only queries stay
-    purely dense. Cells written without an episode continue the inferred episode of the cell before them
+    recall@10 0.654 → 0.734), reported on the other two (47, 49: 0.577 → 0.673). Last, each is scored by its
+    form (`turns.py`): `asking_penalty` less when its text ends with a question mark, `speaker_weight` more
+    when the query names the speaker in its metadata under `speaker_key`; chosen on the same three (0.734 →
+    0.766; multi-hop questions 0.316 → 0.399), reported on the other two (0.673 → 0.715; multi-hop 0.282 →
+    0.347; questions whose premise is false, which often name the wrong speaker, 0.763 → 0.775). Vector-only
+    queries stay purely dense. Cells written without an episode continue the inferred episode of the cell before them
     when written at most `episode_gap_s` seconds later.
     """
 
@@ -147,6 +152,9 @@ class MemoryConfig:
     lexical_weight: float = field(default=0.3, metadata=applies(LEXICAL, ("fusion", "score")))
     episode_weight: float = field(default=0.75, metadata=applies(LEXICAL))
     neighbour_weight: float = field(default=0.5, metadata=applies(LEXICAL))
+    asking_penalty: float = field(default=0.15, metadata=applies(LEXICAL))
+    speaker_key: str | None = field(default="speaker", metadata=applies(LEXICAL, query_time=False))
+    speaker_weight: float = field(default=0.1, metadata=applies(LEXICAL))
     episode_gap_s: float = 1800.0
     entity_boost: float = field(default=1.0, metadata=applies(ENTITIES))
     use_entities: bool = field(default=True, metadata=QUERY_TIME)
@@ -176,6 +184,8 @@ class MemoryConfig:
         checks |= {
             "namespace must be 3-40 characters of [a-zA-Z0-9_-]": _valid_namespace(self.namespace),
             "kind_importance values must be in [0, 1]": all(0 <= v <= 1 for v in self.kind_importance.values()),
+            "speaker_key must be None or a non-empty string": self.speaker_key is None
+            or (isinstance(self.speaker_key, str) and bool(self.speaker_key)),
             "target_recall must be None or in (0, 1]": self.target_recall is None
             or (isinstance(self.target_recall, int | float) and 0 < self.target_recall <= 1),
         }

@@ -123,7 +123,7 @@ class CellularMemory:
         elif client is not None:
             store = ServerCellStore(client, config.namespace, identity)
             cells = store.load()
-        table = CellTable(self.dim, keep_vectors=config.group_backend == "chroma")
+        table = CellTable(self.dim, keep_vectors=config.group_backend == "chroma", speaker_key=config.speaker_key)
         self._state = EngineState(
             table=table,
             groups=GroupState.empty(self.dim),

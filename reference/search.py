@@ -1,4 +1,5 @@
-"""The search pipeline: centroids → per-group searches → entity boost → lexical fusion → context → ranking.
+"""The search pipeline: centroids → per-group searches → entity boost → lexical fusion → context and turn form →
+ranking.
 
 Stage 1 ranks the live groups' centroids. With budget probing (the default) groups are taken in
 centroid order until they hold `MemoryConfig.probe_candidates(k, N)` cells, and past the first
@@ -16,7 +17,8 @@ scored directly and boosted by `entity_boost` times the share of the query's ent
 mention. Stage 4, for text queries: the best `fusion_depth` dense candidates are fused with the
 lexical index's (BM25) best (`fusion.py`); vector-only queries stay dense.
 Stage 5, for text queries: each candidate is scored with its episode's and its neighbouring turns'
-evidence (`_with_context`). Stage 6 ranks: in similarity mode the best k as they stand; in memory mode
+evidence (`_with_context`), then by its own form: less if it asks a question, more if a speaker the query
+names wrote it (`turns.py`). Stage 6 ranks: in similarity mode the best k as they stand; in memory mode
 `MEMORY_MODE_POOL` · k candidates re-scored by importance, recency and access (`scoring.py`), superseded
 cells penalised, scores under `score_threshold` dropped. Every ranking rule of the engine is here.
 A search restricted to a scope or by a filter (`filters.Within`) applies the restriction in every stage
@@ -37,6 +39,7 @@ from .fusion import calibrated_scores, reciprocal_rank
 from .index import GroupIndex, NumpyGroupIndex, ProbeLimits, similarities, top_k
 from .scoring import Clock, memory_scores
 from .state import EngineState
+from .turns import with_turn_form
 
 Mode = Literal["similarity", "memory"]
 MEMORY_MODE_POOL = 4
@@ -148,7 +151,15 @@ class SearchPipeline:
                     lambda chosen: similarities(state.index.vectors_of(chosen), query).astype(np.float64),
                     lexical_weight=config.lexical_weight,
                 )
-            rows, scores = _best(rows, self._with_context(rows, scores, state.episodes), k)
+            scores = with_turn_form(
+                rows,
+                self._with_context(rows, scores, state.episodes),
+                table,
+                query_text,
+                asking_penalty=config.asking_penalty,
+                speaker_weight=config.speaker_weight,
+            )
+            rows, scores = _best(rows, scores, k)
         state.counters.count(flat=flat)
         return Candidates(rows, scores)
 

@@ -371,7 +371,7 @@ class EngineState:
         return np.asarray([self.table.row_of[i] for i in ids], dtype=np.int64)
 
     def check_invariants(self) -> None:
-        """Groups, centroids, the group index and the entity and lexical indexes agree with the cells
+        """Groups, centroids, the group index, the entity and lexical indexes and the turn form agree with the cells
         (call under the read lock); raises `InvariantError` naming each disagreement."""
         table, groups = self.table, self.groups
         live = table.live_rows()
@@ -404,5 +404,6 @@ class EngineState:
             problems.append("the metadata index holds other cells than the live ones")
         if (groups.scopes[table.group[live]] != table.scope[live]).any():
             problems.append("a cell is in a group of another scope")
+        problems += table.turn_form_problems(live)
         if problems:
             raise InvariantError("; ".join(problems))

@@ -1,6 +1,7 @@
 """What the episode layer costs at 100K text cells (`MAGBENCH_PERF_N`) in memory, written as sessions of 20
 turns: text searches (text and vector, fused, then each cell scored with its episode's and neighbours'
-evidence) with the default context weights against the same searches with both weights 0 (fusion alone), and
+evidence and its turn form) with the default settings against the same searches with every stage after fusion
+off (fusion alone), and
 vector-only searches, which the layer must leave unchanged, likewise, each query timed both ways in the same
 round. The summary gives each ratio."""
 
@@ -18,7 +19,11 @@ from tests.bench.test_agent_loop import ENCODER, loop_texts
 
 ROUNDS = 200
 TURNS_PER_SESSION = 20
-WEIGHTS = MemoryConfig().episode_weight, MemoryConfig().neighbour_weight
+AFTER_FUSION = {
+    name: getattr(MemoryConfig(), name)
+    for name in ("episode_weight", "neighbour_weight", "asking_penalty", "speaker_weight")
+}
+"""The settings of the stages after fusion (context and turn form), at their defaults."""
 
 
 @pytest.fixture(scope="module")
@@ -49,7 +54,7 @@ def test_search_with_and_without_the_episode_layer(benchmark, sessions, query):
         search = lambda text, vector: memory.search(text, vector=vector, k=10)  # noqa: E731
     else:
         search = lambda text, vector: memory.search(vector, k=10)  # noqa: E731
-    settings = {"with_episodes": WEIGHTS, "fusion_alone": (0.0, 0.0)}
+    settings = {"with_episodes": AFTER_FUSION, "fusion_alone": dict.fromkeys(AFTER_FUSION, 0.0)}
     spent: dict[str, list[float]] = {name: [] for name in settings}
 
     def both_settings_first():
@@ -57,11 +62,11 @@ def test_search_with_and_without_the_episode_layer(benchmark, sessions, query):
         search(text, vector)
         order = list(settings) if len(spent["fusion_alone"]) % 2 else list(settings)[::-1]
         for name in order:
-            memory.set_search_options(episode_weight=settings[name][0], neighbour_weight=settings[name][1])
+            memory.set_search_options(**settings[name])
             started = time.perf_counter()
             search(text, vector)
             spent[name].append(time.perf_counter() - started)
-        memory.set_search_options(episode_weight=WEIGHTS[0], neighbour_weight=WEIGHTS[1])
+        memory.set_search_options(**AFTER_FUSION)
         return (text, vector), {}
 
     time_queries(benchmark, search, setup=both_settings_first, rounds=ROUNDS, warmup_rounds=2)
