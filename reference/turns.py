@@ -52,6 +52,9 @@ def with_turn_form(
     if asking_penalty:
         adjusted -= asking_penalty * table.asks[rows]
     if speaker_weight:
-        named = [table.known_speaker(word.lower()) for word in _WORD.findall(query_text)]
-        adjusted += speaker_weight * np.isin(table.speaker[rows], [code for code in named if code])
+        named = [code for word in _WORD.findall(query_text) if (code := table.known_speaker(word.lower()))]
+        if named:
+            speaks = np.zeros(len(table.speaker_words), dtype=bool)
+            speaks[named] = True
+            adjusted += speaker_weight * speaks[table.speaker[rows]]
     return adjusted
