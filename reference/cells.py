@@ -165,7 +165,7 @@ class CellTable:
         self.metadata.extend(metadata or NO_METADATA for metadata in batch.metadata)
         self.conflicts.update((start + i, list(notes)) for i, notes in enumerate(batch.conflicts) if notes)
         self.history.update((start + i, list(texts)) for i, texts in enumerate(batch.histories) if texts)
-        self.scope[start:stop] = _codes(batch.scopes, self._scope_code, self.scope_names)
+        self.scope[start:stop] = self.scope_codes(batch.scopes)
         self.row_of.update(zip(batch.ids, range(start, stop)))
         self._size = stop
         return np.arange(start, stop)
