@@ -116,3 +116,11 @@ def test_a_wrong_turn_form_column_is_named():
         "a cell's question mark is recorded wrongly",
         "a cell's speaker is recorded wrongly",
     ]
+
+
+def test_the_speaker_key_is_fixed_when_the_memory_is_made():
+    with CellularMemory(encoder=MockEncoder(32)) as memory:
+        with pytest.raises(InvalidInputError):
+            memory.set_search_options(speaker_key="who")
+        memory.set_search_options(asking_penalty=0.3, speaker_weight=0)
+        assert (memory.config.asking_penalty, memory.config.speaker_weight) == (0.3, 0)
