@@ -198,7 +198,9 @@ class CellTable:
         if self.asks[rows].tolist() != [asks(self.texts[row]) for row in listed]:
             problems.append("a cell's question mark is recorded wrongly")
         spoken = [self.speaker_words[code] for code in self.speaker[rows].tolist()]
-        if self.speaker_key and spoken != [speaker_word(self.metadata[row], self.speaker_key) for row in listed]:
+        if self.speaker_key is not None and spoken != [
+            speaker_word(self.metadata[row], self.speaker_key) for row in listed
+        ]:
             problems.append("a cell's speaker is recorded wrongly")
         return problems
 
