@@ -68,6 +68,20 @@ def test_the_arena_keeps_every_vector_through_growth_moves_removals_and_rebuilds
     assert len(arenas) > 2  # the arena was rebuilt along the way
 
 
+def test_codes_map_each_rows_largest_magnitude_to_127_and_round_the_rest_to_nearest():
+    rng = np.random.default_rng(5)
+    vectors = rng.standard_normal((300, 384)).astype(np.float32)
+    vectors[1, 7] = -9.0  # the largest magnitude negative
+    vectors[2] = 0.0  # no direction: codes 0, scale 0
+    vectors[3, :5] = [0.5, -0.5, 1.5, 2.5, 127.0]  # halves round to even
+    codes, scales = kernels.quantized(vectors)
+    top = np.abs(vectors).max(axis=1)
+    np.testing.assert_array_equal(scales, top / np.float32(127))
+    inverse = np.divide(np.float32(127), top, out=np.zeros_like(top), where=top > 0)
+    np.testing.assert_array_equal(codes, np.rint(vectors * inverse[:, None]).astype(np.int8))
+    assert codes[1, 7] == -127 and not codes[2].any() and scales[2] == 0
+
+
 def code_scores(vectors: np.ndarray, query: np.ndarray) -> np.ndarray:
     """Each vector's score against the query by their int8 codes, in the kernel's float32 order of products."""
     codes, scales = kernels.quantized(vectors)
