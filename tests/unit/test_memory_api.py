@@ -5,6 +5,7 @@ import re
 import numpy as np
 import pytest
 
+from harness.generators.vectors import clustered_unit_vectors
 from reference import (
     CellularMemory,
     DimensionMismatchError,
@@ -253,3 +254,22 @@ def test_deleting_an_id_listed_twice_deletes_it_once(memory):
 def test_a_kind_that_is_not_a_string_is_a_typed_error(memory):
     with pytest.raises(InvalidInputError, match="unknown kind"):
         memory.add("x", kind=["fact"])
+
+
+def test_a_search_after_each_change_sees_the_memory_as_it_is_now(mock_encoder):
+    """What a probe reads is worked out once per state of the memory: after a write, a delete and a sleep the
+    next search reads the groups there are now (a cell written to a new scope founds a group of its own, which
+    only a probe that knows of that group reads)."""
+    data = clustered_unit_vectors(3000, mock_encoder.dim, 30, spread=0.3, queries=1, seed=3)
+    query = data.queries[0]
+    with CellularMemory(encoder=mock_encoder, config=MemoryConfig(lexical=False)) as memory:
+        memory.add(["cell"] * 3000, vectors=data.vectors)
+        assert memory.search(query, k=5)[0].id != "copy"
+        memory.add(["copy"], vectors=[query], ids=["copy"], scope="elsewhere")
+        assert memory.search(query, k=5)[0].id == "copy"
+        memory.delete(["copy"])
+        assert "copy" not in {hit.id for hit in memory.search(query, k=5)}
+        memory.consolidate()
+        memory.add(["copy"], vectors=[query], ids=["copy"], scope="further")
+        assert memory.search(query, k=5)[0].id == "copy"
+        assert memory.stats().flat_searches == 0
