@@ -65,8 +65,9 @@ margin, read 0.973–0.978 while held-out passages read 0.946–0.976 at the che
 memory's own cells and new text as queries, not the estimate's age."""
 TIE_TOLERANCE = 1e-5
 """Float32 scores of the same pair from the compiled probe and from NumPy differ in their last bits."""
-EXACT_CHUNK = 65_536
-"""Cells scored at a time by the exact search (bounded memory)."""
+EXACT_CHUNK = 8192
+"""Cells scored at a time by the exact search: its scores (200 queries by 8,192 cells, 6.5 MB) stay in cache for
+the heaps that read them (a million cells: 1.5 against 1.7 s by 65,536)."""
 
 
 @dataclass(frozen=True)
