@@ -78,7 +78,9 @@ def test_the_margin_is_narrowed_between_the_grid_margin_short_of_the_target_and_
     assert sorted(set(tried)) == pytest.approx([0.2, 0.25, 0.2625, 0.26875, 0.275, 0.3])
 
 
-def test_the_memory_estimates_when_as_many_cells_changed_as_it_estimated_over_and_after_sleep(monkeypatch):
+def test_the_memory_estimates_again_when_turnover_times_the_cells_it_estimated_over_changed_and_after_sleep(
+    monkeypatch,
+):
     estimated_at = []
     real = calibration.calibrated
 
@@ -88,15 +90,19 @@ def test_the_memory_estimates_when_as_many_cells_changed_as_it_estimated_over_an
 
     monkeypatch.setattr(calibration, "calibrated", counted)
     vectors = mixture(28_000, 1.0, seed=5)
-    with filled(vectors[:4000]) as memory:  # 1,000 cells a write: 1,000 is searched flat, then 4,000
-        memory.add([f"more {i}" for i in range(15_000)], vectors=vectors[4000:19_000])
+    with filled(vectors[:4000]) as memory:  # 1,000 cells a write (1,000 is searched flat), each a quarter or more
+        assert estimated_at == [1000, 2000, 3000, 4000]
+        monkeypatch.setattr(calibration, "TURNOVER", 3)
+        memory.add([f"more {i}" for i in range(11_000)], vectors=vectors[4000:15_000])  # 11,000 changed: < 3 x 4,000
+        assert len(estimated_at) == 4
+        memory.add([f"more {i}" for i in range(4_000)], vectors=vectors[15_000:19_000])  # 15,000 changed
         memory.consolidate()
-        assert estimated_at == [1000, 4000, 19_000, 19_000] and memory.stats().estimated_recall >= 0.95
+        assert estimated_at[4:] == [19_000, 19_000] and memory.stats().estimated_recall >= 0.95
         monkeypatch.setattr(calibration, "TURNOVER", 1)
         memory.delete(memory.ids()[:10_000])  # a memory that forgets as it writes: 10,000 of 19,000 changed
-        assert len(estimated_at) == 4
+        assert len(estimated_at) == 6
         memory.add([f"last {i}" for i in range(9_000)], vectors=vectors[19_000:])  # 19,000 changed, 18,000 left
-        assert estimated_at[4:] == [18_000]
+        assert estimated_at[6:] == [18_000]
 
 
 def test_a_memory_searched_flat_has_no_estimate_and_none_keeps_the_configured_margin():
@@ -136,9 +142,11 @@ def test_switching_between_targets_estimates_each_once_until_the_cells_change(mo
         for target in (0.97, 0.95, 0.97, 0.95):
             memory.set_search_options(target_recall=target)
             margins.append(memory.stats().probe_margin)
-        assert len(estimates) == 2 and margins[0] == margins[2] and margins[1] == margins[3]
+        assert len(estimates) == 1  # 0.97; the setting for 0.95 is the one the last write estimated
+        assert margins[0] == margins[2] and margins[1] == margins[3]
         memory.add(["one more"], vectors=mixture(1, 1.0, seed=11))
         memory.set_search_options(target_recall=0.97)
+        memory.set_search_options(target_recall=0.95)
         assert len(estimates) == 3
 
 
