@@ -6,6 +6,7 @@ stable for the group and entity indexes that point at them.
 
 from __future__ import annotations
 
+import copy
 import os
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -19,6 +20,25 @@ from .turns import asks, speaker_word
 NO_METADATA: MappingProxyType[str, Any] = MappingProxyType({})
 """The metadata of every row written without any: one read-only empty mapping, not an empty dict per cell
 (64 bytes each, and a search's hits copied each from wherever it lay in memory)."""
+
+
+class NestedMetadata(dict[str, Any]):
+    """A row's metadata that holds lists or mappings: its `copy` is deep, so no caller who got a copy (a hit, a
+    record) can change the stored cell through a shared list. Flat metadata is a plain dict (its `copy` suffices)."""
+
+    def copy(self) -> dict[str, Any]:
+        copied: dict[str, Any] = copy.deepcopy(dict(self))
+        return copied
+
+
+def stored_metadata(metadata: dict[str, Any]) -> dict[str, Any] | MappingProxyType[str, Any]:
+    """How the table keeps a row's metadata: `NO_METADATA` when empty, `NestedMetadata` when a value is a list or
+    a mapping, else the dict itself."""
+    if not metadata:
+        return NO_METADATA
+    if any(isinstance(value, list | dict) for value in metadata.values()):
+        return NestedMetadata(metadata)
+    return metadata
 
 
 @dataclass(frozen=True)
@@ -120,7 +140,8 @@ class CellTable:
         self.texts: list[str] = []
         self.kinds: list[str] = []
         self.metadata: list[dict[str, Any] | MappingProxyType[str, Any]] = []
-        """Each row's metadata; the rows without any share `NO_METADATA` (no empty dict per cell)."""
+        """Each row's metadata (`stored_metadata`): read it out by its `copy()`; the rows without any share
+        `NO_METADATA` (no empty dict per cell)."""
         self.conflicts: dict[int, list[ConflictNote]] = {}
         """The conflicts noted on each row that has any (few do: no empty list per cell)."""
         self.history: dict[int, list[dict[str, Any]]] = {}
@@ -162,7 +183,7 @@ class CellTable:
         self.ids.extend(batch.ids)
         self.texts.extend(batch.texts)
         self.kinds.extend(batch.kinds)
-        self.metadata.extend(metadata or NO_METADATA for metadata in batch.metadata)
+        self.metadata.extend(map(stored_metadata, batch.metadata))
         self.conflicts.update((start + i, list(notes)) for i, notes in enumerate(batch.conflicts) if notes)
         self.history.update((start + i, list(texts)) for i, texts in enumerate(batch.histories) if texts)
         self.scope[start:stop] = self.scope_codes(batch.scopes)
@@ -215,11 +236,11 @@ class CellTable:
             importance=float(self.importance[row]),
             timestamp=float(self.timestamp[row]),
             access_count=int(self.access[row]),
-            metadata=dict(self.metadata[row]),
+            metadata=self.metadata[row].copy(),
             conflicts=list(self.conflicts.get(row, ())),
             episode=episode,
             scope=self.scope_names[int(self.scope[row])],
-            history=list(self.history.get(row, ())),
+            history=copy.deepcopy(self.history.get(row, [])),
         )
 
     def _reserve(self, needed: int) -> None:

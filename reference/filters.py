@@ -23,22 +23,26 @@ import numpy as np
 
 from .cells import with_room
 from .errors import InvalidInputError
+from .validation import INT_RANGE, MAX_DEPTH
 
 COMPARISONS = ("$gt", "$gte", "$lt", "$lte")
 OPERATORS = frozenset({"$eq", "$ne", "$in", "$nin", *COMPARISONS})
 Scalar = str | int | float | bool
 
 
-def check_where(where: Any) -> dict[str, Any]:
-    """A `where` filter, checked through and through (a typed error names what is wrong)."""
+def check_where(where: Any, *, depth: int = 0) -> dict[str, Any]:
+    """A `where` filter, checked through and through (a typed error names what is wrong); `$and` and `$or`
+    nest at most `MAX_DEPTH` levels."""
     if not isinstance(where, Mapping) or not where:
-        raise InvalidInputError(f"where must be a non-empty mapping, got {where!r}")
+        raise InvalidInputError(f"where must be a non-empty mapping, got {where!r:.200}")
     for key, condition in where.items():
         if key in ("$and", "$or"):
             if not isinstance(condition, list) or not condition:
                 raise InvalidInputError(f"{key} takes a non-empty list of filters")
+            if depth >= MAX_DEPTH:
+                raise InvalidInputError(f"where nests $and / $or deeper than {MAX_DEPTH} levels")
             for part in condition:
-                check_where(part)
+                check_where(part, depth=depth + 1)
         elif not isinstance(key, str) or key.startswith("$"):
             raise InvalidInputError(f"unknown operator or key {key!r} in where; keys are metadata names")
         elif isinstance(condition, Mapping):
@@ -58,15 +62,27 @@ def _check_value(key: str, operator: str, value: Any) -> None:
         for item in value:
             _check_scalar(key, item)
     elif operator in COMPARISONS:
-        if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
-            raise InvalidInputError(f"{key}: {operator} compares finite numbers, got {value!r}")
+        if isinstance(value, bool) or not isinstance(value, int | float) or not _storable_number(value):
+            raise InvalidInputError(f"{key}: {operator} compares finite numbers, got {value!r:.50}{_RANGE_NOTE}")
     else:
         _check_scalar(key, value)
 
 
 def _check_scalar(key: str, value: Any) -> None:
-    if not isinstance(value, Scalar) or (isinstance(value, float) and not math.isfinite(value)):
-        raise InvalidInputError(f"{key}: values are strings, finite numbers or booleans, got {value!r}")
+    if not isinstance(value, Scalar) or (not isinstance(value, str | bool) and not _storable_number(value)):
+        raise InvalidInputError(
+            f"{key}: values are strings, finite numbers or booleans, got {value!r:.50}{_RANGE_NOTE}"
+        )
+
+
+_RANGE_NOTE = " (integers within the 64-bit range a store holds)"
+
+
+def _storable_number(value: Any) -> bool:
+    """A finite float, or an integer in the range a store holds (`validation.INT_RANGE`)."""
+    if isinstance(value, int):
+        return INT_RANGE[0] <= value <= INT_RANGE[1]
+    return isinstance(value, float) and math.isfinite(value)
 
 
 def _key(value: Scalar) -> tuple[bool, Scalar]:
@@ -83,8 +99,11 @@ class MetadataIndex:
         self._indexed = np.zeros(0, dtype=bool)
         """Which rows are indexed (a column, not a set: a million Python ints cost more than the vectors' codes)."""
 
-    def add(self, rows: np.ndarray, metadatas: Sequence[Mapping[str, Any]]) -> None:
+    def add(self, rows: np.ndarray, metadatas: Sequence[Mapping[str, Any]]) -> list[int]:
+        """Index these rows; returns those holding a number beyond what a store holds (a store written before
+        metadata was checked), which filters compare by equality only."""
         end = int(rows.max()) + 1 if len(rows) else 0
+        beyond = []
         self._indexed = with_room(self._indexed, end)
         self._indexed[rows] = True
         for row, metadata in zip(rows.tolist(), metadatas):
@@ -94,8 +113,11 @@ class MetadataIndex:
                 self._rows[key][_key(value)].add(row)
                 if isinstance(value, int | float) and not isinstance(value, bool):
                     column = with_room(self._numbers.get(key, np.zeros(0)), end, fill=math.nan)
-                    column[row] = value
+                    column[row] = value if _storable_number(value) else math.nan
                     self._numbers[key] = column
+                    if not _storable_number(value):
+                        beyond.append(row)
+        return beyond
 
     def remove(self, rows: np.ndarray, metadatas: Sequence[Mapping[str, Any]]) -> None:
         self._indexed[rows] = False

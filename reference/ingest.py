@@ -16,16 +16,19 @@ import gc
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
 from .calibration import K
-from .cells import CellBatch, ConflictNote
+from .cells import CellBatch, CellRecord, ConflictNote
 from .clustering import Assignment, LeaderClustering, kmeans_steps
 from .config import MemoryConfig
+from .entities import extract_entities
 from .episodes import inferred_names
+from .errors import InvalidInputError
 from .state import EngineState
+from .validation import check_free
 
 
 @dataclass(frozen=True)
@@ -112,6 +115,99 @@ def refining(state: EngineState, config: MemoryConfig, start: int, written: int)
     span = min(size, REFINED_PER_CELL * written)
     rows = (start + np.arange(span)) % size
     return np.sort(rows[state.table.alive[rows]]), (start + span) % size
+
+
+def commit(
+    state: EngineState,
+    clustering: LeaderClustering,
+    config: MemoryConfig,
+    cells: NewCells,
+    *,
+    upsert: bool,
+    keep_episode: bool,
+    now: float,
+) -> None:
+    """Write checked cells (under the write lock): those under ids the memory holds are written again
+    (`upsert`; only a cell of the same scope: an upsert never replaces another scope's cell), the others are
+    new and settle or refine the memory (`settle_due`, `refining`). A refused write changes nothing."""
+    row_of = state.table.row_of
+    if not upsert:
+        check_free(cells.ids, row_of)
+    stored = [i for i, cell_id in enumerate(cells.ids) if cell_id in row_of]
+    fresh = [i for i, cell_id in enumerate(cells.ids) if cell_id not in row_of]
+    if stored:
+        again = cells.take(stored)
+        rows = state.rows_of(again.ids)
+        if (state.table.scope[rows] != state.scope_codes(again.scopes)).any():
+            raise InvalidInputError(
+                "an upsert names ids that are taken outside its scope; a scope only replaces its own cells: "
+                "choose other ids"
+            )
+        rewrite_kept(state, clustering, again, now=now, keep_episode=keep_episode)
+    if fresh:
+        size = len(state.table) + len(fresh)
+        settle = settle_due(config, size, len(fresh))
+        refine = None
+        if not settle:
+            refine, following = refining(state, config, state.refine_start, len(fresh))
+            state.commit_refine_start(following)
+        write(state, clustering, config, cells.take(fresh), settle=settle, refine=refine)
+
+
+def cells_of(records: Sequence[CellRecord], *, histories: list[list[dict[str, Any]]] | None = None) -> NewCells:
+    """Records as cells to write again (their conflicts kept; `histories`, when given, replacing theirs)."""
+    return NewCells(
+        ids=[r.id for r in records],
+        texts=[r.text for r in records],
+        vectors=np.stack([r.vector for r in records]),
+        kinds=[r.kind for r in records],
+        importance=[r.importance for r in records],
+        timestamps=[r.timestamp for r in records],
+        metadata=[r.metadata for r in records],
+        scopes=[r.scope for r in records],
+        entities=[extract_entities(r.text) for r in records],
+        episodes=[r.episode for r in records],
+        histories=histories or [],
+        conflicts=[r.conflicts for r in records],
+    )
+
+
+def rewrite_kept(
+    state: EngineState, clustering: LeaderClustering, cells: NewCells, *, now: float, keep_episode: bool
+) -> None:
+    """Cells written again under ids the memory holds (under the write lock), keeping what `kept_of` says a
+    cell keeps of its old self, and, with `keep_episode`, its episode."""
+    rows = state.rows_of(cells.ids)
+    old = state.records(rows.tolist())
+    kept = kept_of(old, cells.texts, now)
+    cells = replace(
+        cells,
+        histories=cells.histories or kept.histories,
+        conflicts=kept.conflicts,
+        episodes=[r.episode for r in old] if keep_episode else cells.episodes,
+    )
+    rewrite(state, clustering, rows, cells)
+
+
+class Kept(NamedTuple):
+    """Per cell written again: its history and its conflicts."""
+
+    histories: list[list[dict[str, Any]]]
+    conflicts: list[list[ConflictNote]]
+
+
+def kept_of(old: Sequence[CellRecord], texts: Sequence[str], now: float) -> Kept:
+    """What cells `old` keep when written again with `texts` at `now`: each its history, with its old text
+    added when the text changes, and its conflicts while its text stays (a new text drops them on both cells,
+    `EngineState.commit_replace`: they were judged on the old text, and the next sleep pass judges the new one)."""
+    changed = {r.id for r, text in zip(old, texts) if r.text != text}
+    histories = [
+        [*r.history, {"text": r.text, "replaced": now}] if r.id in changed else r.history for r in old
+    ]
+    conflicts = [
+        [] if r.id in changed else [note for note in r.conflicts if note.other not in changed] for r in old
+    ]
+    return Kept(histories, conflicts)
 
 
 def write(

@@ -1,7 +1,9 @@
 """A readers–writer lock: many searches at once, or one writer (add, delete, merge) alone.
 
-Writer-preferring (a waiting writer holds back new readers, so sleep cannot starve), and
-re-entrant for the thread that holds the write side. Readers must not nest.
+Phase-fair: a waiting writer holds back readers that arrive after it (so sleep cannot starve), and when a
+writer lets go, the readers already waiting go in before the next writer (so several writers taking turns
+cannot starve a search: a reader waits for at most the writer ahead of it and the one after).
+Re-entrant for the thread that holds the write side, which may also read. Readers must not nest.
 """
 
 from __future__ import annotations
@@ -18,6 +20,12 @@ class ReadWriteLock:
         self._writer: int | None = None
         self._depth = 0
         self._waiting_writers = 0
+        self._waiting_readers = 0
+        self._releases = 0
+        """How many times the write side was let go: a waiting reader goes in once it has moved."""
+        self._owed = 0
+        """Readers that were waiting when the write side was last let go and have not gone in yet: no writer
+        may take it before they have."""
         self._read_side = _ReadSide(self)
 
     def read(self) -> _ReadSide:
@@ -25,15 +33,23 @@ class ReadWriteLock:
         return self._read_side
 
     def acquire_read(self) -> None:
-        """Taken on every search: the usual case (no writer) asks for no thread id and wakes no one
-        (1.3 µs against 1.9 µs here)."""
+        """Taken on every search: the usual case (no writer about) asks for no thread id and wakes no one."""
         with self._condition:
-            if self._writing_here():  # the writer may read what it is writing
+            if self._writer is None and not self._waiting_writers:
+                self._readers += 1
+            elif self._writing_here():  # the writer may read what it is writing
                 self._depth += 1
             else:
-                while self._writer is not None or self._waiting_writers:
+                arrived = self._releases
+                self._waiting_readers += 1
+                while self._writer is not None or (self._waiting_writers and self._releases == arrived):
                     self._condition.wait()
+                self._waiting_readers -= 1
                 self._readers += 1
+                if self._owed:
+                    self._owed -= 1
+                    if not self._owed:
+                        self._condition.notify_all()
 
     def release_read(self) -> None:
         with self._condition:
@@ -54,9 +70,11 @@ class ReadWriteLock:
         with self._condition:
             if self._writer != me:
                 self._waiting_writers += 1
-                while self._writer is not None or self._readers:
-                    self._condition.wait()
-                self._waiting_writers -= 1
+                try:
+                    while self._writer is not None or self._readers or self._owed:
+                        self._condition.wait()
+                finally:
+                    self._waiting_writers -= 1
                 self._writer = me
             self._depth += 1
         try:
@@ -66,6 +84,8 @@ class ReadWriteLock:
                 self._depth -= 1
                 if self._depth == 0:
                     self._writer = None
+                    self._releases += 1
+                    self._owed = self._waiting_readers
                     self._condition.notify_all()
 
 

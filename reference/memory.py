@@ -17,7 +17,7 @@ from typing import Any, TypedDict, Unpack
 
 import numpy as np
 
-from . import calibration, ingest, sleep
+from . import calibration, ingest, sleep, supersession
 from .calibration import ProbeSetting
 from .cells import CellRecord, CellTable, new_ids, seen_text
 from .clustering import GroupState, LeaderClustering
@@ -41,7 +41,6 @@ from .stats import MemoryStats, memory_stats
 from .store import CellStore, NullStore, ServerCellStore, StoreIdentity
 from .validation import (
     check_episode,
-    check_free,
     check_ids,
     check_importance,
     check_interval,
@@ -134,8 +133,6 @@ class CellularMemory:
             probe=calibration.initial(config),
         )
         self._state.restore(cells)
-        self._refine_from = 0
-        """The row the next write's refining window starts at (`ingest.refining`)."""
         self._calibrate_if_due()
 
     # ---- writing -------------------------------------------------------------------------
@@ -177,7 +174,7 @@ class CellularMemory:
                 metadatas = [{**m, "context": c} for m, c in zip(metadatas, contexts)]
             times = [self.clock()] * count if timestamps is None else [check_timestamp(t) for t in timestamps]
             state = self._state
-            check_new_ids(ids, taken=None if upsert else state.table.row_of)
+            check_new_ids(ids, taken=None if upsert else state.table.row_of)  # early; checked again under the lock
             if vectors is None:
                 vectors = self.encoder.encode([seen_text(text, meta) for text, meta in zip(texts, metadatas)])
             matrix = unit_rows(vectors, dim=self.dim)
@@ -194,19 +191,11 @@ class CellularMemory:
                 episodes=None if episode is None else per_item("episode", episode, count, "", check_episode),
             )
             with state.writing():
-                if not upsert:
-                    check_free(cells.ids, state.table.row_of)
-                stored = [i for i, cell_id in enumerate(cells.ids) if cell_id in state.table.row_of]
-                if stored:
-                    self._rewrite(cells.take(stored), keep_episode=episode is None)
-                fresh = [i for i, cell_id in enumerate(cells.ids) if cell_id not in state.table.row_of]
-                if fresh:
-                    settle = ingest.settle_due(self.config, len(state.table) + len(fresh), len(fresh))
-                    refine = None
-                    if not settle:
-                        refine, self._refine_from = ingest.refining(state, self.config, self._refine_from, len(fresh))
-                    ingest.write(state, self._clustering, self.config, cells.take(fresh), settle=settle, refine=refine)
-                    self._calibrate_if_due()
+                ingest.commit(
+                    state, self._clustering, self.config, cells, upsert=upsert, keep_episode=episode is None,
+                    now=self.clock(),
+                )  # fmt: skip
+                self._calibrate_if_due()
             written = cells.ids
             del cells, matrix, vectors  # this write's temporaries, freed before the trim
             return written
@@ -220,38 +209,57 @@ class CellularMemory:
         self._state.commit_probe(setting, self.config.target_recall, self.config.probe_margin)
 
     def update(
-        self, cell_id: str, *, text: str | None = None, vector: Any = None, metadata: Mapping[str, Any] | None = None
+        self,
+        cell_id: str,
+        *,
+        text: str | None = None,
+        vector: Any = None,
+        metadata: Mapping[str, Any] | None = None,
+        scope: str | None = None,
     ) -> CellRecord:
         """Replace a cell in place: its text (re-embedded, unless `vector` is given too), its vector or its
         metadata; the rest (kind, importance, timestamp, episode, scope) stays. Its old text is kept in its
-        history. Searches never return the old version once this returns; returns the new record."""
+        history. With `scope`, the cell must be of that scope. Searches never return the old version once this
+        returns; returns the new record.
+
+        The new version is made from the cell as read (encoding outside the lock) and written only if the cell
+        is still that version; if another write changed it meanwhile, it is made again from what that write left,
+        so concurrent updates of different fields all hold. A cell deleted meanwhile stays deleted."""
         if not isinstance(cell_id, str):
             raise InvalidInputError(f"update takes one id (a str), got {type(cell_id).__name__}")
         if text is None and vector is None and metadata is None:
             raise InvalidInputError("update needs a new text, vector or metadata")
-        with self._state.reading():
-            old = self._state.record(int(self._state.rows_of(check_ids(cell_id))[0]))
-        new_text = old.text if text is None else check_text(text)
-        new_metadata = old.metadata if metadata is None else check_metadata(metadata)
-        if vector is not None:
-            matrix = unit_rows(vector, dim=self.dim)
-        elif text is not None or (metadata is not None and "context" in {*new_metadata, *old.metadata}):
-            matrix = unit_rows(self.encoder.encode([seen_text(new_text, new_metadata)]), dim=self.dim)
-        else:
-            matrix = old.vector[None, :]
-        self.add(
-            new_text,
-            vectors=matrix,
-            kind=old.kind,
-            importance=old.importance,
-            metadata=new_metadata,
-            timestamps=[old.timestamp],
-            ids=[cell_id],
-            episode=old.episode if not old.episode.startswith("@") else None,
-            scope=old.scope,
-            upsert=True,
-        )
-        return self.get(cell_id)
+        check_ids(cell_id)
+        scope = None if scope is None else check_scope(scope)
+        new_text = None if text is None else check_text(text)
+        new_metadata = None if metadata is None else check_metadata(metadata)
+        given = None if vector is None else unit_rows(vector, dim=self.dim)[0]
+        state = self._state
+        while True:
+            with state.reading():
+                row = state.table.row_of.get(cell_id)
+                old = None if row is None else state.record(row)
+            if old is None or (scope is not None and old.scope != scope):
+                raise NotFoundError(f"unknown ids: [{cell_id!r}]" + ("" if scope is None else f" in scope {scope!r}"))
+            new = self._updated(old, new_text, new_metadata, given)
+            with state.writing():
+                now_row = state.table.row_of.get(cell_id)
+                if now_row is None:
+                    raise NotFoundError(f"cell {cell_id!r} was deleted while it was being updated; nothing was written")
+                if now_row == row:
+                    cells = ingest.cells_of([new])
+                    ingest.rewrite_kept(state, self._clustering, cells, now=self.clock(), keep_episode=True)
+                    return state.record(state.table.row_of[cell_id])
+            # written meanwhile: made again from what that write left
+
+    def _updated(
+        self, old: CellRecord, text: str | None, metadata: dict[str, Any] | None, vector: np.ndarray | None
+    ) -> CellRecord:
+        """`old` with the fields `update` was given; its vector encoded anew when what the encoder sees changed."""
+        new = replace(old, text=text or old.text, metadata=old.metadata if metadata is None else metadata)
+        if vector is None and (text is not None or "context" in {*new.metadata, *old.metadata}):
+            vector = unit_rows(self.encoder.encode([seen_text(new.text, new.metadata)]), dim=self.dim)[0]
+        return new if vector is None else replace(new, vector=vector)
 
     def delete(self, ids: str | Sequence[str] | None = None, *, scope: str | None = None) -> int:
         """Delete cells by id (all or nothing: an unknown id deletes nothing), or, with only `scope`, every
@@ -259,9 +267,10 @@ class CellularMemory:
         if ids is None and scope is None:
             raise InvalidInputError("delete needs ids, a scope, or both")
         wanted = None if ids is None else list(dict.fromkeys(check_ids(ids)))
-        code = None if scope is None else self._state.table.known_scope(check_scope(scope))
+        scope = None if scope is None else check_scope(scope)
         state = self._state
         with state.writing():
+            code = None if scope is None else state.table.known_scope(scope)
             if wanted is None:
                 rows = state.table.live_rows()
                 rows = rows[state.table.scope[rows] == code] if code is not None else rows[:0]
@@ -277,50 +286,11 @@ class CellularMemory:
     def apply_supersessions(self) -> list[Conflict]:
         """Apply the contradictions sleep recorded as updates: the newer cell keeps its text and takes the
         older one's (and its history) into its history; the older cell goes. Returns what was applied."""
-        applied = []
-        for conflict in self.conflicts():
-            with self._state.reading():
-                table = self._state.table
-                if conflict.first not in table.row_of or conflict.second not in table.row_of:
-                    continue
-                older, newer = self._state.records([table.row_of[conflict.first], table.row_of[conflict.second]])
-            replaced = {"text": older.text, "replaced": self.clock()}
-            with self._state.writing():
-                self._rewrite_records([newer], histories=[[*older.history, replaced, *newer.history]])
-                self._state.commit_delete(self._state.rows_of([older.id]))
-            applied.append(conflict)
-        return applied
-
-    def _rewrite(self, cells: NewCells, *, keep_episode: bool) -> None:
-        """Cells written again (under the write lock): each keeps its history, now with its old text, and,
-        unless new ones are given, its episode."""
-        state = self._state
-        rows = state.rows_of(cells.ids)
-        old = state.records(rows.tolist())
-        changed_at = self.clock()
-        histories = [
-            [*r.history, {"text": r.text, "replaced": changed_at}] if r.text != text else r.history
-            for r, text in zip(old, cells.texts)
-        ]
-        episodes = [r.episode for r in old] if keep_episode else cells.episodes
-        ingest.rewrite(state, self._clustering, rows, replace(cells, histories=histories, episodes=episodes))
-
-    def _rewrite_records(self, records: Sequence[CellRecord], *, histories: list[list[dict[str, Any]]]) -> None:
-        """Records written again as they are, with new histories (under the write lock)."""
-        cells = NewCells(
-            ids=[r.id for r in records],
-            texts=[r.text for r in records],
-            vectors=np.stack([r.vector for r in records]),
-            kinds=[r.kind for r in records],
-            importance=[r.importance for r in records],
-            timestamps=[r.timestamp for r in records],
-            metadata=[r.metadata for r in records],
-            scopes=[r.scope for r in records],
-            entities=[extract_entities(r.text) for r in records],
-            episodes=[r.episode for r in records],
-            histories=histories,
-        )
-        ingest.rewrite(self._state, self._clustering, self._state.rows_of(cells.ids), cells)
+        with self._state.writing():
+            applied = supersession.apply_recorded(self._state, self._clustering, self.clock())
+            if applied:
+                self._calibrate_if_due()
+            return applied
 
     # ---- reading -------------------------------------------------------------------------
 

@@ -165,19 +165,15 @@ def find_conflicts(
             for g, rows in members.items()
             if len(rows) > 1
         }
+        judged = {table.ids[r]: r for rows in members.values() for r in rows.tolist()}
     found, errors = [], []
     for group, statements in batches.items():
         try:
             found += judge.judge(statements)
         except (JudgeError, BackendUnavailableError) as error:
             errors.append(f"group {group}: {error}")
-    return record_conflicts(state, found, clock()), errors
-
-
-def record_conflicts(state: EngineState, conflicts: list[Conflict], now: float) -> list[Conflict]:
-    """Note each new conflict on both cells (the older one as superseded); returns the new ones."""
-    with state.writing():
-        return state.record_conflicts(conflicts, now)
+    with state.writing():  # only on the cells as judged: one written again meanwhile is judged at the next pass
+        return state.record_conflicts(found, clock(), judged), errors
 
 
 def recorded_conflicts(state: EngineState) -> list[Conflict]:

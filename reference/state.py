@@ -7,6 +7,7 @@ The facade, search, sleep and stats each take the state; none of them reaches in
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -28,6 +29,8 @@ from .judges.base import Conflict
 from .lexical import LexicalIndex
 from .locks import ReadWriteLock
 from .store import CellStore
+
+log = logging.getLogger(__name__)
 
 
 class _Reading:
@@ -97,6 +100,7 @@ class EngineState:
         self._reading = _Reading(self)
         self.access_lock = threading.Lock()
         """Searches run in parallel under the read lock; access counts are bumped under this one."""
+        self._refine_start = 0
         self._dirty: set[int] = set()
         self._touched: set[int] = set()
         self._version = 0
@@ -146,22 +150,55 @@ class EngineState:
 
     def commit_replace(self, rows: np.ndarray, batch: CellBatch, plan: Assignment, found: list[frozenset[str]]) -> None:
         """Cells written again under their ids (`rows` hold them now): stored in one replacing write, then
-        the old rows leave the indexes and the new ones enter them; `plan` was made without the old rows."""
-        self.store.replace(batch, self.records(rows.tolist()))
+        the old rows leave the indexes and the new ones enter them; `plan` was made without the old rows.
+        A cell with a new text leaves the conflicts judged on its old one, on the other cells too."""
+        previous = self.records(rows.tolist())
+        self.store.replace(batch, previous)
         self._forget(rows)
         self._apply(batch, plan, found)
+        self._drop_conflicts_with({r.id for r, text in zip(previous, batch.texts) if r.text != text})
 
     def commit_delete(self, rows: np.ndarray) -> None:
+        """Cells deleted, and the conflicts other cells had with them (a delete is final)."""
         self._turnover += len(rows)
-        self.store.delete([self.table.ids[row] for row in rows.tolist()])
+        gone = [self.table.ids[row] for row in rows.tolist()]
+        self.store.delete(gone)
         self._groups.remove_members(self.table.group[rows], self.index.vectors_of(rows))
         self._forget(rows)
         self._changed()
+        self._drop_conflicts_with(set(gone))
+
+    def _drop_conflicts_with(self, ids: set[str]) -> None:
+        """Take the notes naming these cells off every live cell (and the store), its superseded mark with them."""
+        table = self.table
+        if not ids or not table.conflicts:
+            return
+        changed = []
+        for row, notes in list(table.conflicts.items()):
+            if not table.alive[row] or not any(note.other in ids for note in notes):
+                continue
+            kept = [note for note in notes if note.other not in ids]
+            if kept:
+                table.conflicts[row] = kept
+            else:
+                del table.conflicts[row]
+            table.superseded[row] = superseded(kept)
+            changed.append(row)
+        if changed:
+            self.store.update(self.records(changed))
 
     @property
     def turnover(self) -> int:
         """Cells written, restored or deleted since this state was made (`calibration.due`)."""
         return self._turnover
+
+    @property
+    def refine_start(self) -> int:
+        """The row the next write's refining window starts at (`ingest.refining`)."""
+        return self._refine_start
+
+    def commit_refine_start(self, row: int) -> None:
+        self._refine_start = row
 
     @property
     def probe(self) -> ProbeSetting:
@@ -186,12 +223,14 @@ class EngineState:
         self._touched.update(np.unique(after).tolist())
         self._changed()
 
-    def record_conflicts(self, conflicts: list[Conflict], now: float) -> list[Conflict]:
-        """Note each new conflict on both cells (the older one as superseded); returns the new ones."""
+    def record_conflicts(self, conflicts: list[Conflict], now: float, judged: Mapping[str, int]) -> list[Conflict]:
+        """Note each new conflict on both cells (the older one as superseded), if both cells are still the rows
+        `judged` (cell id → row) that the judge read: a cell written again or deleted since holds another text,
+        or none. Returns the new ones."""
         table, new, changed = self.table, [], set()
         for conflict in conflicts:
-            if conflict.first not in table.row_of or conflict.second not in table.row_of:
-                continue  # deleted meanwhile
+            if any(table.row_of.get(i, -1) != judged.get(i, -2) for i in (conflict.first, conflict.second)):
+                continue  # changed meanwhile: the next sleep pass judges what it holds now
             older, newer = table.row_of[conflict.first], table.row_of[conflict.second]
             notes = table.conflicts.setdefault(older, [])
             if any(c.other == conflict.second for c in notes):
@@ -271,7 +310,15 @@ class EngineState:
         rows = self.table.append(batch)
         self.index.add(batch.groups, rows, batch.vectors)
         self._episodes.add(rows, batch.episodes, self.table.scope[rows])
-        self._metadata.add(rows, batch.metadata)
+        beyond = self._metadata.add(rows, batch.metadata)
+        if beyond:
+            named = [self.table.ids[row] for row in beyond[:5]]
+            log.warning(
+                "cells %s%s hold metadata numbers beyond the 64-bit range: they are served, and filters compare "
+                "those values by equality only; update their metadata to fix them",
+                named,
+                " …" if len(beyond) > 5 else "",
+            )
         for row, entities in zip(rows.tolist(), found):
             self.entities.add(row, entities)
         if self._lexical is not None:

@@ -5,7 +5,7 @@ Each check raises a typed error before any state changes, so a failed call loses
 
 from __future__ import annotations
 
-import json
+import math
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from typing import Any, TypeVar
@@ -227,20 +227,67 @@ def check_importance(value: Any) -> float:
     return float(value)
 
 
+INT_RANGE = (-(2**63), 2**63 - 1)
+"""The integers a store holds (SQLite's and Chroma's 64-bit signed range)."""
+MAX_DEPTH = 32
+"""How deeply metadata values and `where` filters may nest."""
+
+
 def check_metadata(value: Any) -> dict[str, Any]:
-    if not isinstance(value, Mapping) or not all(isinstance(key, str) for key in value):
-        raise InvalidInputError("metadata must be a mapping with string keys")
-    try:
-        text = json.dumps(value, allow_nan=False, ensure_ascii=False)
-    except (TypeError, ValueError) as error:
-        raise InvalidInputError(f"metadata must be JSON-serialisable: {error}") from None
-    check_encodable(text, what="metadata")
-    return dict(value)
+    """A metadata mapping as it is stored: a deep copy made of JSON's types alone (string keys; strings,
+    finite floats, integers in `INT_RANGE`, booleans, None; lists for tuples), so that what memory holds
+    is what the store gives back and no caller's object is shared with a cell."""
+    if not isinstance(value, Mapping):
+        raise InvalidInputError(f"metadata must be a mapping with string keys, got {type(value).__name__}")
+    stored: dict[str, Any] = _stored(value, "metadata", 0)
+    return stored
+
+
+def _stored(value: Any, where: str, depth: int) -> Any:
+    """`value` copied as JSON holds it (`check_metadata`); `where` names it in an error."""
+    if value is None or isinstance(value, bool):
+        return value
+    if isinstance(value, str):
+        check_encodable(value, what=where)
+        return value
+    if isinstance(value, int):
+        if not INT_RANGE[0] <= value <= INT_RANGE[1]:
+            raise InvalidInputError(f"{where} is an integer outside the 64-bit range a store holds")
+        return int(value)
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise InvalidInputError(f"{where} is {value!r}; metadata numbers must be finite")
+        return float(value)
+    if depth >= MAX_DEPTH:
+        raise InvalidInputError(f"{where} nests deeper than {MAX_DEPTH} levels")
+    if isinstance(value, Mapping):
+        for key in value:
+            if not isinstance(key, str):
+                raise InvalidInputError(f"{where} has the key {key!r}; metadata keys are strings")
+            check_encodable(key, what=f"a key of {where}")
+        return {key: _stored(item, f"{where}[{key!r}]", depth + 1) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_stored(item, f"{where}[{i}]", depth + 1) for i, item in enumerate(value)]
+    raise InvalidInputError(f"{where} holds a {type(value).__name__}; metadata holds only what JSON can")
+
+
+LATEST_TIMESTAMP = 253_402_300_799.0
+"""The last second of the year 9999 (a `datetime`'s range), in epoch seconds."""
 
 
 def check_timestamp(value: Any) -> float:
+    """Epoch seconds from a datetime or a number, between ±`LATEST_TIMESTAMP`."""
     if isinstance(value, datetime):
-        return value.timestamp()
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not np.isfinite(value):
+        try:
+            seconds = value.timestamp()
+        except (ValueError, OverflowError, OSError) as error:
+            raise InvalidInputError(f"the datetime {value!r} has no epoch timestamp here: {error}") from None
+    elif isinstance(value, bool) or not isinstance(value, int | float):
         raise InvalidInputError(f"timestamps must be datetimes or finite epoch seconds, got {value!r}")
-    return float(value)
+    else:
+        seconds = value
+    if not -LATEST_TIMESTAMP <= seconds <= LATEST_TIMESTAMP:  # False for NaN, and never converts a huge int
+        raise InvalidInputError(
+            f"timestamps must be datetimes or finite epoch seconds within ±{LATEST_TIMESTAMP:.0f}, got {value!r:.50}"
+        )
+    return float(seconds)

@@ -6,8 +6,9 @@ Agents built on LangChain or LangGraph use it as they use Chroma's integration:
     store.add_documents(documents, scope="user:alice")
     store.similarity_search("where does Alice live?", k=4, scope="user:alice", filter={"source": "chat"})
 
-Documents added under ids the store holds replace them (an upsert, as the standard suite expects); deleting
-ids it does not hold is no error. Keyword arguments reach the engine: `scope=` (whose memory: a user, an
+Documents added under ids the store holds replace them (an upsert, as the standard suite expects), within
+their scope: an id held in another scope is refused (`InvalidInputError`), never replaced; deleting ids it does
+not hold is no error. Keyword arguments reach the engine: `scope=` (whose memory: a user, an
 agent, a run) for adds, searches and deletes, `filter=` (Chroma's `where` syntax over metadata), `since=` /
 `until=` (timestamps) for searches, `episode=` for adds; other keyword arguments of the constructor are
 `MemoryConfig` fields. The memory is opened on the first call that has an embedding in hand (its dimension
@@ -18,7 +19,7 @@ vector searches, a fused score in [0, 1] for text searches.
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -74,14 +75,14 @@ class CellularVectorStore(VectorStore):
         texts = list(texts)
         if not texts:
             return []
-        given: list[str | None] = list(ids) if ids is not None else [None] * len(texts)
+        given: list[str | None] = [*_id_list(ids)] if ids is not None else [None] * len(texts)
         if len(given) != len(texts):
             raise InvalidInputError(f"{len(given)} ids for {len(texts)} texts")
         fresh = iter(new_ids(sum(i is None for i in given)))
         chosen = [i if i is not None else next(fresh) for i in given]
         vectors = self._embedding.embed_documents(texts)
         memory = self._open(len(vectors[0]))
-        metadata = [dict(m) for m in metadatas] if metadatas is not None else None
+        metadata = None if metadatas is None else _metadatas(metadatas, len(texts))
         return memory.add(
             texts, vectors=vectors, metadata=metadata, ids=chosen, scope=scope, episode=episode, upsert=True
         )
@@ -93,13 +94,14 @@ class CellularVectorStore(VectorStore):
         memory = self._existing()
         if memory is None:
             return True
-        wanted = memory.ids(scope=scope) if ids is None else [i for i in dict.fromkeys(ids) if i in memory]
+        wanted = memory.ids(scope=scope) if ids is None else [i for i in dict.fromkeys(_id_list(ids)) if i in memory]
         if wanted:
             memory.delete(wanted, scope=scope)
         return True
 
     def get_by_ids(self, ids: Sequence[str], /) -> list[Document]:
         """The stored documents of these ids, in the order asked; ids not stored are skipped."""
+        ids = _id_list(ids)
         memory = self._existing()
         if memory is None or not ids:
             return []
@@ -185,3 +187,22 @@ def _document(hit: Hit) -> Document:
 def _no_other(kwargs: dict[str, Any]) -> None:
     if kwargs:
         raise InvalidInputError(f"unknown arguments {sorted(kwargs)}; see reference.integrations.langchain")
+
+
+def _id_list(ids: Any) -> list[str]:
+    """A list of ids; a single string is refused (iterated, "ab" would name the ids "a" and "b")."""
+    if isinstance(ids, str | bytes) or not isinstance(ids, Iterable):
+        raise InvalidInputError(f"ids must be a list of strings, got {type(ids).__name__}: pass [id] for one id")
+    return list(ids)
+
+
+def _metadatas(metadatas: Any, count: int) -> list[dict[str, Any]]:
+    """One metadata mapping per text (the engine checks and copies what is in them)."""
+    if not isinstance(metadatas, Sequence) or isinstance(metadatas, str | bytes | Mapping):
+        raise InvalidInputError(f"metadatas must be a list with one mapping per text, got {type(metadatas).__name__}")
+    if len(metadatas) != count:
+        raise InvalidInputError(f"{len(metadatas)} metadatas for {count} texts")
+    for position, metadata in enumerate(metadatas):
+        if not isinstance(metadata, Mapping):
+            raise InvalidInputError(f"metadatas[{position}] must be a mapping, got {type(metadata).__name__}")
+    return list(metadatas)

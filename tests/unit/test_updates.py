@@ -122,7 +122,7 @@ def test_updates_persist_and_survive_reopening(tmp_path, mock_encoder):
     with CellularMemory(path, encoder=mock_encoder) as memory:
         [cell, other] = memory.add(["Alice lives in Paris", "Bob plays the piano"], scope="user:alice")
         memory.update(cell, text="Alice moved to Berlin")
-        memory.add(["Bob plays the violin"], ids=[other], upsert=True)
+        memory.add(["Bob plays the violin"], ids=[other], upsert=True, scope="user:alice")
         expected = [fields(r) for r in memory.get_many([cell, other])]
     with CellularMemory(path, encoder=mock_encoder) as memory:
         assert [fields(r) for r in memory.get_many([cell, other])] == expected

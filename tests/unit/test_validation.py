@@ -1,3 +1,5 @@
+from datetime import UTC, datetime
+
 import numpy as np
 import pytest
 
@@ -105,11 +107,15 @@ def test_bad_importance_is_refused(bad):
 @pytest.mark.parametrize(
     ("bad", "message"),
     [
-        ({1: "x"}, "^metadata must be a mapping with string keys$"),
-        (["x"], "^metadata must be a mapping with string keys$"),
-        ({"x": float("nan")}, "^metadata must be JSON-serialisable: Out of range float values"),
-        ({"x": object()}, "^metadata must be JSON-serialisable: Object of type object"),
-        ({"x": "\ud800"}, r"^metadata holds '\\ud800', which UTF-8 cannot encode$"),
+        ({1: "x"}, "^metadata has the key 1; metadata keys are strings$"),
+        (["x"], "^metadata must be a mapping with string keys, got list$"),
+        ({"x": float("nan")}, r"^metadata\['x'\] is nan; metadata numbers must be finite$"),
+        ({"x": object()}, r"^metadata\['x'\] holds a object; metadata holds only what JSON can$"),
+        ({"x": "\ud800"}, r"^metadata\['x'\] holds '\\ud800', which UTF-8 cannot encode$"),
+        ({"n": 10**400}, r"^metadata\['n'\] is an integer outside the 64-bit range a store holds$"),
+        ({"n": [{"m": -(2**63) - 1}]}, r"^metadata\['n'\]\[0\]\['m'\] is an integer outside the 64-bit range"),
+        ({"n": {2: 3}}, r"^metadata\['n'\] has the key 2; metadata keys are strings$"),
+        ({"n": {"m": {1}}}, r"^metadata\['n'\]\['m'\] holds a set"),
     ],
 )
 def test_bad_metadata_is_refused(bad, message):
@@ -128,10 +134,20 @@ def test_a_bad_text_among_per_item_texts_is_named_by_its_argument():
         check_texts_per_item("context", ["[May 2023]"], 2)
 
 
-@pytest.mark.parametrize("bad", [float("nan"), float("inf"), "2023-05-08", True, None])
+@pytest.mark.parametrize(
+    "bad", [float("nan"), float("inf"), "2023-05-08", True, None, 10**400, -(10**400), 1e300]
+)
 def test_a_bad_timestamp_is_refused_with_what_a_timestamp_is(bad):
-    with pytest.raises(InvalidInputError, match=r"^timestamps must be datetimes or finite epoch seconds, got "):
+    with pytest.raises(InvalidInputError, match=r"^timestamps must be datetimes or finite epoch seconds"):
         check_timestamp(bad)
+
+
+@pytest.mark.parametrize("moment", [datetime.min, datetime.max, datetime.min.replace(tzinfo=UTC)])
+def test_a_datetime_at_the_edge_of_the_calendar_is_a_number_or_a_typed_error(moment):
+    try:
+        assert isinstance(check_timestamp(moment), float)
+    except InvalidInputError as error:
+        assert "timestamp" in str(error)
 
 
 @pytest.mark.parametrize(
