@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import math
 import time
@@ -333,6 +334,25 @@ def test_every_document_is_found_in_its_own_scope(system_under_test: SystemUnder
         for i in range(0, N, 3):
             hits = system.search(replace(query_for(system, i), scope=scope), k=k)
             assert f"{scope}/doc-{i}" in [h.doc_id for h in hits], (scope, i, hits)
+
+
+@pytest.mark.requirement("MB-SCOPE-4")
+@pytest.mark.capability("scopes")
+@pytest.mark.capability("update")
+def test_an_upsert_in_one_scope_never_changes_another_scopes_documents(system_under_test: SystemUnderTest) -> None:
+    system = system_under_test.open()
+    owned = [replace(d, scope="user:a") for d in documents(system)]
+    system.add(owned)
+    intruders = [
+        Document(d.id, f"{text_of((i + N // 2) % N)} (written by another scope)", other.vector, {"by": "b"}, "user:b")
+        for i, (d, other) in enumerate(zip(owned[:10], documents(system, range(N // 2, N // 2 + 10))))
+    ]
+    with contextlib.suppress(Exception):  # refusing the upsert is one of the two rules a system may choose
+        system.upsert(intruders)
+    k = 1 if "vectors" in system.capabilities else 10
+    for i in range(10):
+        hits = [h.doc_id for h in system.search(replace(query_for(system, i), scope="user:a"), k=k)]
+        assert f"doc-{i}" in hits, f"after an upsert of doc-{i} in scope user:b, user:a's doc-{i} is not found: {hits}"
 
 
 FILTERED: list[tuple[dict[str, Any], Callable[[dict[str, Any]], bool]]] = [

@@ -123,6 +123,16 @@ class UpsertDuplicates(ReferenceSystem):
         super().add([replace(d, id=f"{d.id}#{len(self.memory)}") if d.id in self.memory else d for d in docs])
 
 
+class UpsertAcrossScopes(ReferenceSystem):
+    """Upserts by deleting the ids wherever they are, then adding: another scope's document is replaced."""
+
+    def upsert(self, docs):
+        held = [d.id for d in docs if d.id in self.memory]
+        if held:
+            self.memory.delete(held)
+        super().add(docs)
+
+
 class GetsInStoredOrder(ReferenceSystem):
     def get(self, doc_ids):
         found = {d.id: d for d in super().get(doc_ids)}
@@ -150,3 +160,4 @@ filters_after_searching = factory(FiltersAfterSearching)
 upsert_keeps_old = factory(UpsertKeepsOld)
 upsert_duplicates = factory(UpsertDuplicates)
 gets_in_stored_order = factory(GetsInStoredOrder)
+upsert_across_scopes = factory(UpsertAcrossScopes)

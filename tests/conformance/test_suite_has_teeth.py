@@ -65,6 +65,7 @@ def run_suite(pytester: pytest.Pytester, system: str) -> dict[str, dict]:
         ("raises_on_unknown_delete", "MB-DEL-1"),
         ("leaks_scopes", "MB-SCOPE-1"),
         ("one_copy_per_text", "MB-SCOPE-2"),
+        ("upsert_across_scopes", "MB-SCOPE-4"),
         ("filters_after_searching", "MB-FILTER-1"),
         ("upsert_keeps_old", "MB-UPDATE-1"),
         ("upsert_duplicates", "MB-UPDATE-2"),

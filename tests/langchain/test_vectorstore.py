@@ -79,3 +79,31 @@ def test_unknown_arguments_and_bad_input_are_typed_errors(store):
         store.add_texts(["a", "b"], ids=["only one"])
     with pytest.raises(InvalidInputError):
         store.add_texts([""])
+
+
+@pytest.mark.parametrize("metadatas", [[None], ["abc"], [5], [{"n": 10**400}], [{"n": float("nan")}], "abc"])
+def test_metadatas_a_store_cannot_hold_are_typed_errors_that_add_nothing(store, metadatas):
+    store.add_texts(["a note already there"], ids=["kept"])
+    with pytest.raises(InvalidInputError):
+        store.add_texts(["a new note"], metadatas=metadatas)
+    assert [d.id for d in store.similarity_search("note", k=5)] == ["kept"]
+
+
+def test_an_id_held_by_another_scope_is_refused_not_replaced(store):
+    store.add_texts(["bank pin is 4321"], ids=["note-1"], scope="user:alice")
+    with pytest.raises(InvalidInputError, match="outside its scope"):
+        store.add_texts(["my own note"], ids=["note-1"], scope="user:bob")
+    [kept] = store.get_by_ids(["note-1"])
+    assert kept.page_content == "bank pin is 4321"
+    assert [d.id for d in store.similarity_search("bank pin", k=2, scope="user:alice")] == ["note-1"]
+    assert store.similarity_search("my own note", k=2, scope="user:bob") == []
+
+
+def test_a_string_where_a_list_of_ids_belongs_is_refused(store):
+    store.add_texts(["first", "second", "third"], ids=["a", "b", "ab"])
+    for call in (lambda: store.delete("ab"), lambda: store.get_by_ids("ab"), lambda: store.add_texts(["x"], ids="a")):
+        with pytest.raises(InvalidInputError, match="list"):
+            call()
+    assert {d.id for d in store.get_by_ids(["a", "b", "ab"])} == {"a", "b", "ab"}
+    store.delete(["ab"])
+    assert [d.id for d in store.get_by_ids(["a", "b", "ab"])] == ["a", "b"]

@@ -3,6 +3,8 @@ and the memory stays consistent."""
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -40,8 +42,43 @@ ids = st.one_of(st.text(max_size=8), st.lists(st.text(max_size=8), max_size=4), 
 words = st.lists(
     st.sampled_from("cat dog Lisbon Maria Lopez tax rain ünïcødé 東京 report.pdf".split()), min_size=1, max_size=5
 ).map(" ".join)
+scalars = st.one_of(
+    st.none(), st.booleans(), st.integers(), st.floats(), st.text(max_size=5), st.sampled_from([10**400, -(2**63) - 1])
+)
+values = st.recursive(
+    scalars,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=3) | st.integers(), inner, max_size=3),
+    max_leaves=12,
+)
+metadatas = st.dictionaries(st.text(max_size=4), values, max_size=4) | values
+filter_leaves = st.one_of(
+    st.dictionaries(st.text(max_size=3), scalars, min_size=1, max_size=2),
+    st.builds(lambda key, op, value: {key: {op: value}}, st.sampled_from(["n", "tag"]),
+              st.sampled_from(["$eq", "$ne", "$gt", "$gte", "$lt", "$lte", "$in", "$nin", "$regex"]),
+              scalars | st.lists(scalars, max_size=3)),
+)  # fmt: skip
+filters = st.recursive(
+    filter_leaves,
+    lambda inner: st.builds(
+        lambda op, parts: {op: parts}, st.sampled_from(["$and", "$or"]), st.lists(inner, max_size=3)
+    ),
+    max_leaves=8,
+) | st.integers(2, 60).map(lambda depth: deep_filter(depth))
+
+
+def deep_filter(depth: int) -> dict:
+    """`$and` nested `depth` levels (the limit is 32)."""
+    where: dict = {"tag": "x"}
+    for _ in range(depth):
+        where = {"$and": [where]}
+    return where
+
+
 operations = st.lists(
     st.one_of(
+        st.tuples(st.just("add_meta"), words, metadatas, st.one_of(st.none(), st.integers(), st.floats())),
+        st.tuples(st.just("search_where"), words, filters, st.one_of(st.none(), st.integers(), st.floats())),
+        st.tuples(st.just("update"), ids, words, metadatas),
         st.tuples(st.just("add"), st.lists(words, min_size=1, max_size=4), st.none(), st.none()),
         st.tuples(st.just("search"), words, st.integers(1, 8)),
         st.tuples(st.just("add"), st.lists(texts, max_size=3) | texts, vectors, st.one_of(st.none(), ids)),
@@ -67,6 +104,15 @@ def apply(memory: CellularMemory, operation: tuple) -> None:
         memory.search(args[0], k=args[1])
     elif name == "delete":
         memory.delete(args[0])
+    elif name == "add_meta":
+        [cell] = memory.add(args[0], metadata=args[1], timestamps=None if args[2] is None else [args[2]])
+        given = {} if args[1] is None else args[1]
+        assert memory.get(cell).metadata == json.loads(json.dumps(given))  # held as a store gives it back
+    elif name == "search_where":
+        memory.search(args[0], where=args[1], since=args[2])
+    elif name == "update":
+        target = args[0] if isinstance(args[0], str) and args[0] in memory else (memory.ids() or ["none"])[0]
+        memory.update(target, text=args[1], metadata=args[2])
     else:
         memory.get(args[0])
 
