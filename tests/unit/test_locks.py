@@ -21,74 +21,45 @@ def wait_until(condition, timeout: float = 10.0) -> None:
         time.sleep(0)
 
 
-def waiting(lock: ReadWriteLock, *, readers: int = 0, writers: int = 0):
-    return lambda: lock._waiting_readers == readers and lock._waiting_writers == writers
+def entry_order(held: str, queued: list[str]) -> list[str]:
+    """Hold one side of a lock ("read" or "write"), queue threads taking the sides in `queued` one after another
+    (each counted by the lock as waiting before the next starts), let go: the order in which they all went in."""
+    lock, order = ReadWriteLock(), []
+    holding, release = threading.Event(), threading.Event()
+
+    def holder():
+        with getattr(lock, held)():
+            holding.set()
+            release.wait()
+            order.append(f"held {held}")
+
+    def taker(side: str):
+        def run():
+            with getattr(lock, side)():
+                order.append(side)
+
+        return run
+
+    threads = [threading.Thread(target=holder)]
+    threads[0].start()
+    holding.wait()
+    for side in queued:
+        threads.append(threading.Thread(target=taker(side)))
+        threads[-1].start()
+        readers, writers = queued[: len(threads) - 1].count("read"), queued[: len(threads) - 1].count("write")
+        wait_until(lambda r=readers, w=writers: (lock._waiting_readers, lock._waiting_writers) == (r, w))
+    release.set()
+    for thread in threads:
+        thread.join(10)
+    return order
 
 
 def test_a_reader_waiting_behind_a_writer_goes_in_before_the_next_writer():
-    lock, order = ReadWriteLock(), []
-    first_holds, release_first = threading.Event(), threading.Event()
-
-    def first_writer():
-        with lock.write():
-            first_holds.set()
-            release_first.wait()
-            order.append("first writer")
-
-    def reader():
-        with lock.read():
-            order.append("reader")
-
-    def second_writer():
-        with lock.write():
-            order.append("second writer")
-
-    threads = [threading.Thread(target=first_writer)]
-    threads[0].start()
-    first_holds.wait()
-    threads.append(threading.Thread(target=reader))
-    threads[-1].start()
-    wait_until(waiting(lock, readers=1))
-    threads.append(threading.Thread(target=second_writer))
-    threads[-1].start()
-    wait_until(waiting(lock, readers=1, writers=1))
-    release_first.set()
-    for thread in threads:
-        thread.join(10)
-    assert order == ["first writer", "reader", "second writer"]
+    assert entry_order("write", ["read", "write"]) == ["held write", "read", "write"]
 
 
 def test_a_waiting_writer_holds_back_readers_that_come_after_it():
-    lock, order = ReadWriteLock(), []
-    reading, release_reader = threading.Event(), threading.Event()
-
-    def first_reader():
-        with lock.read():
-            reading.set()
-            release_reader.wait()
-            order.append("first reader")
-
-    def writer():
-        with lock.write():
-            order.append("writer")
-
-    def later_reader():
-        with lock.read():
-            order.append("later reader")
-
-    threads = [threading.Thread(target=first_reader)]
-    threads[0].start()
-    reading.wait()
-    threads.append(threading.Thread(target=writer))
-    threads[-1].start()
-    wait_until(waiting(lock, writers=1))
-    threads.append(threading.Thread(target=later_reader))
-    threads[-1].start()
-    wait_until(waiting(lock, readers=1, writers=1))
-    release_reader.set()
-    for thread in threads:
-        thread.join(10)
-    assert order == ["first reader", "writer", "later reader"]
+    assert entry_order("read", ["write", "read"]) == ["held read", "write", "read"]
 
 
 def test_two_writers_taking_turns_let_a_waiting_reader_in_after_at_most_one_write():
