@@ -438,8 +438,10 @@ class CellularMemory:
             report = sleep.consolidate(self._state, self.config, judge or self.judge, self.clock, labels)
             if self.config.target_recall is not None:  # regrouped: estimated again under the read lock
                 with self._state.reading():
-                    setting = calibration.calibrated(self._state, self.config)
+                    version, setting = self._state.version, calibration.calibrated(self._state, self.config)
                 with self._state.writing():
+                    if self._state.version != version:  # written to meanwhile: estimated on what it holds now
+                        setting = calibration.calibrated(self._state, self.config)
                     self._commit_probe(setting)
             return report
 
