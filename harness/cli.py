@@ -127,6 +127,8 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--path", help="persist the memory in this directory (embedded Chroma)")
     demo.add_argument("--chroma-server", metavar="HOST:PORT", help="keep the memory in a Chroma server instead")
     demo.add_argument("--seed", type=int, default=0)
+    for command in commands.choices.values():
+        command.set_defaults(command_parser=command)  # a mistake is shown with this command's usage
     return parser
 
 
@@ -153,7 +155,9 @@ USER_ERRORS = (
 def main(argv: list[str] | None = None) -> int:
     """Run a command; a user's mistake ends it with one line naming what to fix and exit status 2."""
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args, unknown = parser.parse_known_args(argv)
+    if unknown:  # named by the command's own usage, not the top level's
+        args.command_parser.error(f"unrecognized arguments: {' '.join(unknown)}")
     try:
         return _run(args, argv)
     except USER_ERRORS as error:

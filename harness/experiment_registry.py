@@ -14,6 +14,8 @@ from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import Any, Literal
 
+from tabulate import tabulate
+
 from reference.encoders import Encoder
 
 from .corpus import Corpus, load_corpus
@@ -127,6 +129,6 @@ def selected(data: Data, names: Sequence[str] | None = None) -> list[Experiment]
 
 def listing() -> str:
     """Every registered experiment: its name, section, the data it runs on and what it measures."""
-    return "\n".join(
-        f"{e.name:<12} {e.section:<10} {', '.join(sorted(e.data)):<16} {e.measures}" for e in EXPERIMENTS.values()
-    )
+    rows = [(e.name, e.section, ", ".join(sorted(e.data)), e.measures) for e in EXPERIMENTS.values()]
+    table: str = tabulate(rows, headers=("experiment", "section", "runs on", "measures"), tablefmt="plain")
+    return table

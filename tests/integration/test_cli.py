@@ -131,6 +131,14 @@ def test_bad_arguments_exit_with_usage():
     assert done.returncode == 2 and "invalid choice" in done.stderr
 
 
+@pytest.mark.parametrize(("command", "needed"), [("run", []), ("compare", ["A", "B"]), ("demo", [])])
+def test_an_unknown_flag_is_shown_with_its_commands_usage(command, needed):
+    done = magbench(command, *needed, "--bogus-flag")
+    assert done.returncode == 2
+    assert done.stderr.startswith(f"usage: magbench {command} "), done.stderr
+    assert f"magbench {command}: error: unrecognized arguments: --bogus-flag" in done.stderr
+
+
 @pytest.mark.minilm
 def test_a_run_shows_each_step_with_elapsed_time_when_not_on_a_terminal(quick_run):
     _, done = quick_run  # captured output is not a terminal
@@ -143,6 +151,7 @@ def test_a_run_shows_each_step_with_elapsed_time_when_not_on_a_terminal(quick_ru
 def test_a_run_of_chosen_experiments_measures_only_them(tmp_path):
     listed = magbench("run", "--list-experiments")
     assert listed.returncode == 0 and re.search(r"^judges\s+judges\s+default\s", listed.stdout, re.MULTILINE)
+    assert listed.stdout.split()[:4] == ["experiment", "section", "runs", "on"]  # a header row first
     done = magbench("run", "--quick", "--encoder", "mock", "--experiments", "judges", "--out", str(tmp_path))
     assert done.returncode == 0, done.stderr[-3000:]
     results = json.loads((tmp_path / "results.json").read_text())
