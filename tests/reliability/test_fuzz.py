@@ -106,7 +106,7 @@ def apply(memory: CellularMemory, operation: tuple) -> None:
         memory.delete(args[0])
     elif name == "add_meta":
         [cell] = memory.add(args[0], metadata=args[1], timestamps=None if args[2] is None else [args[2]])
-        given = {} if args[1] is None else args[1]
+        given = {} if args[1] is None else args[1][0] if isinstance(args[1], list) else args[1]  # one, or one per text
         assert memory.get(cell).metadata == json.loads(json.dumps(given))  # held as a store gives it back
     elif name == "search_where":
         memory.search(args[0], where=args[1], since=args[2])
