@@ -11,7 +11,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from reference.encoders import ENCODER_NAMES
-from reference.errors import MagneticError
+from reference.errors import BackendUnavailableError, MagneticError
 
 from .beir import DatasetFormatError
 from .compare import LATENCY_TOLERANCE
@@ -120,6 +120,17 @@ def build_parser() -> argparse.ArgumentParser:
     chat.add_argument("--encoder", choices=ENCODER_NAMES, default="auto")
     chat.add_argument("--ollama-host", help="Ollama's URL (default OLLAMA_HOST or http://127.0.0.1:11434)")
     chat.add_argument("--timeout", type=float, default=120.0, help="seconds to wait for the model")
+
+    serve = commands.add_parser("serve", help="serve one memory to MCP clients (stdio, or streamable HTTP)")
+    where = serve.add_mutually_exclusive_group()
+    where.add_argument("--db", help="the memory's directory (embedded Chroma; default: in memory)")
+    where.add_argument("--chroma-server", metavar="HOST:PORT", help="keep the memory in a Chroma server instead")
+    serve.add_argument("--encoder", choices=ENCODER_NAMES, default="auto")
+    serve.add_argument("--http", action="store_true", help="streamable HTTP at http://HOST:PORT/mcp, not stdio")
+    serve.add_argument("--host", default="127.0.0.1", help="the HTTP address (another than loopback needs --tokens)")
+    serve.add_argument("--port", type=positive_int, default=8765)
+    serve.add_argument("--tokens", type=Path, help="JSON file binding each bearer token to the scopes it may use")
+    serve.add_argument("--user-id", default="default", help="whose memory a call that names nobody acts on")
 
     demo = commands.add_parser("demo", help="ingest a generated haystack with needles and search it")
     demo.add_argument("--encoder", choices=ENCODER_NAMES, default="auto")
@@ -284,6 +295,24 @@ def _run(args: argparse.Namespace, argv: list[str] | None) -> int:
             encoder_name=args.encoder,
             ollama_host=args.ollama_host,
             timeout=args.timeout,
+        )
+    if args.command == "serve":
+        try:
+            from reference.integrations.mcp_server import serve
+        except ImportError as error:
+            raise BackendUnavailableError(
+                f"magbench serve needs the MCP SDK ({error}): pip install 'magnetic-bench[serve]'"
+            ) from None
+
+        return serve(
+            db=args.db,
+            chroma_server=args.chroma_server,
+            encoder_name=args.encoder,
+            http=args.http,
+            host=args.host,
+            port=args.port,
+            tokens=args.tokens,
+            default_user=args.user_id,
         )
     from .demo import run_demo
 

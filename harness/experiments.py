@@ -28,7 +28,7 @@ from .experiment_registry import RunContext, experiment
 from .metrics import agreement, check_cutoff, evidence_scores, group_stats, latency_stats
 from .plan import DIALOGUE_SYSTEMS, GROUPING_SYSTEMS, REGIMES, RunPlan
 from .progress import Progress, silent
-from .results import DialogueRow, GroupingRow, JudgeRow, Measurement, StreamRow
+from .results import DialogueRow, GroupingRow, JudgeRow, Measurement, ServingRow, StreamRow
 from .runbooks import agent_loop as loop_runbook
 from .runbooks import agent_stream, dialogue_replay
 from .runner import Job, group_labels, measure_together
@@ -205,6 +205,15 @@ def agent_loop(context: RunContext) -> list[StreamRow]:
     data = encode_evalset(notes, encoder, cache=None)  # hashing is cheaper than the cache
     book = loop_runbook(plan.loop_cells, plan.loop_rounds, len(data.queries))
     return run_streams(book, data, plan.loop_systems, encoder.name, context.progress)
+
+
+@experiment("serving", section="serving", data=["default"])
+def serving(context: RunContext) -> list[ServingRow]:
+    """Many clients at once making agents' memory calls: the engine in process and through its MCP server."""
+    from .serving import serving_rows
+
+    plan = context.plan
+    return serving_rows(plan.serving_clients, plan.serving_calls, context.progress)
 
 
 class Answer(NamedTuple):

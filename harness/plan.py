@@ -86,6 +86,9 @@ class RunPlan:
     loop_cells: int = 100_000
     loop_rounds: int = 30
     loop_systems: tuple[str, ...] = LOOP_SYSTEMS
+    serving_clients: int = 8
+    serving_calls: int = 200
+    """Calls each client of the serving experiment makes (`serving.client_script`)."""
     passes: int = 5
     """Timing passes over every system of a regime, interleaved (see `runner.measure_together`)."""
     max_passes: int = 12
@@ -105,6 +108,8 @@ class RunPlan:
             stream_queries=100,
             loop_cells=10_000,
             loop_rounds=10,
+            serving_clients=4,
+            serving_calls=50,
             passes=3,
             max_passes=3,
         )

@@ -78,6 +78,7 @@ def write_report(out: Path, results: RunResults) -> Path:
             {"runbook": r.runbook, "system": r.system, **asdict(c)} for r in results.streaming for c in r.checkpoints
         ],
         "judges": [asdict(j) for j in results.judges],
+        "serving": [asdict(row) for row in results.serving],
         "claims": [asdict(v) for v in results.claims],
         "targets": [asdict(v) for v in results.targets],
     }
@@ -236,6 +237,17 @@ def _markdown(results: RunResults, tables: dict[str, list[dict[str, Any]]], plot
             "written (questions due while at most k turns are written are left out: any system finds them all); "
             "`online: at the end` asks every question of that memory after its last turn. An online row's p50 is "
             "that of the searches taken between writes.",
+        ),
+        (
+            "serving",
+            "Serving: many clients at once, the engine in process and through its MCP server",
+            "Each client makes a seeded mix of agents' memory calls in a scope of its own (mostly writes and "
+            "searches; gets, updates, deletes and listings), all clients at once: in process each on its own "
+            "thread, through the server each a real `mcp` client over streamable HTTP to `magbench serve --http` "
+            "(both on an embedded store, the mock encoder). Every answer is checked as it comes (no hit from another "
+            "scope, every memory read back as written, nothing lost); `calls_per_s` counts every tool's calls "
+            "together. A call's latency includes its wait for the others: these are a service's latencies, not "
+            "one core's.",
         ),
     ]
     for key, title, note in sections:

@@ -239,6 +239,21 @@ class JudgeRow:
 
 
 @dataclass(frozen=True)
+class ServingRow:
+    """One tool's calls in the serving experiment: many clients at once against one system (`serving.py`)."""
+
+    system: str
+    transport: str
+    clients: int
+    tool: str
+    calls: int
+    p50_ms: float
+    p99_ms: float
+    calls_per_s: float
+    """Every tool's calls of the system over the time they took, all clients together."""
+
+
+@dataclass(frozen=True)
 class Verdict:
     claim: str
     system: str
@@ -323,6 +338,7 @@ class Sections(TypedDict, total=False):
     streaming: list[StreamRow]
     grouping: list[GroupingRow]
     judges: list[JudgeRow]
+    serving: list[ServingRow]
 
 
 @dataclass(frozen=True)
@@ -339,6 +355,7 @@ class RunResults:
     streaming: list[StreamRow] = field(default_factory=list)
     grouping: list[GroupingRow] = field(default_factory=list)
     judges: list[JudgeRow] = field(default_factory=list)
+    serving: list[ServingRow] = field(default_factory=list)
     claims: list[Verdict] = field(default_factory=list)
     targets: list[Verdict] = field(default_factory=list)
 
