@@ -61,8 +61,10 @@ class Comparison:
     data_differences: list[str] = field(default_factory=list)
     """What differs between the data the runs measured (`RunInfo.data_differences`): figures on other data are
     not a change of the code."""
-    unmeasured: int = 0
-    """Verdicts one of the runs did not measure (not a change: e.g. a --quick run against a full one)."""
+    measured_by_one: int = 0
+    """Verdicts only one of the runs measured (not a change: e.g. a --quick run against a full one)."""
+    measured_by_neither: int = 0
+    """Verdicts neither run measured (both left out the experiments that decide them)."""
     recall_only: int = 0
     """Measurements timed over too few queries to compare their latency (`MIN_QUERIES_PER_PASS`)."""
     edge_flips: list[str] = field(default_factory=list)
@@ -109,13 +111,15 @@ def compare(
         (old_verdicts[(v.claim, v.system)], v) for v in [*b.claims, *b.targets] if (v.claim, v.system) in old_verdicts
     ]
     measured_both = [(old, v) for old, v in pairs if UNMEASURED not in (old.verdict, v.verdict)]
+    neither = sum(old.verdict == v.verdict == UNMEASURED for old, v in pairs)
     changed = [(old, v) for old, v in measured_both if old.verdict != v.verdict]
     return Comparison(
         changes,
         [_flip(old, v) for old, v in changed if not _across_an_edge(old, v)],
         a.run.machine.differences(b.run.machine),
         a.run.data_differences(b.run),
-        unmeasured=len(pairs) - len(measured_both),
+        measured_by_one=len(pairs) - len(measured_both) - neither,
+        measured_by_neither=neither,
         recall_only=recall_only,
         edge_flips=[_flip(old, v) for old, v in changed if _across_an_edge(old, v)],
     )
@@ -221,8 +225,9 @@ def render(comparison: Comparison, *, everything: bool = False, latency_toleranc
     text = f"{compared} measurements compared{recall_only}; " + (
         "all shown" if everything else f"{len(shown)} rows changed beyond the tolerance (--all shows every row)"
     )
-    headers = ["measurement", "metric", "A", "B", "change", "drift", "p (B slower; passes)", ""]
-    text += "\n\n" + str(tabulate(rows, headers=headers, tablefmt="github"))
+    headers = ["measurement", "metric", "A", "B", "change", "drift", "p (B slower; passes)", "regression"]
+    if rows:
+        text += "\n\n" + str(tabulate(rows, headers=headers, tablefmt="github"))
     if comparison.machine_differences:
         text += (
             "\n\nWarning: the runs were made on different machines or package versions, so their latencies "
@@ -238,8 +243,10 @@ def render(comparison: Comparison, *, everything: bool = False, latency_toleranc
         text += "\n\nVerdicts that stand at an edge and read the other side of it (a rerun of the same code may " + (
             "read either; not a change):\n" + "\n".join(f"- {f}" for f in comparison.edge_flips)
         )
-    if comparison.unmeasured:
-        text += f"\n\n{comparison.unmeasured} verdicts were not measured by one of the runs (not compared)."
+    if comparison.measured_by_one:
+        text += f"\n\n{comparison.measured_by_one} verdicts were measured by only one of the runs (not compared)."
+    if comparison.measured_by_neither:
+        text += f"\n\n{comparison.measured_by_neither} verdicts were measured by neither run."
     return text
 
 

@@ -43,4 +43,9 @@ def run_demo(*, encoder_name: str, size: int, path: str | None, server: str | No
         found = sum(isinstance(row[4], int) for row in rows)
         print(f"\nneedles in the top 3: {found}/5")
         print(tabulate(memory.stats().as_dict().items(), headers=["stat", "value"]))
+        print(
+            "(group_capacity: the size past which a write splits a group; the k-means steps that then settle the "
+            "write's groups move cells to their nearest centroid and may leave one above it, until the scope's next "
+            "write splits it)"
+        )
     return 0

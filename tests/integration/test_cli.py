@@ -124,6 +124,7 @@ def test_demo_with_the_mock_encoder():
     assert "needles in the top 3: 5/5" in done.stdout and "groups" in done.stdout
     cosines = re.findall(r"  \d\.\d{3}\s+(\d\.\d{3})\s+\d\s", done.stdout)  # each best hit's cosine column
     assert len(cosines) == 5 and len(set(cosines)) > 1  # not the same number for every hit
+    assert "(group_capacity: the size past which a write splits a group" in done.stdout  # why a group may exceed it
 
 
 def test_bad_arguments_exit_with_usage():

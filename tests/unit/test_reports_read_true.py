@@ -102,8 +102,19 @@ def test_compare_shows_changes_only_and_does_not_count_the_unmeasured_as_a_chang
     comparison = compare(a, b, latency_tolerance=0.5, recall_tolerance=0.01)
     text = render(comparison)
     assert "4 measurements compared" in text and "scaling:reference" in text and "scaling:flat-numpy" not in text
-    assert comparison.flips == [] and "1 verdicts were not measured by one of the runs" in text
+    assert comparison.flips == [] and "1 verdicts were measured by only one of the runs" in text
     assert "scaling:flat-numpy" in render(comparison, everything=True)
+
+
+def test_compare_of_a_run_with_itself_shows_no_empty_table_and_counts_what_neither_measured():
+    run = results_with(measured("reference", 1_000, 1.0), claims=[Verdict("flat-linear", "reference", "NOT MEASURED",
+                       "", "", "")])  # fmt: skip
+    comparison = compare(run, run, latency_tolerance=0.5, recall_tolerance=0.01)
+    text = render(comparison)
+    assert "| measurement" not in text and "0 rows changed" in text
+    assert "1 verdicts were measured by neither run" in text and "only one" not in text
+    header = render(comparison, everything=True).splitlines()[2]
+    assert header.split("|")[-2].strip() == "regression"  # every column is named
 
 
 @pytest.mark.parametrize("bad", [math.nan, math.inf])
