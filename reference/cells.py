@@ -288,9 +288,10 @@ def grown(array: np.ndarray, capacity: int, *, fill: float = 0) -> np.ndarray:
     return grown
 
 
-def with_room(column: np.ndarray, length: int, *, fill: float = 0) -> np.ndarray:
-    """`column`, or a padded copy of at least `length` entries (geometric growth: amortised O(1))."""
-    return column if length <= len(column) else grown(column, max(length, 2 * len(column), 1024), fill=fill)
+def with_room(column: np.ndarray, length: int, *, fill: float = 0, least: int = 1024) -> np.ndarray:
+    """`column`, or a padded copy of at least `length` entries (geometric growth: amortised O(1)), and of
+    `least` at first."""
+    return column if length <= len(column) else grown(column, max(length, 2 * len(column), least), fill=fill)
 
 
 def seen_text(text: str, metadata: Mapping[str, Any]) -> str:

@@ -1,19 +1,22 @@
-"""The lexical index: BM25 over cell texts, kept current by every write and delete.
+"""The lexical index: BM25 over cell texts, one index per scope, kept current by every write and delete.
 
 Scoring is Lucene's BM25 as `bm25s` computes it: words of two or more letters, lower-cased, Lucene's
 English stop words removed, no stemmer; idf = ln(1 + (N − df + 0.5) / (df + 0.5)), term weight
 tf / (tf + k1 · (1 − b + b · length / average length)), k1 1.5, b 0.75, a word repeated in the query
-counted each time. N, df and the average length are those of the live cells at the moment of the query,
-so a delete changes scores exactly as rebuilding the index without the cell would.
+counted each time. N, df and the average length are those of the live cells of the cell's scope at the moment
+of the query: a scoped search reads its own scope's postings only, and what other scopes hold never moves its
+scores (a side channel otherwise: a user could tell from their own scores whether a word is common elsewhere). A
+delete changes scores exactly as rebuilding the scope's index without the cell would.
 
-Layout (Lucene's segment model): each write appends an immutable segment of postings (for each word,
-the rows that hold it and how often) built from the write's cells alone, and segments of similar size
-are merged as they accumulate (the last two whenever the newer holds at least half as many postings as
+Layout (Lucene's segment model, per scope: `BM25Index`): each write appends an immutable segment of postings (for
+each word, the positions that hold it and how often) built from the write's cells alone, and segments of similar
+size are merged as they accumulate (the last two whenever the newer holds at least half as many postings as
 the older: at most log2 of the postings segments, each posting merged O(log N) times). A delete marks
-its rows dead (the postings stay until their segment is merged or is more than half dead, then
-rewritten) and takes the rows' words out of the document frequencies. A query reads only the postings
-of its words, in every segment, in one compiled pass each (`kernels.bm25_into`). Cells are addressed
-by table row, like the group and entity indexes; the index is derived from the cells and rebuilt on open.
+its positions dead (the postings stay until their segment is merged or is more than half dead, then
+rewritten) and takes their words out of the document frequencies. A query reads only the postings
+of its words, in every segment, in one compiled pass each (`kernels.bm25_into`). `LexicalIndex` addresses cells
+by table row, like the group and entity indexes, each scope's index by the position of a cell among its scope's;
+it is derived from the cells and rebuilt on open.
 """
 
 from __future__ import annotations
@@ -37,6 +40,8 @@ STOP_WORDS = frozenset(
 WORD = re.compile(r"(?u)\b\w\w+\b")
 K1 = 1.5
 B = 0.75
+SMALL = 64
+"""Entries a scope's arrays start with: many scopes hold a few cells each."""
 
 
 def words(text: str) -> list[str]:
@@ -69,9 +74,9 @@ class _Segment:
         return len(self.rows)
 
 
-class LexicalIndex:
-    """Row-addressed BM25 over texts; writes and deletes cost in proportion to their own cells.
-    Change it under the engine's write lock; searches may run at once from several threads."""
+class BM25Index:
+    """BM25 over texts addressed by position, with statistics of its own texts; writes and deletes cost in
+    proportion to their own cells. Change it under the engine's write lock; searches may run at once."""
 
     def __init__(self) -> None:
         self._term_of = _Vocabulary()
@@ -86,8 +91,9 @@ class LexicalIndex:
     def __len__(self) -> int:
         return self._docs
 
-    def rows(self) -> set[int]:
-        return set(np.flatnonzero(self._live).tolist())
+    def live(self) -> np.ndarray:
+        """The positions indexed and not removed, ascending."""
+        return np.flatnonzero(self._live)
 
     def segments(self) -> int:
         """How many segments a query reads (O(log N))."""
@@ -103,13 +109,13 @@ class LexicalIndex:
         found = [words(text) for text in texts]
         lengths = np.fromiter(map(len, found), dtype=np.int64, count=len(found))
         terms = np.fromiter(map(self._term_of.__getitem__, chain.from_iterable(found)), dtype=np.int64)
-        self._length, self._live = with_room(self._length, end), with_room(self._live, end)
+        self._length, self._live = with_room(self._length, end, least=SMALL), with_room(self._live, end, least=SMALL)
         self._length[rows] = lengths
         self._live[rows] = True
         self._docs += len(rows)
         self._total_length += int(lengths.sum())
         segment = _build(rows, terms, lengths)
-        self._df = with_room(self._df, len(self._term_of))
+        self._df = with_room(self._df, len(self._term_of), least=SMALL)
         self._df[segment.terms] += np.diff(segment.offsets)  # a segment lists each of its words once
         self._segments.append(segment)
         while len(self._segments) > 1 and 2 * self._segments[-1].postings >= self._segments[-2].postings:
@@ -137,7 +143,7 @@ class LexicalIndex:
     ) -> tuple[np.ndarray, np.ndarray]:
         """The best `depth` rows sharing a word with `text`, by BM25 score (best first; ties: earlier row);
         only rows `allowed` keeps (a mask for the rows it is given) when it is given. The statistics (N, df,
-        average length) are those of every live cell."""
+        average length) are those of every live text of this index."""
         terms, repeats = np.unique(self._known(words(text)), return_counts=True)
         if not len(terms) or not self._docs:
             return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float64)
@@ -178,9 +184,92 @@ class LexicalIndex:
         local = self._scratch
         size = len(self._live)
         if getattr(local, "scores", None) is None or len(local.scores) < size:
-            local.scores = np.zeros(max(size, 1024), dtype=np.float64)
+            local.scores = np.zeros(max(size, SMALL), dtype=np.float64)
             local.touched = np.empty(len(local.scores), dtype=np.int64)
         return local.scores, local.touched
+
+
+class LexicalIndex:
+    """Row-addressed BM25 with one `BM25Index` per scope (a scope code per row), so that a scoped search
+    reads and is scored by its own scope's cells alone; a search of every scope merges each scope's best,
+    every cell scored by its own scope's statistics."""
+
+    def __init__(self) -> None:
+        self._scopes: dict[int, BM25Index] = {}
+        self._rows: dict[int, np.ndarray] = {}
+        """Each scope's table rows by position in its index (room for more after its `_sizes`)."""
+        self._sizes: dict[int, int] = {}
+        self._position = np.zeros(0, dtype=np.int64)
+        """A row's position in its scope's index."""
+
+    def __len__(self) -> int:
+        return sum(map(len, self._scopes.values()))
+
+    def rows(self) -> set[int]:
+        return {row for scope, index in self._scopes.items() for row in self._rows[scope][index.live()].tolist()}
+
+    def segments(self, scope: int) -> int:
+        """How many segments a search of `scope` reads (O(log N) in its cells)."""
+        return self._scopes[scope].segments() if scope in self._scopes else 0
+
+    def add(self, rows: np.ndarray, texts: Sequence[str], scopes: np.ndarray) -> None:
+        """Index rows with their texts and scope codes (each row once)."""
+        if not len(rows):
+            return
+        self._position = with_room(self._position, int(rows.max()) + 1)
+        for scope, members in _by_scope(scopes):
+            mine = rows[members]
+            size = self._sizes.get(scope, 0)
+            positions = np.arange(size, size + len(mine))
+            self._scopes.setdefault(scope, BM25Index()).add(positions, [texts[i] for i in members.tolist()])
+            held = with_room(self._rows.get(scope, np.zeros(0, np.int64)), size + len(mine), least=SMALL)
+            held[positions] = mine
+            self._rows[scope], self._sizes[scope] = held, size + len(mine)
+            self._position[mine] = positions
+
+    def remove(self, rows: np.ndarray, texts: Sequence[str], scopes: np.ndarray) -> None:
+        """Take rows out (their `texts` as indexed and their scope codes)."""
+        for scope, members in _by_scope(scopes):
+            index = self._scopes[scope]
+            index.remove(self._position[rows[members]], [texts[i] for i in members.tolist()])
+            if not len(index):  # a scope emptied starts again from nothing
+                del self._scopes[scope], self._rows[scope], self._sizes[scope]
+
+    def search(
+        self,
+        text: str,
+        depth: int,
+        allowed: Callable[[np.ndarray], np.ndarray] | None = None,
+        scope: int | None = None,
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """The best `depth` rows sharing a word with `text` (of `scope`, or of every scope), by BM25 score,
+        best first; only rows `allowed` keeps (a mask for the rows it is given) when it is given."""
+        scopes = list(self._scopes) if scope is None else [scope] if scope in self._scopes else []
+        found = [self._search_one(one, text, depth, allowed) for one in scopes]
+        if len(found) == 1:
+            return found[0]
+        rows = np.concatenate([f[0] for f in found]) if found else np.zeros(0, dtype=np.int64)
+        scores = np.concatenate([f[1] for f in found]) if found else np.zeros(0, dtype=np.float64)
+        best = np.lexsort((rows, -scores))[:depth]
+        return rows[best], scores[best]
+
+    def _search_one(
+        self, scope: int, text: str, depth: int, allowed: Callable[[np.ndarray], np.ndarray] | None
+    ) -> tuple[np.ndarray, np.ndarray]:
+        rows_of = self._rows[scope]
+        within = None if allowed is None else lambda positions: allowed(rows_of[positions])
+        positions, scores = self._scopes[scope].search(text, depth, within)
+        return rows_of[positions], scores
+
+
+def _by_scope(scopes: np.ndarray) -> list[tuple[int, np.ndarray]]:
+    """Each scope code with the positions (ascending) that hold it."""
+    codes = np.asarray(scopes, dtype=np.int64)
+    if not len(codes):
+        return []
+    order = np.argsort(codes, kind="stable")
+    starts = np.flatnonzero(np.r_[True, codes[order][1:] != codes[order][:-1]])
+    return [(int(codes[order[a]]), order[a:b]) for a, b in zip(starts.tolist(), [*starts[1:].tolist(), len(codes)])]
 
 
 def _build(rows: np.ndarray, terms: np.ndarray, lengths: np.ndarray) -> _Segment:

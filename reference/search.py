@@ -150,8 +150,8 @@ class SearchPipeline:
             rows, scores = _best(*_merge_best(rows, scores, *flat_search(query, depth, state, within)), depth)
         if fusing:
             assert lexical is not None and query_text is not None
-            allowed = (lambda found: within.allows(table.scope, found)) if within.restricts else None
-            lexical_rows, lexical_scores = lexical.search(query_text, config.fusion_depth, allowed)
+            allowed = (lambda found: within.allows(table.scope, found)) if within.rows is not None else None
+            lexical_rows, lexical_scores = lexical.search(query_text, config.fusion_depth, allowed, within.scope)
             if config.fusion == "rrf":
                 rows, scores = reciprocal_rank((rows, scores), (lexical_rows, lexical_scores), rrf_k=config.rrf_k)
             else:

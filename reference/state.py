@@ -278,7 +278,7 @@ class EngineState:
         """Build the lexical index over every stored cell (when it is switched on later)."""
         self._lexical = LexicalIndex()
         live = self.table.live_rows()
-        self._lexical.add(live, self._seen_texts(live))
+        self._lexical.add(live, self._seen_texts(live), self.table.scope[live])
 
     def _apply(self, batch: CellBatch, plan: Assignment, found: list[frozenset[str]]) -> None:
         self._turnover += len(batch.ids)
@@ -322,13 +322,13 @@ class EngineState:
         for row, entities in zip(rows.tolist(), found):
             self.entities.add(row, entities)
         if self._lexical is not None:
-            self._lexical.add(rows, self._seen_texts(rows))
+            self._lexical.add(rows, self._seen_texts(rows), self.table.scope[rows])
 
     def _forget(self, rows: np.ndarray) -> None:
         """Take cells out of the indexes and the table (their groups' sums are the caller's)."""
         self.index.remove(self.table.group[rows], rows)
         if self._lexical is not None:
-            self._lexical.remove(rows, self._seen_texts(rows))
+            self._lexical.remove(rows, self._seen_texts(rows), self.table.scope[rows])
         self._episodes.remove(rows)
         self._metadata.remove(rows, [self.table.metadata[row] for row in rows.tolist()])
         for row in rows.tolist():

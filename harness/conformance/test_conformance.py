@@ -336,6 +336,32 @@ def test_every_document_is_found_in_its_own_scope(system_under_test: SystemUnder
             assert f"{scope}/doc-{i}" in [h.doc_id for h in hits], (scope, i, hits)
 
 
+@pytest.mark.requirement("MB-SCOPE-3")
+@pytest.mark.capability("scopes")
+def test_a_scoped_search_does_not_change_when_other_scopes_change(system_under_test: SystemUnderTest) -> None:
+    system = system_under_test.open()
+    system.add([replace(d, id=f"user:a/{d.id}", scope="user:a") for d in documents(system)])
+
+    queries = probe_queries(system)  # and two words each: a word common elsewhere must not outweigh the other
+    queries += [replace(q, id=f"{q.id}-2", text=f"{q.text} {WORDS[(j + 5) % 12]}") for j, q in enumerate(queries)]
+
+    def answers() -> list[list[tuple[str, float]]]:
+        return [[(h.doc_id, round(h.score, 6)) for h in system.search(replace(q, scope="user:a"), k=10)]
+                for q in queries]  # fmt: skip
+
+    before = answers()
+    others = [
+        replace(d, id=f"user:{owner}/{d.id}", scope=f"user:{owner}", text=d.text if owner <= 3 else f"{d.text} {extra}")
+        for owner, extra in ((owner, " ".join(WORDS[:owner])) for owner in range(1, 11))
+        for d in documents(system)
+    ]
+    system.add(others)
+    assert answers() == before, "writing other scopes' documents changed a scoped search's hits or scores"
+    if "delete" in system.capabilities:
+        system.delete([d.id for d in others[: len(others) // 2]])
+        assert answers() == before, "deleting other scopes' documents changed a scoped search's hits or scores"
+
+
 @pytest.mark.requirement("MB-SCOPE-4")
 @pytest.mark.capability("scopes")
 @pytest.mark.capability("update")

@@ -15,7 +15,7 @@ from harness.generators.vectors import clustered_unit_vectors, exact_top_k
 from harness.runner import resident_bytes
 from reference import CellularMemory, MemoryConfig
 from reference.encoders import MockEncoder
-from reference.lexical import LexicalIndex
+from reference.lexical import BM25Index
 from tests.bench.conftest import record, time_queries
 from tests.bench.test_agent_loop import loop_texts
 
@@ -68,7 +68,7 @@ def test_lexical_index_at_a_million_cells():
     """The lexical index's resident memory at 1M text cells (the loop's texts), ≤ the raw float32 vectors."""
     texts, batch = loop_texts(N), 50_000
     before = resident_bytes()
-    index = LexicalIndex()
+    index = BM25Index()
     for start in range(0, N, batch):
         index.add(np.arange(start, start + batch), texts[start : start + batch])
     resident = resident_bytes() - before

@@ -133,6 +133,14 @@ class UpsertAcrossScopes(ReferenceSystem):
         super().add(docs)
 
 
+class ScoresByTheWholeStore(ReferenceSystem):
+    """Scales a scope's scores by how much the whole store holds (as BM25 statistics over every scope do)."""
+
+    def search(self, query, *, k, mode="similarity"):
+        scale = 1 / np.log(2 + len(self.memory))
+        return [SearchHit(h.doc_id, h.score * scale) for h in super().search(query, k=k, mode=mode)]
+
+
 class GetsInStoredOrder(ReferenceSystem):
     def get(self, doc_ids):
         found = {d.id: d for d in super().get(doc_ids)}
@@ -160,4 +168,5 @@ filters_after_searching = factory(FiltersAfterSearching)
 upsert_keeps_old = factory(UpsertKeepsOld)
 upsert_duplicates = factory(UpsertDuplicates)
 gets_in_stored_order = factory(GetsInStoredOrder)
+scores_by_the_whole_store = factory(ScoresByTheWholeStore)
 upsert_across_scopes = factory(UpsertAcrossScopes)

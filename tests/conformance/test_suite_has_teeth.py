@@ -66,6 +66,7 @@ def run_suite(pytester: pytest.Pytester, system: str) -> dict[str, dict]:
         ("leaks_scopes", "MB-SCOPE-1"),
         ("one_copy_per_text", "MB-SCOPE-2"),
         ("upsert_across_scopes", "MB-SCOPE-4"),
+        ("scores_by_the_whole_store", "MB-SCOPE-3"),
         ("filters_after_searching", "MB-FILTER-1"),
         ("upsert_keeps_old", "MB-UPDATE-1"),
         ("upsert_duplicates", "MB-UPDATE-2"),

@@ -11,7 +11,7 @@ from bm25s.stopwords import STOPWORDS_EN
 
 from harness.generators.topics import topic_haystack
 from reference import kernels
-from reference.lexical import K1, STOP_WORDS, B, LexicalIndex, words
+from reference.lexical import K1, STOP_WORDS, B, BM25Index, LexicalIndex, words
 
 
 def oracle(texts: dict[int, str], query: str) -> dict[int, float]:
@@ -42,7 +42,7 @@ def texts():
 
 
 def test_writes_of_every_size_and_deletes_score_as_bm25_over_the_live_cells(texts):
-    index, live, rng = LexicalIndex(), {}, random.Random(4)
+    index, live, rng = BM25Index(), {}, random.Random(4)
     position = 0
     while position < len(texts):
         batch = rng.choice([1, 1, 2, 7, 40, 120])
@@ -53,7 +53,7 @@ def test_writes_of_every_size_and_deletes_score_as_bm25_over_the_live_cells(text
         if rng.random() < 0.3:  # deletes between writes, some of them emptying most of a segment
             doomed = np.asarray(sorted(rng.sample(sorted(live), min(len(live) - 1, rng.choice([1, 5, 60])))))
             index.remove(doomed, [live.pop(r) for r in doomed.tolist()])
-    assert index.rows() == set(live) and len(index) == len(live)
+    assert set(index.live().tolist()) == set(live) and len(index) == len(live)
     for query in [*texts[::37], "telescope telescope Jupiter", "nothing matches qqqq", "the of and"]:
         rows, scores = index.search(query, 10)
         expected = oracle(live, query)
@@ -65,7 +65,7 @@ def test_writes_of_every_size_and_deletes_score_as_bm25_over_the_live_cells(text
 def test_a_restricted_search_ranks_the_allowed_rows_as_the_whole_index_scores_them(texts, share):
     """Excluded rows never come back, and the allowed ones keep their BM25 scores over every live cell; a
     restriction that leaves fewer matching rows than the depth gives only those."""
-    index = LexicalIndex()
+    index = BM25Index()
     index.add(np.arange(len(texts)), texts)
     allowed_rows = set(random.Random(5).sample(range(len(texts)), int(share * len(texts))))
     mask = np.zeros(len(texts), dtype=bool)
@@ -87,7 +87,7 @@ def test_the_best_rows_are_those_a_full_sort_ranks_first_ties_by_row():
 
 
 def test_scores_match_bm25s_rebuilt_over_the_same_cells(texts):
-    index = LexicalIndex()
+    index = BM25Index()
     for start in range(0, len(texts), 50):
         index.add(np.arange(start, min(start + 50, len(texts))), texts[start : start + 50])
     retriever = bm25s.BM25()  # Lucene's variant, as the engine's docstring promises
@@ -105,7 +105,7 @@ def test_the_stop_words_are_lucenes_as_bm25s_lists_them():
 
 
 def test_a_write_costs_its_own_cells_and_queries_read_few_segments(texts):
-    index = LexicalIndex()
+    index = BM25Index()
     index.add(np.arange(500), texts[:500])
     for row in range(500, 600):  # one cell a turn, as an agent writes
         index.add(np.asarray([row]), [texts[row]])
@@ -114,9 +114,35 @@ def test_a_write_costs_its_own_cells_and_queries_read_few_segments(texts):
 
 
 def test_rows_must_be_new_and_ascending(texts):
-    index = LexicalIndex()
+    index = BM25Index()
     index.add(np.asarray([3, 4]), texts[:2])
     with pytest.raises(ValueError, match="ascending"):
         index.add(np.asarray([4]), texts[2:3])
     with pytest.raises(ValueError, match="ascending"):
         index.add(np.asarray([9, 8]), texts[2:4])
+
+
+def test_each_scope_scores_as_bm25_over_its_own_live_cells_alone(texts):
+    """Writes interleaving three scopes, deletes in each: a scoped search scores as BM25 over that scope's live
+    cells (the others' never count); a search of every scope merges them, each by its own scope's scores."""
+    index, live, scope_of, rng = LexicalIndex(), {}, {}, random.Random(8)
+    for start in range(0, 600, 40):
+        rows = np.arange(start, start + 40)
+        scopes = np.asarray([rng.choice([0, 1, 1, 2]) for _ in rows])
+        index.add(rows, [texts[r] for r in rows], scopes)
+        live.update({int(r): texts[r] for r in rows})
+        scope_of.update({int(r): int(s) for r, s in zip(rows, scopes)})
+        doomed = np.asarray(sorted(rng.sample(sorted(live), 8)))
+        index.remove(doomed, [live.pop(r) for r in doomed.tolist()], np.asarray([scope_of[r] for r in doomed]))
+    assert index.rows() == set(live)
+    for query in rng.sample(texts, 15):
+        expected_all: dict[int, float] = {}
+        for scope in (0, 1, 2):
+            theirs = oracle({r: t for r, t in live.items() if scope_of[r] == scope}, query)
+            expected_all.update(theirs)
+            rows, scores = index.search(query, 10, scope=scope)
+            assert rows.tolist() == ranked(theirs, 10)
+            assert np.allclose(scores, [theirs[r] for r in rows.tolist()])
+        rows, scores = index.search(query, 10)
+        assert rows.tolist() == ranked(expected_all, 10)
+    assert index.search(texts[0], 10, scope=9)[0].size == 0  # a scope it never held

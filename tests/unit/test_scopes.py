@@ -167,3 +167,26 @@ def test_scopes_and_episodes_stay_apart(mock_encoder):
         memory.add(["Bob booked the flight to Berlin"], scope="user:bob", episode="s1")
         assert memory.stats().episodes == 2
         assert [h.id for h in memory.search("flight", k=5, scope="user:alice")] == [alice]
+
+
+@pytest.mark.parametrize("cells", [100])
+def test_a_scoped_search_does_not_move_when_other_scopes_are_written(mock_encoder, cells):
+    """BM25 statistics, episodes and the probe are the scope's own: 10,000 cells written into 100 other scopes
+    (the same words, some of them the same texts) leave every hit and score of a scoped search as it was."""
+    rng = random.Random(5)
+    mine = [random_text(rng) for _ in range(cells)]
+    queries = [" ".join(rng.sample(WORDS, 2)) for _ in range(20)] + [rng.choice(mine) for _ in range(5)]
+    with CellularMemory(encoder=mock_encoder) as memory:
+        memory.add(mine, scope="user:alice")
+
+        def answers() -> list[list[tuple[str, float]]]:
+            return [[(h.id, h.score) for h in memory.search(q, 10, scope="user:alice")] for q in queries]
+
+        before = answers()
+        for other in range(100):
+            texts = [random_text(rng) + " Paris" * (other % 4) for _ in range(100)]
+            texts[:5] = mine[other : other + 5]
+            memory.add(texts, scope=f"user:{other}")
+        assert answers() == before
+        memory.delete(scope="user:7")
+        assert answers() == before
