@@ -263,11 +263,12 @@ def test_a_sigkill_during_writes_loses_no_acknowledged_memory(tmp_path):
                     if len(acknowledged) >= 150:
                         enough.set()
         except Exception:
-            if server.process is not None and server.process.poll() is None:
+            if not killing.is_set():
                 raise  # the server is alive: this failure is a defect, not the kill
             # the server died under a call: that call was never acknowledged
 
-    killer = threading.Thread(target=lambda: (enough.wait(120), server.kill()))
+    killing = threading.Event()  # set before the kill (a Popen another thread waits on polls as alive)
+    killer = threading.Thread(target=lambda: (enough.wait(120), killing.set(), server.kill()))
     killer.start()
     asyncio.run(writer())
     killer.join()
