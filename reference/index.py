@@ -75,6 +75,17 @@ class Probed(NamedTuple):
     bytes_read: int
 
 
+class ProbedMany(NamedTuple):
+    """What a probe of several queries found: each query's rows and exact cosines, best first, one query's after
+    another's in `rows` and `scores` (query i's at `ends[i - 1] : ends[i]`, from 0 for the first), and the bytes
+    they read in all (as `Probed`)."""
+
+    rows: np.ndarray
+    scores: np.ndarray
+    ends: np.ndarray
+    bytes_read: int
+
+
 class ProbeLimits(NamedTuple):
     """Where budget probing stops (`kernels.probe_for`): it keeps the best `depth` cells, reads at least `floor`
     cells and at most `budget` (whole groups), and past the floor reads a group only if its centroid scores
@@ -201,14 +212,26 @@ class NumpyGroupIndex:
         `groups[i]`: `GroupState.active_centroid_codes`): the best `limits.depth` cells read, rescored exactly
         from the best `limits.depth + k` by their codes (but for those whose codes rule them out), best first.
         The rule is `kernels.probe_for`'s."""
-        rows, scores, read, rescored = kernels.probe_for(self.dim)(
-            self.codes, self.scales, self.by_row, self.rows, self.starts, self.sizes, groups, *centroids, query,
+        found = self.probe_many(groups, centroids, kernels.rows32(query).reshape(1, -1), k, limits)
+        return Probed(found.rows, found.scores, found.bytes_read)
+
+    def probe_many(
+        self,
+        groups: np.ndarray,
+        centroids: tuple[np.ndarray, np.ndarray],
+        queries: np.ndarray,
+        k: int,
+        limits: ProbeLimits,
+    ) -> ProbedMany:
+        """`probe` for each row of `queries` (C-contiguous float32), in one compiled call that holds no GIL."""
+        rows, scores, ends, read, rescored = kernels.probe_for(self.dim)(
+            self.codes, self.scales, self.by_row, self.rows, self.starts, self.sizes, groups, *centroids, queries,
             k, limits.depth, limits.depth + k, limits.floor, limits.budget, limits.margin,
         )  # fmt: skip
         code_bytes = self.dim * self.codes.itemsize + self.scales.itemsize
         vector_bytes = self.dim * self.by_row.itemsize
-        bytes_read = (len(groups) + read) * code_bytes + rescored * vector_bytes
-        return Probed(rows, scores, bytes_read)
+        bytes_read = (len(queries) * len(groups) + read) * code_bytes + rescored * vector_bytes
+        return ProbedMany(rows, scores, ends, bytes_read)
 
     def close(self) -> None:
         self.codes, self.scales = np.zeros((0, self.dim), dtype=np.int8), np.zeros(0, dtype=np.float32)

@@ -15,7 +15,10 @@ from contextlib import contextmanager
 
 class ReadWriteLock:
     def __init__(self) -> None:
-        self._condition = threading.Condition(threading.Lock())  # not re-entrant: held only inside these methods
+        self._mutex = threading.Lock()  # not re-entrant: held only inside these methods
+        self._condition = threading.Condition(self._mutex)
+        """Waits and wakes on `_mutex`; the read side's usual path takes the mutex itself (a C-level context
+        manager, where the condition's own `__enter__` is a Python call)."""
         self._readers = 0
         self._writer: int | None = None
         self._depth = 0
@@ -34,7 +37,7 @@ class ReadWriteLock:
 
     def acquire_read(self) -> None:
         """Taken on every search: the usual case (no writer about) asks for no thread id and wakes no one."""
-        with self._condition:
+        with self._mutex:
             if self._writer is None and not self._waiting_writers:
                 self._readers += 1
             elif self._writing_here():  # the writer may read what it is writing
@@ -52,7 +55,7 @@ class ReadWriteLock:
                         self._condition.notify_all()
 
     def release_read(self) -> None:
-        with self._condition:
+        with self._mutex:
             if self._writing_here():
                 self._depth -= 1
             else:

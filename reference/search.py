@@ -9,7 +9,9 @@ small enough that probing would cost more (`MemoryConfig.flat_is_cheaper`) is se
 also exact. With `top_k` probing the best `group_top_k` groups are taken,
 and a flat search fills in when fewer than `k` candidates score above `min_score` (the seed design).
 Stage 2 scores the chosen groups' cells. The `numpy` index runs stages 1 and 2 as one compiled call
-over its arena (`kernels.probe_for`), taking the k-th best score as each group is read; the `chroma`
+over its arena (`kernels.probe_for`), taking the k-th best score as each group is read, and for a batch of vector
+queries one call for them all, which holds no GIL (`SearchPipeline.ranked_many`: searches from several threads
+run at once, each holding the GIL only for its Python around that call); the `chroma`
 index queries one group at a time (the k-th best taken once, after the first `probe_per_k` · k
 cells; its calls are serialised by the index, so a thread pool would only add hand-offs).
 Stage 3 looks the query's entities up in the exact-match index: cells that mention them are
@@ -27,6 +29,8 @@ A search restricted to a scope or by a filter (`filters.Within`) applies the res
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from itertools import repeat
 from typing import Literal, NamedTuple
 
 import numpy as np
@@ -108,6 +112,42 @@ class SearchPipeline:
         keep = scores >= config.score_threshold
         order = np.argsort(-scores[keep], kind="stable")[:k]
         return Candidates(rows[keep][order], scores[keep][order])
+
+    def ranked_many(
+        self,
+        state: EngineState,
+        queries: Sequence[np.ndarray],
+        k: int,
+        query_entities: Sequence[frozenset[str]],
+        query_texts: Sequence[str | None],
+        within: Within = EVERYTHING,
+    ) -> list[Candidates]:
+        """`ranked` in similarity mode for each query (call under the state's read lock): the same candidates.
+        The vector queries that stages 1–2 alone answer (no text, no entities, no filter, the compiled probe's
+        route) are probed in one compiled call, the GIL released throughout; the others run one by one."""
+        if len(state.table) == 0:
+            return [Candidates(np.empty(0, dtype=np.int64), np.empty(0)) for _ in queries]
+        probed = [i for i, text in enumerate(query_texts) if text is None and not query_entities[i]]
+        route = self._route(state, k, k, within.scope) if probed and within.rows is None else None
+        if route is None or route.centroid_codes is None:
+            return [self.run(state, *each, within) for each in zip(queries, repeat(k), query_entities, query_texts)]
+        assert isinstance(state.index, NumpyGroupIndex)
+        matrix = queries[probed[0]][None, :] if len(probed) == 1 else np.stack([queries[i] for i in probed])
+        many = state.index.probe_many(route.groups, route.centroid_codes, kernels.rows32(matrix), k, route.limits)
+        state.counters.count(flat=False, searches=len(probed), bytes_read=many.bytes_read)
+        if len(queries) == 1 and not within.restricts:
+            return [Candidates(many.rows, many.scores)]
+        found: list[Candidates | None] = [None] * len(queries)
+        for i, start, end in zip(probed, [0, *many.ends.tolist()], many.ends.tolist()):
+            rows, scores = many.rows[start:end], many.scores[start:end]
+            if within.restricts:  # as `run` does after stage 2
+                keep = within.allows(state.table.scope, rows)
+                rows, scores = rows[keep], scores[keep]
+            found[i] = Candidates(rows, scores)
+        return [
+            done if done is not None else self.run(state, query, k, entities, text, within)
+            for done, query, entities, text in zip(found, queries, query_entities, query_texts)
+        ]
 
     def run(
         self,

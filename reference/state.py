@@ -59,10 +59,12 @@ class SearchCounters:
         self.flat = 0
         self.bytes_read = 0
 
-    def count(self, *, flat: bool) -> None:
+    def count(self, *, flat: bool, searches: int = 1, bytes_read: int = 0) -> None:
+        """Count `searches` searches, all of them flat or none, and the vector bytes they read (one lock)."""
         with self._lock:
-            self.searches += 1
-            self.flat += flat
+            self.searches += searches
+            self.flat += flat * searches
+            self.bytes_read += bytes_read
 
     def read(self, bytes_read: int) -> None:
         with self._lock:
