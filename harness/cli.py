@@ -10,17 +10,16 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
+from harness.data.beir import DatasetFormatError
+from harness.data.dialogue import TurnFormat
+from harness.data.spec import DatasetSpec
+from harness.measure.metrics import CutoffError
+from harness.output.results import ResultsFileError
+from harness.systems.options import OptionError, parse_options
+from harness.systems.registry import SystemSpecError, resolve
+from harness.verdicts.compare import LATENCY_TOLERANCE
 from reference.encoders import ENCODER_NAMES
 from reference.errors import BackendUnavailableError, MagneticError
-
-from .beir import DatasetFormatError
-from .compare import LATENCY_TOLERANCE
-from .dataset_spec import DatasetSpec
-from .dialogue import TurnFormat
-from .metrics import CutoffError
-from .options import OptionError, parse_options
-from .registry import SystemSpecError, resolve
-from .results import ResultsFileError
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -207,9 +206,9 @@ def _check_writable(out: Path) -> None:
 def _run(args: argparse.Namespace, argv: list[str] | None) -> int:
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, format="%(message)s")
     if args.command == "run":
-        from .experiment_registry import data_of, listing, selected
-        from .plan import RunPlan
-        from .run import run_benchmark
+        from harness.measure.experiment_registry import data_of, listing, selected
+        from harness.measure.plan import RunPlan
+        from harness.run import run_benchmark
 
         if args.list_experiments:
             print(listing())
@@ -238,8 +237,8 @@ def _run(args: argparse.Namespace, argv: list[str] | None) -> int:
         )
         return 0
     if args.command == "compare":
-        from .compare import compare, render
-        from .results import RunResults
+        from harness.output.results import RunResults
+        from harness.verdicts.compare import compare, render
 
         comparison = compare(
             RunResults.load(args.run_a),
@@ -286,7 +285,7 @@ def _run(args: argparse.Namespace, argv: list[str] | None) -> int:
             )
         )
     if args.command == "chat":
-        from .chat import run_chat
+        from harness.chat import run_chat
 
         return run_chat(
             db=args.db,
@@ -314,7 +313,7 @@ def _run(args: argparse.Namespace, argv: list[str] | None) -> int:
             tokens=args.tokens,
             default_user=args.user_id,
         )
-    from .demo import run_demo
+    from harness.demo import run_demo
 
     return run_demo(
         encoder_name=args.encoder, size=args.size, path=args.path, server=args.chroma_server, seed=args.seed

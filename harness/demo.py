@@ -6,11 +6,10 @@ import time
 
 from tabulate import tabulate
 
+from harness.data.generators.needles import needle_set
 from reference import CellularMemory
 from reference.chroma import server_client
 from reference.encoders import make_encoder
-
-from .generators.needles import needle_set
 
 
 def run_demo(*, encoder_name: str, size: int, path: str | None, server: str | None, seed: int) -> int:

@@ -14,17 +14,16 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any, cast
 
+from harness.data.dialogue import SPEAKER_CAPTIONS, TurnFormat
+from harness.data.spec import DatasetSpec
+from harness.measure import experiments  # noqa: F401  (registers the experiments)
+from harness.measure.experiment_registry import RunContext, selected
+from harness.measure.plan import RunPlan
+from harness.output.progress import progress
+from harness.output.report import summary_table, write_report
+from harness.output.results import Machine, RunInfo, RunResults, Sections
+from harness.verdicts.claims import UNMEASURED, evaluate
 from reference.encoders import Encoder, make_encoder
-
-from . import experiments  # noqa: F401  (registers the experiments)
-from .claims import UNMEASURED, evaluate
-from .dataset_spec import DatasetSpec
-from .dialogue import SPEAKER_CAPTIONS, TurnFormat
-from .experiment_registry import RunContext, selected
-from .plan import RunPlan
-from .progress import progress
-from .report import summary_table, write_report
-from .results import Machine, RunInfo, RunResults, Sections
 
 SOURCE = Path(__file__).resolve().parents[1]
 """Where this code lives: read for the commit it runs (never written to: an installed copy may be read-only)."""

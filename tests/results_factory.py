@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from harness.plan import RunPlan
-from harness.results import Machine, Measurement, RunInfo, RunResults
+from harness.measure.plan import RunPlan
+from harness.output.results import Machine, Measurement, RunInfo, RunResults
 
 MACHINE = Machine(platform="linux", processor="x86_64", cpus=2, python="3.11.7", packages={"numpy": "2.3"})
 

@@ -18,9 +18,9 @@ from typing import Any
 
 import pytest
 
-from harness.options import OptionError, parse_options
 from harness.protocol import SystemContext
-from harness.registry import check_declaration, resolve
+from harness.systems.options import OptionError, parse_options
+from harness.systems.registry import check_declaration, resolve
 
 DIM = 32
 

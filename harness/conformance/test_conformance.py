@@ -14,11 +14,10 @@ from typing import Any
 import numpy as np
 import pytest
 
-from harness.generators.vectors import clustered_unit_vectors, exact_top_k
-from harness.metrics import recall_at_k
+from harness.conformance.plugin import DIM, SystemUnderTest
+from harness.data.generators.vectors import clustered_unit_vectors, exact_top_k
+from harness.measure.metrics import recall_at_k
 from harness.protocol import Document, Query
-
-from .plugin import DIM, SystemUnderTest
 
 N = 60
 DATA = clustered_unit_vectors(N, DIM, clusters=6, spread=0.6, queries=20, seed=5)

@@ -21,13 +21,12 @@ from typing import Any
 
 import numpy as np
 
+from harness.protocol import Document, Query, SearchHit, SystemContext, vector_of
 from reference import CellularMemory, MemoryConfig
 from reference.chroma import server_client
 from reference.concepts import concept_of_group
 from reference.encoders import MockEncoder
 from reference.search import Mode
-
-from ..protocol import Document, Query, SearchHit, SystemContext, vector_of
 
 BASE_CAPABILITIES = frozenset(
     {"text", "vectors", "memory_scoring", "tunable", "groups", "consolidate", "delete"}

@@ -30,7 +30,7 @@ if os.environ.get("MAGBENCH_MILLION"):
 
 
 def loop_texts(count: int, *, start: int = 0) -> list[str]:
-    from harness.generators.topics import topic_haystack
+    from harness.data.generators.topics import topic_haystack
 
     sentences = topic_haystack(2_000, seed=5).texts
     return [f"{sentences[i % len(sentences)]} (note {i})" for i in range(start, start + count)]

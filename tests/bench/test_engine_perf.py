@@ -14,7 +14,7 @@ import time
 import numpy as np
 import pytest
 
-from harness.metrics import recall_at_k
+from harness.measure.metrics import recall_at_k
 from reference import CellularMemory, MemoryConfig
 from reference.encoders import MockEncoder
 from reference.index import similarities
@@ -118,7 +118,7 @@ def test_persistent_ingest(benchmark, data):
 @pytest.fixture(scope="module")
 def texts():
     """Word-bearing texts for the cells (topic sentences, each made unique by its number)."""
-    from harness.generators.topics import topic_haystack
+    from harness.data.generators.topics import topic_haystack
 
     sentences = topic_haystack(2_000, seed=5).texts
     return [f"{sentences[i % len(sentences)]} (note {i})" for i in range(N)]
@@ -148,7 +148,7 @@ def test_hybrid_text_search(benchmark, data, texts, numpy_memory):
 @pytest.mark.parametrize("spread", [1.0, 1.2])
 def test_diffuse_clusters(benchmark, spread):
     """Clusters as diffuse as real embeddings (cosine ≈ 0.5 and 0.4 inside a cluster)."""
-    from harness.generators.vectors import clustered_unit_vectors, exact_top_k
+    from harness.data.generators.vectors import clustered_unit_vectors, exact_top_k
 
     diffuse = clustered_unit_vectors(N, dim=384, clusters=100, spread=spread, queries=200, seed=11)
     truth = exact_top_k(diffuse.vectors, diffuse.queries, 10)

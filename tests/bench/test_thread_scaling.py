@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from harness.generators.vectors import clustered_unit_vectors
+from harness.data.generators.vectors import clustered_unit_vectors
 from reference import CellularMemory
 from reference.encoders import MockEncoder
 from tests.bench.conftest import FIGURES, N, record, record_ratio, time_queries

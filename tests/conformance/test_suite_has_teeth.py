@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from harness.registry import SYSTEMS
+from harness.systems.registry import SYSTEMS
 from reference import CellularMemory, MemoryConfig
 from reference.encoders import MockEncoder
 from reference.index import NumpyGroupIndex

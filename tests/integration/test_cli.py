@@ -7,9 +7,9 @@ import sys
 
 import pytest
 
-from harness.beir import save_beir
-from harness.datasets import needles_evalset
-from harness.plan import LOOP_SYSTEMS, STREAM_SYSTEMS
+from harness.data.beir import save_beir
+from harness.data.generated import needles_evalset
+from harness.measure.plan import LOOP_SYSTEMS, STREAM_SYSTEMS
 
 
 def magbench(*args: str, timeout: int = 600) -> subprocess.CompletedProcess:

@@ -7,9 +7,9 @@ import json
 
 import pytest
 
-from harness.beir import DatasetFormatError
 from harness.cli import main
-from harness.corpus import load_corpus
+from harness.data.beir import DatasetFormatError
+from harness.data.corpus import load_corpus
 
 LOCOMO = {
     "speaker_a": "A",

@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 from sklearn.metrics import adjusted_rand_score, homogeneity_score
 
-from harness.generators.needles import needle_set
-from harness.generators.topics import topic_haystack
+from harness.data.generators.needles import needle_set
+from harness.data.generators.topics import topic_haystack
 from reference import CellularMemory, MemoryConfig
 
 pytestmark = pytest.mark.minilm

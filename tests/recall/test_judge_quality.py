@@ -2,8 +2,8 @@
 
 import pytest
 
-from harness.generators.contradictions import contradiction_pairs
-from harness.judging import score_judge
+from harness.data.generators.contradictions import contradiction_pairs
+from harness.measure.judging import score_judge
 from reference.judges import OfflineJudge, OllamaJudge
 from reference.judges.base import JudgeError
 from reference.ollama_connection import OllamaConnection

@@ -9,10 +9,10 @@ import functools
 
 import pytest
 
-from harness.datasets import needles_evalset, vectors_evalset
-from harness.encoding import encode_evalset
-from harness.registry import SYSTEMS
-from harness.runner import measure
+from harness.data.encoding import encode_evalset
+from harness.data.generated import needles_evalset, vectors_evalset
+from harness.measure.runner import measure
+from harness.systems.registry import SYSTEMS
 from reference.encoders import make_encoder
 from reference.encoders.ollama import OllamaEncoder
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from harness.generators.vectors import clustered_unit_vectors
+from harness.data.generators.vectors import clustered_unit_vectors
 from reference import CellularMemory
 from reference.encoders import MockEncoder
 from tests.reliability.counts import record

@@ -7,8 +7,8 @@ from collections.abc import Callable
 
 import numpy as np
 
-from harness.generators.vectors import clustered_unit_vectors, exact_top_k
-from harness.metrics import recall_at_k
+from harness.data.generators.vectors import clustered_unit_vectors, exact_top_k
+from harness.measure.metrics import recall_at_k
 from reference import CellularMemory, MemoryConfig
 from reference.encoders import MockEncoder
 from tests.reliability.counts import record

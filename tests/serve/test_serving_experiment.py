@@ -7,7 +7,7 @@ import pytest
 
 pytest.importorskip("mcp", reason="the serve extra: pip install 'magnetic-bench[serve]'")
 
-from harness.serving import TOOLS, ServiceBroke, client_script, drive, serving_rows
+from harness.measure.serving import TOOLS, ServiceBroke, client_script, drive, serving_rows
 
 
 def test_both_services_are_timed_on_every_tool():

@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from harness.datasets import vectors_evalset
-from harness.runner import measure
+from harness.data.generated import vectors_evalset
+from harness.measure.runner import measure
 from reference import BackendUnavailableError, CellularMemory, MemoryConfig
 from reference.chroma import http_client
 from reference.encoders import MockEncoder

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from harness.generators.vectors import clustered_unit_vectors, exact_top_k
+from harness.data.generators.vectors import clustered_unit_vectors, exact_top_k
 from reference import CellularMemory, MemoryConfig
 from reference.clustering import split_in_two
 from reference.encoders import MockEncoder

@@ -8,7 +8,7 @@ import threading
 import numpy as np
 import pytest
 
-from harness.generators.vectors import clustered_unit_vectors
+from harness.data.generators.vectors import clustered_unit_vectors
 from reference import CellularMemory
 from reference.encoders import MockEncoder
 from reference.index import NumpyGroupIndex, ProbeLimits

@@ -2,8 +2,8 @@
 
 import pytest
 
-from harness.beir import DatasetFormatError, load_beir, save_beir
-from harness.datasets import needles_evalset
+from harness.data.beir import DatasetFormatError, load_beir, save_beir
+from harness.data.generated import needles_evalset
 
 
 def test_round_trip(tmp_path):

@@ -2,7 +2,7 @@
 
 import pytest
 
-from harness.checking import ContractViolation, check_documents, check_hits
+from harness.measure.checking import ContractViolation, check_documents, check_hits
 from harness.protocol import Document, SearchHit
 
 KNOWN = {"a", "b", "c"}

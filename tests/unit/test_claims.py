@@ -1,7 +1,7 @@
 """Verdicts follow the measurements: supported, refuted, or not measured."""
 
-from harness.claims import CLAIMS, INCONCLUSIVE, REFUTED, SUPPORTED, TARGETS, UNMEASURED
-from harness.results import RunResults
+from harness.output.results import RunResults
+from harness.verdicts.claims import CLAIMS, INCONCLUSIVE, REFUTED, SUPPORTED, TARGETS, UNMEASURED
 from tests.results_factory import measured, results
 
 
@@ -104,7 +104,7 @@ def test_load_that_slows_some_passes_does_not_move_a_verdict():
 
 
 def test_an_interval_that_ends_within_the_margin_of_its_bar_is_inconclusive():
-    from harness.confidence import Estimate, judge
+    from harness.verdicts.confidence import Estimate, judge
 
     assert judge(Estimate(22.0, 21.0, 25.0), 20.0, at_least=True).verdict == INCONCLUSIVE  # 21 < 20 × 1.1
     assert judge(Estimate(24.0, 22.5, 25.0), 20.0, at_least=True).verdict == SUPPORTED
@@ -117,7 +117,7 @@ def test_a_figure_within_what_moves_between_runs_of_an_edge_names_the_verdict_be
     """The realtext-high-recall figures of two identical runs: 24.1× (CI 20.0–27.7×), then 23.7× (CI 20.1–27.0×),
     either side of the edge of NOT SUPPORTED at 30 / 1.1 = 27.3×: each names the other's verdict as its neighbour
     (`compare` then lists the change apart: test_compare)."""
-    from harness.confidence import Estimate, all_of, certain, judge
+    from harness.verdicts.confidence import Estimate, all_of, certain, judge
 
     first, second = (
         judge(Estimate(24.1, 20.0, 27.7), 30.0, at_least=True),

@@ -129,7 +129,7 @@ def test_a_scopes_centroid_codes_follow_every_change_of_its_centroids():
 
 @pytest.mark.parametrize("chunk", [1, 7, 1000])
 def test_clustered_data_recovers_the_true_clusters(chunk):
-    from harness.generators.vectors import clustered_unit_vectors
+    from harness.data.generators.vectors import clustered_unit_vectors
 
     data = clustered_unit_vectors(600, dim=64, clusters=6, spread=0.5, seed=3)
     vectors, labels = data.vectors, data.labels

@@ -6,8 +6,8 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from harness.compare import MIN_QUERIES_PER_PASS, compare, render
-from harness.results import SCHEMA_VERSION, Machine, ResultsFileError, RunResults, Verdict
+from harness.output.results import SCHEMA_VERSION, Machine, ResultsFileError, RunResults, Verdict
+from harness.verdicts.compare import MIN_QUERIES_PER_PASS, compare, render
 from tests.results_factory import MACHINE, measured, results
 
 

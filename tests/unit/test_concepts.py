@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 from sklearn.metrics import adjusted_rand_score
 
-from harness.generators.vectors import clustered_unit_vectors
+from harness.data.generators.vectors import clustered_unit_vectors
 from reference import CellularMemory, InvalidInputError, MemoryConfig
 from reference.concepts import concept_labels
 from reference.encoders import MockEncoder

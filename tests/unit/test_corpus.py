@@ -5,9 +5,9 @@ import json
 import numpy as np
 import pytest
 
-from harness.beir import DatasetFormatError
-from harness.corpus import load_corpus, split_passages
-from harness.datasets import corpus_evalset
+from harness.data.beir import DatasetFormatError
+from harness.data.corpus import load_corpus, split_passages
+from harness.data.generated import corpus_evalset
 
 
 def test_paragraphs_become_passages_of_bounded_length_without_duplicates():
@@ -79,7 +79,7 @@ def test_held_out_queries_are_not_documents_and_their_truth_is_exact(stdlib):
 def test_progress_off_a_terminal_prints_steps_and_a_heartbeat_during_a_long_step(monkeypatch, capsys):
     import time
 
-    from harness import progress as module
+    from harness.output import progress as module
 
     monkeypatch.setattr(module, "HEARTBEAT", 0.05)
     for _ in module.progress(["kmeans"], "scaling N=100,000"):

@@ -4,9 +4,9 @@ import json
 
 import pytest
 
-from harness.beir import DatasetFormatError
-from harness.dataset_spec import DatasetSpec
-from harness.dialogue import TurnFormat, load_dialogue
+from harness.data.beir import DatasetFormatError
+from harness.data.dialogue import TurnFormat, load_dialogue
+from harness.data.spec import DatasetSpec
 
 LOCOMO_SAMPLE = {
     "sample_id": "conv-x",
@@ -126,10 +126,10 @@ def test_missing_files_and_unknown_kinds_are_typed_errors(tmp_path):
 
 
 def test_session_level_is_left_out_where_k_reaches_the_sessions_and_turn_level_refuses(locomo_file):
-    from harness.experiment_registry import RunContext
-    from harness.experiments import dialogue
-    from harness.metrics import CutoffError
-    from harness.plan import RunPlan
+    from harness.measure.experiment_registry import RunContext
+    from harness.measure.experiments import dialogue
+    from harness.measure.metrics import CutoffError
+    from harness.measure.plan import RunPlan
     from reference.encoders import MockEncoder
 
     dataset = DatasetSpec.parse(f"locomo:{locomo_file}")

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from harness.metrics import capped_recall_at_k, check_cutoff, evidence_scores, mrr, ndcg_at_k, recall_at_k
+from harness.measure.metrics import capped_recall_at_k, check_cutoff, evidence_scores, mrr, ndcg_at_k, recall_at_k
 
 
 def test_evidence_scores_by_hand():

@@ -4,10 +4,10 @@ import dataclasses
 
 import pytest
 
-from harness import experiments  # noqa: F401  (registers the experiments)
-from harness.experiment_registry import EXPERIMENTS, experiment, listing, selected
-from harness.options import OptionError
-from harness.results import RunResults
+from harness.measure import experiments  # noqa: F401  (registers the experiments)
+from harness.measure.experiment_registry import EXPERIMENTS, experiment, listing, selected
+from harness.output.results import RunResults
+from harness.systems.options import OptionError
 
 
 def names(data, only=None):

@@ -5,9 +5,9 @@ from datetime import datetime
 import faker.providers.date_time as faker_dates
 import pytest
 
-from harness.generators.contradictions import contradiction_pairs
-from harness.generators.needles import needle_set
-from harness.generators.topics import topic_haystack
+from harness.data.generators.contradictions import contradiction_pairs
+from harness.data.generators.needles import needle_set
+from harness.data.generators.topics import topic_haystack
 
 GENERATORS = {
     "topics": lambda: topic_haystack(300, seed=3).texts,

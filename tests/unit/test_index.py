@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 from numba import njit
 
-from harness.generators.vectors import clustered_unit_vectors
+from harness.data.generators.vectors import clustered_unit_vectors
 from reference import intrinsics, kernels
 from reference.index import ChromaGroupIndex, NumpyGroupIndex, ProbeLimits, top_k
 

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from bm25s.stopwords import STOPWORDS_EN
 
-from harness.generators.topics import topic_haystack
+from harness.data.generators.topics import topic_haystack
 from reference import kernels
 from reference.lexical import K1, STOP_WORDS, B, BM25Index, LexicalIndex, words
 

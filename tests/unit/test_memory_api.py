@@ -5,7 +5,7 @@ import re
 import numpy as np
 import pytest
 
-from harness.generators.vectors import clustered_unit_vectors
+from harness.data.generators.vectors import clustered_unit_vectors
 from reference import (
     CellularMemory,
     DimensionMismatchError,

@@ -5,7 +5,7 @@ import math
 import numpy as np
 import pytest
 
-from harness.metrics import agreement, group_stats, hits_at_k, latency_stats, mrr, ndcg_at_k, recall_at_k
+from harness.measure.metrics import agreement, group_stats, hits_at_k, latency_stats, mrr, ndcg_at_k, recall_at_k
 
 
 def test_recall_against_exact_and_against_a_single_needle():

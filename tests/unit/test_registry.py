@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 
 from harness.protocol import SystemContext
-from harness.registry import SYSTEMS, SystemSpecError, check_declaration, resolve
+from harness.systems.registry import SYSTEMS, SystemSpecError, check_declaration, resolve
 
 CONTEXT = SystemContext(dim=8, workdir=Path("/tmp"))
 

@@ -6,11 +6,11 @@ import math
 import numpy as np
 import pytest
 
-from harness.claims import _interval_words, evaluate
-from harness.compare import compare, render
-from harness.confidence import Estimate, estimate, noisy, unsettled
-from harness.report import _color, _reading, _swept, _timing_lines
-from harness.results import ResultsFileError, RunResults, Verdict
+from harness.output.report import _color, _reading, _swept, _timing_lines
+from harness.output.results import ResultsFileError, RunResults, Verdict
+from harness.verdicts.claims import _interval_words, evaluate
+from harness.verdicts.compare import compare, render
+from harness.verdicts.confidence import Estimate, estimate, noisy, unsettled
 from tests.results_factory import measured, run_info
 
 PASSES = [6.9, 34.0, 6.9, 7.3, 7.2]

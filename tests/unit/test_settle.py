@@ -5,7 +5,7 @@ stays settled without a write that costs as much as the whole memory."""
 import numpy as np
 import pytest
 
-from harness.generators.vectors import clustered_unit_vectors
+from harness.data.generators.vectors import clustered_unit_vectors
 from reference import CellularMemory, MemoryConfig, ingest
 from reference.encoders import MockEncoder
 from reference.ingest import refining, settle_due

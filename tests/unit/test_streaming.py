@@ -5,12 +5,12 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from harness.claims import evaluate
-from harness.evalset import EvalSet
+from harness.data.evalset import EvalSet
+from harness.measure.runbooks import Checkpoint, Forget, Search, Sleep, Write, agent_loop, agent_stream
+from harness.measure.streaming import run_streams
+from harness.output.results import RunResults, StreamRow, Verdict
 from harness.protocol import Document, Query
-from harness.results import RunResults, StreamRow, Verdict
-from harness.runbooks import Checkpoint, Forget, Search, Sleep, Write, agent_loop, agent_stream
-from harness.streaming import run_streams
+from harness.verdicts.claims import evaluate
 from tests.results_factory import run_info
 
 

@@ -4,10 +4,10 @@ import itertools
 
 import pytest
 
-from harness import runner
-from harness.confidence import unsettled
-from harness.datasets import vectors_evalset
-from harness.runner import Job, measure_together
+from harness.data.generated import vectors_evalset
+from harness.measure import runner
+from harness.measure.runner import Job, measure_together
+from harness.verdicts.confidence import unsettled
 
 STEADY = (1.0, 1.01, 0.99, 1.0, 1.0)
 DRIFTING = (0.75, 1.0, 1.25, 0.8, 1.2)

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from harness.generators.vectors import clustered_unit_vectors
+from harness.data.generators.vectors import clustered_unit_vectors
 from reference import CellularMemory, MemoryConfig
 from reference.encoders import MockEncoder
 

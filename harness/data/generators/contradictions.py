@@ -16,7 +16,7 @@ from datetime import date, timedelta
 import numpy as np
 from faker import Faker
 
-from .seeded import fixed_date, seeded_faker
+from harness.data.generators.seeded import fixed_date, seeded_faker
 
 ROLES = ["nurse", "pilot", "teacher", "carpenter", "lawyer", "chef", "architect", "librarian", "plumber", "dentist"]
 FOODS = ["tea", "coffee", "sushi", "olives", "dark chocolate", "lentil soup", "mangoes", "rye bread"]

@@ -1,5 +1,5 @@
 """The experiments of a run, registered with the data they run on (`experiment_registry`). Each returns typed
-rows (`harness.results`) for claims, report and compare."""
+rows (`harness.output.results`) for claims, report and compare."""
 
 from __future__ import annotations
 
@@ -8,12 +8,12 @@ from collections.abc import Mapping
 from dataclasses import asdict
 from typing import Any, NamedTuple
 
-from reference.encoders import MockEncoder
-
-from .beir import load_beir
-from .claims import decides_a_verdict
-from .corpus import Corpus
-from .datasets import (
+from harness.data.beir import load_beir
+from harness.data.corpus import Corpus
+from harness.data.dialogue import ADVERSARIAL, load_dialogue
+from harness.data.encoding import encode_corpus, encode_evalset
+from harness.data.evalset import EvalSet
+from harness.data.generated import (
     corpus_evalset,
     needles_evalset,
     notes_evalset,
@@ -21,18 +21,17 @@ from .datasets import (
     topics_evalset,
     vectors_evalset,
 )
-from .dialogue import ADVERSARIAL, load_dialogue
-from .encoding import encode_corpus, encode_evalset
-from .evalset import EvalSet
-from .experiment_registry import RunContext, experiment
-from .metrics import agreement, check_cutoff, evidence_scores, group_stats, latency_stats
-from .plan import DIALOGUE_SYSTEMS, GROUPING_SYSTEMS, REGIMES, RunPlan
-from .progress import Progress, silent
-from .results import DialogueRow, GroupingRow, JudgeRow, Measurement, ServingRow, StreamRow
-from .runbooks import agent_loop as loop_runbook
-from .runbooks import agent_stream, dialogue_replay
-from .runner import Job, group_labels, measure_together
-from .streaming import replay, run_streams
+from harness.measure.experiment_registry import RunContext, experiment
+from harness.measure.metrics import agreement, check_cutoff, evidence_scores, group_stats, latency_stats
+from harness.measure.plan import DIALOGUE_SYSTEMS, GROUPING_SYSTEMS, REGIMES, RunPlan
+from harness.measure.runbooks import agent_loop as loop_runbook
+from harness.measure.runbooks import agent_stream, dialogue_replay
+from harness.measure.runner import Job, group_labels, measure_together
+from harness.measure.streaming import replay, run_streams
+from harness.output.progress import Progress, silent
+from harness.output.results import DialogueRow, GroupingRow, JudgeRow, Measurement, ServingRow, StreamRow
+from harness.verdicts.claims import decides_a_verdict
+from reference.encoders import MockEncoder
 
 SECTION_OF_REGIME = {"fixed": "scaling", "growing": "growing"}
 """The results section a scaling regime fills."""
@@ -118,10 +117,9 @@ def grouping(context: RunContext) -> list[GroupingRow]:
 @experiment("judges", section="judges", data=["default"])
 def judges(context: RunContext, *, per_kind: int = 30, seeds: tuple[int, ...] = (0, 1, 2)) -> list[JudgeRow]:
     """Each available conflict judge's precision and recall on the labelled contradiction pairs."""
+    from harness.data.generators.contradictions import contradiction_pairs
+    from harness.measure.judging import score_judge
     from reference.judges import OfflineJudge
-
-    from .generators.contradictions import contradiction_pairs
-    from .judging import score_judge
 
     rows = []
     for seed in context.progress(seeds, "conflict judges"):
@@ -210,7 +208,7 @@ def agent_loop(context: RunContext) -> list[StreamRow]:
 @experiment("serving", section="serving", data=["default"])
 def serving(context: RunContext) -> list[ServingRow]:
     """Many clients at once making agents' memory calls: the engine in process and through its MCP server."""
-    from .serving import serving_rows
+    from harness.measure.serving import serving_rows
 
     plan = context.plan
     return serving_rows(plan.serving_clients, plan.serving_calls, context.progress)

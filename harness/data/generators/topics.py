@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .seeded import fixed_date, seeded_faker
+from harness.data.generators.seeded import fixed_date, seeded_faker
 
 TOPICS: dict[str, dict[str, list[str]]] = {
     "cooking": {

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from functools import partial
 from typing import Any
 
-from .protocol import CAPABILITIES, MemorySystem, SystemContext
+from harness.protocol import CAPABILITIES, MemorySystem, SystemContext
 
 Factory = Callable[..., MemorySystem]
 

@@ -6,9 +6,8 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from harness.data.generators.contradictions import LabelledPair
 from reference.judges import ConflictJudge, JudgeError, Statement
-
-from .generators.contradictions import LabelledPair
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from .beir import DatasetFormatError, document_text, jsonl_rows
+from harness.data.beir import DatasetFormatError, document_text, jsonl_rows
 
 MAX_CHARS = 400
 SENTENCE_END = re.compile(r"(?<=[.!?])\s+")

@@ -30,15 +30,15 @@ from typing import Any, cast
 import psutil
 from threadpoolctl import threadpool_limits
 
-from .checking import check_documents, check_hits
-from .confidence import unsettled
-from .evalset import EvalSet
-from .metrics import capped_recall_at_k, hits_at_k, mrr, ndcg_at_k, recall_at_k
-from .progress import Progress, silent
-from .protocol import GroupingSystem, MemorySystem, SystemContext, TunableSystem
-from .registry import check_declaration, resolve
-from .results import Measurement
-from .slowdown import Slowed
+from harness.data.evalset import EvalSet
+from harness.measure.checking import check_documents, check_hits
+from harness.measure.metrics import capped_recall_at_k, hits_at_k, mrr, ndcg_at_k, recall_at_k
+from harness.output.progress import Progress, silent
+from harness.output.results import Measurement
+from harness.protocol import GroupingSystem, MemorySystem, SystemContext, TunableSystem
+from harness.systems.registry import check_declaration, resolve
+from harness.systems.slowdown import Slowed
+from harness.verdicts.confidence import unsettled
 
 WARMUP_QUERIES = 3
 """Untimed queries before a setting's timed ones in each pass (the evaluation set's first ones)."""

@@ -26,8 +26,8 @@ import numpy as np
 from scipy.stats import mannwhitneyu
 from tabulate import tabulate
 
-from .claims import UNMEASURED
-from .results import Measurement, MeasurementKey, ResultsFileError, RunResults, Verdict
+from harness.output.results import Measurement, MeasurementKey, ResultsFileError, RunResults, Verdict
+from harness.verdicts.claims import UNMEASURED
 
 ALPHA = 0.01
 LATENCY_TOLERANCE = 0.5

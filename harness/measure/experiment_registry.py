@@ -16,14 +16,13 @@ from typing import Any, Literal
 
 from tabulate import tabulate
 
+from harness.data.corpus import Corpus, load_corpus
+from harness.data.dialogue import SPEAKER_CAPTIONS, TurnFormat
+from harness.data.spec import DatasetSpec
+from harness.measure.plan import RunPlan
+from harness.output.progress import Progress, silent
+from harness.systems.options import OptionError
 from reference.encoders import Encoder
-
-from .corpus import Corpus, load_corpus
-from .dataset_spec import DatasetSpec
-from .dialogue import SPEAKER_CAPTIONS, TurnFormat
-from .options import OptionError
-from .plan import RunPlan
-from .progress import Progress, silent
 
 Data = Literal["default", "dialogue", "beam", "beir"]
 """What a run measures: the default run (generated data and a real-text corpus), or one `--dataset`."""

@@ -23,12 +23,11 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from harness.measure.metrics import latency_stats
+from harness.output.progress import Progress, silent
+from harness.output.results import ServingRow
 from reference import CellularMemory
 from reference.encoders import MockEncoder
-
-from .metrics import latency_stats
-from .progress import Progress, silent
-from .results import ServingRow
 
 TOOLS = ("add_memory", "search_memories", "get_memory", "update_memory", "delete_memory", "list_memories")
 WORDS = ("tea", "trains", "rain", "chess", "Berlin", "piano", "dentist", "garden")

@@ -7,7 +7,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from .protocol import Document, Query
+from harness.protocol import Document, Query
 
 
 @dataclass(frozen=True)

@@ -12,11 +12,10 @@ from pathlib import Path
 
 import numpy as np
 
+from harness.data.corpus import Corpus
+from harness.data.evalset import EvalSet
+from harness.output.progress import progress
 from reference.encoders import Encoder
-
-from .corpus import Corpus
-from .evalset import EvalSet
-from .progress import progress
 
 CACHE = Path("datasets") / "cache"
 """Encoded vectors are cached under the working directory, never inside the installed package."""

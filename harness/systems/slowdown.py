@@ -7,7 +7,7 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from .protocol import Document, MemorySystem, Query, SearchHit
+from harness.protocol import Document, MemorySystem, Query, SearchHit
 
 
 class Slowed:

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from .corpus import Corpus
-from .evalset import EvalSet
-from .generators.needles import needle_set
-from .generators.topics import topic_haystack
-from .generators.vectors import clustered_unit_vectors, exact_top_k
-from .protocol import Document, Query
+from harness.data.corpus import Corpus
+from harness.data.evalset import EvalSet
+from harness.data.generators.needles import needle_set
+from harness.data.generators.topics import topic_haystack
+from harness.data.generators.vectors import clustered_unit_vectors, exact_top_k
+from harness.protocol import Document, Query
 
 
 def needles_evalset(haystack: int = 200, needles: int = 5, *, seed: int = 0) -> EvalSet:

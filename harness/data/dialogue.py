@@ -16,10 +16,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .beir import DatasetFormatError
-from .dataset_spec import DatasetSpec
-from .evalset import Conversation, EvalSet
-from .protocol import Document, Query
+from harness.data.beir import DatasetFormatError
+from harness.data.evalset import Conversation, EvalSet
+from harness.data.spec import DatasetSpec
+from harness.protocol import Document, Query
 
 LOCOMO_CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
 ADVERSARIAL = "adversarial"

@@ -10,8 +10,19 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .confidence import INCONCLUSIVE, MARGIN, REFUTED, SUPPORTED, Estimate, Judgement, all_of, certain, estimate, judge
-from .results import Measurement, RunResults, StreamRow, Verdict
+from harness.output.results import Measurement, RunResults, StreamRow, Verdict
+from harness.verdicts.confidence import (
+    INCONCLUSIVE,
+    MARGIN,
+    REFUTED,
+    SUPPORTED,
+    Estimate,
+    Judgement,
+    all_of,
+    certain,
+    estimate,
+    judge,
+)
 
 UNMEASURED = "NOT MEASURED"
 TARGET_SOURCE = "MagneticBench's own target for the reference engine"

@@ -13,8 +13,8 @@ from dataclasses import dataclass
 import numpy as np
 from faker import Faker
 
-from .seeded import seeded_faker
-from .topics import topic_haystack
+from harness.data.generators.seeded import seeded_faker
+from harness.data.generators.topics import topic_haystack
 
 
 @dataclass(frozen=True)

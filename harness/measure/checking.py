@@ -6,7 +6,7 @@ from collections.abc import Collection, Sequence
 
 import numpy as np
 
-from .protocol import Document, SearchHit
+from harness.protocol import Document, SearchHit
 
 
 class ContractViolation(AssertionError):

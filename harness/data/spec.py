@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from .beir import DatasetFormatError
+from harness.data.beir import DatasetFormatError
 
 Kind = Literal["locomo", "longmemeval", "beam", "beir"]
 PREFIXED: tuple[Kind, ...] = ("locomo", "longmemeval", "beam")

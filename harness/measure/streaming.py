@@ -22,15 +22,15 @@ from typing import Any, cast
 
 import numpy as np
 
-from .checking import check_documents, check_hits
-from .evalset import EvalSet
-from .generators.vectors import exact_top_k
-from .metrics import threshold_recall
-from .progress import Progress, silent
-from .protocol import DeletingSystem, Document, MemorySystem, Query, SearchHit, vector_of
-from .results import Operation, StreamCheckpoint, StreamRow
-from .runbooks import Checkpoint, FindOwn, Forget, Runbook, Search, Sleep, Step, Write
-from .runner import one_core, open_system
+from harness.data.evalset import EvalSet
+from harness.data.generators.vectors import exact_top_k
+from harness.measure.checking import check_documents, check_hits
+from harness.measure.metrics import threshold_recall
+from harness.measure.runbooks import Checkpoint, FindOwn, Forget, Runbook, Search, Sleep, Step, Write
+from harness.measure.runner import one_core, open_system
+from harness.output.progress import Progress, silent
+from harness.output.results import Operation, StreamCheckpoint, StreamRow
+from harness.protocol import DeletingSystem, Document, MemorySystem, Query, SearchHit, vector_of
 
 K = 10
 WARM_CELLS = 1_500

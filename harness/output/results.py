@@ -14,9 +14,9 @@ from typing import Any, NamedTuple, TypedDict
 import numpy as np
 from pydantic import TypeAdapter, ValidationError
 
-from .confidence import best_of_passes, noisy
-from .metrics import Agreement, EvidenceScores, GroupStats, LatencyStats, latency_stats
-from .plan import RunPlan
+from harness.measure.metrics import Agreement, EvidenceScores, GroupStats, LatencyStats, latency_stats
+from harness.measure.plan import RunPlan
+from harness.verdicts.confidence import best_of_passes, noisy
 
 SCHEMA_VERSION = 3
 """3: the streaming section. 2: per-pass latencies (`pass_latencies_ns`), typed rows for every section.

@@ -19,10 +19,10 @@ import matplotlib.pyplot as plt
 from matplotlib import ticker
 from tabulate import tabulate
 
-from .claims import EDGE, MEANING, decides_a_verdict
-from .confidence import INCONCLUSIVE, MARGIN, REFUTED, SUPPORTED
-from .registry import SYSTEMS
-from .results import DialogueRow, Measurement, RunResults, StreamRow, Verdict
+from harness.output.results import DialogueRow, Measurement, RunResults, StreamRow, Verdict
+from harness.systems.registry import SYSTEMS
+from harness.verdicts.claims import EDGE, MEANING, decides_a_verdict
+from harness.verdicts.confidence import INCONCLUSIVE, MARGIN, REFUTED, SUPPORTED
 
 SCALING_COLUMNS = [
     "system",

@@ -11,8 +11,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from .evalset import EvalSet
-from .protocol import Document, Query
+from harness.data.evalset import EvalSet
+from harness.protocol import Document, Query
 
 
 class DatasetFormatError(ValueError):

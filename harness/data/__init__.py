@@ -1,0 +1,1 @@
+"""Data: generated sets, real corpora and dialogue files, their encoding and cache."""

@@ -1,0 +1,1 @@
+"""Measurement: the plan, the experiments, and the runners that build systems and time them."""

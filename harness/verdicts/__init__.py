@@ -1,0 +1,1 @@
+"""Verdicts: claims and targets as data, confidence intervals, and the comparison of two runs."""
