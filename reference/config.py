@@ -49,6 +49,7 @@ AT_LEAST: dict[float, tuple[str, ...]] = {
         "ingest_chunk"),
     2: ("group_size",),
     3: ("concept_limit",),
+    0.5: ("lease_seconds",),
 }  # fmt: skip
 """The least value of each numeric setting (inclusive)."""
 ABOVE = {"split_factor": 1, "fragment_divisor": 1, "half_life_days": 0}
@@ -168,6 +169,7 @@ class MemoryConfig:
     kind_importance: dict[str, float] = field(default_factory=lambda: {"episodic": 0.3, "fact": 0.9})
     group_backend: GroupBackend = "numpy"
     namespace: str = "mem"
+    lease_seconds: float = 5.0
     ingest_chunk: int = 2048
     concept_limit: int = 2048
 

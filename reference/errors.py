@@ -38,3 +38,12 @@ class InvariantError(MagneticError, AssertionError):
 
 class StoreDamagedError(MagneticError):
     """A persisted cell that cannot be read back; the message names it."""
+
+
+class NamespaceOwnedError(BackendUnavailableError):
+    """A namespace on a Chroma server that another live process serves (`ownership.py`)."""
+
+
+class LeaseLostError(BackendUnavailableError):
+    """This process can no longer vouch that it alone serves its namespace: another took it over, or its
+    lease could not be renewed in time (`ownership.py`)."""

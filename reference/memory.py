@@ -34,11 +34,12 @@ from .index import ChromaGroupIndex, GroupIndex, NumpyGroupIndex
 from .ingest import NewCells
 from .judges import Conflict, ConflictJudge, OfflineJudge
 from .lexical import LexicalIndex
+from .ownership import Lease, open_server
 from .scoring import Clock, system_clock
 from .search import Candidates, Mode, SearchPipeline
 from .state import EngineState
 from .stats import MemoryStats, memory_stats
-from .store import CellStore, NullStore, ServerCellStore, StoreIdentity
+from .store import CellStore, NullStore, StoreIdentity
 from .validation import (
     check_episode,
     check_ids,
@@ -113,6 +114,7 @@ class CellularMemory:
         )
         self._search = SearchPipeline(config)
         self._embedded: EmbeddedStore | None = None
+        self._lease: Lease | None = None
         store: CellStore = NullStore()
         identity = StoreIdentity(self.dim, self.encoder.name, check_encoder)
         cells = None
@@ -120,8 +122,7 @@ class CellularMemory:
             self._embedded, cells = open_embedded(path, config.namespace, identity)
             store = self._embedded.store
         elif client is not None:
-            store = ServerCellStore(client, config.namespace, identity)
-            cells = store.load()
+            self._lease, store, cells = open_server(client, config.namespace, identity, config.lease_seconds)
         table = CellTable(self.dim, keep_vectors=config.group_backend == "chroma", speaker_key=config.speaker_key)
         self._state = EngineState(
             table=table,
@@ -131,6 +132,7 @@ class CellularMemory:
             lexical=LexicalIndex() if config.lexical else None,
             store=store,
             probe=calibration.initial(config),
+            fence=None if self._lease is None else self._lease.check,
         )
         self._state.restore(cells)
         self._calibrate_if_due()
@@ -507,6 +509,8 @@ class CellularMemory:
             finally:
                 if self._embedded is not None:  # a client passed in stays open: it is the caller's
                     self._embedded.close()
+                if self._lease is not None:
+                    self._lease.release()
 
     def __enter__(self) -> CellularMemory:
         return self

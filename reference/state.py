@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import replace
 from typing import Any
@@ -42,9 +42,12 @@ class _Reading:
 
     def __enter__(self) -> None:
         self._state.lock.acquire_read()
-        if self._state.closed:
-            self._state.lock.release_read()
-            self._state.check_open()
+        if self._state.closed or self._state.fence is not None:
+            try:
+                self._state.check_open()
+            except BaseException:
+                self._state.lock.release_read()
+                raise
 
     def __exit__(self, *exc_info: object) -> None:
         self._state.lock.release_read()
@@ -89,8 +92,12 @@ class EngineState:
         lexical: LexicalIndex | None,
         store: CellStore,
         probe: ProbeSetting,
+        fence: Callable[[], None] | None = None,
     ) -> None:
         self.table, self.index, self.entities, self.store = table, index, entities, store
+        self.fence = fence
+        """Called before every read and write: raises when this process may no longer serve the store's cells
+        (a lease on a Chroma server, `ownership.py`)."""
         self._probe = probe
         self._turnover = 0
         self._probes: dict[tuple[float | None, float], ProbeSetting] = {}
@@ -142,6 +149,8 @@ class EngineState:
     def check_open(self) -> None:
         if self._closed:
             raise InvalidInputError("this CellularMemory is closed; open a new one")
+        if self.fence is not None:
+            self.fence()
 
     # ---- commits (call under the write lock) --------------------------------------------------------
 

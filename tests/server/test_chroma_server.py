@@ -16,11 +16,10 @@ from tests.chroma_server import ChromaServer
 pytest_plugins = ["pytester"]
 
 
-def server_memory(server: ChromaServer, namespace: str) -> CellularMemory:
+def server_memory(server: ChromaServer, namespace: str, lease: float = MemoryConfig().lease_seconds) -> CellularMemory:
     host, port = server.address.split(":")
-    return CellularMemory(
-        encoder=MockEncoder(), client=http_client(host, int(port)), config=MemoryConfig(namespace=namespace)
-    )
+    config = MemoryConfig(namespace=namespace, lease_seconds=lease)
+    return CellularMemory(encoder=MockEncoder(), client=http_client(host, int(port)), config=config)
 
 
 def test_memory_in_a_server_survives_reopen(chroma_server):
@@ -60,7 +59,7 @@ def test_recall_suite_against_the_server_backed_engine(chroma_server):
 
 def test_an_outage_gives_a_clear_error_and_no_acknowledged_write_is_lost(tmp_path):
     with ChromaServer(tmp_path / "data") as server:
-        memory = server_memory(server, "outage")
+        memory = server_memory(server, "outage", lease=600)  # the outage stays within its lease
         acknowledged = memory.add([f"before the outage {i}" for i in range(20)])
         server.stop()
         with pytest.raises(BackendUnavailableError, match="Chroma"):
