@@ -13,7 +13,7 @@ from itertools import cycle
 
 import pytest
 
-from harness.generators.vectors import clustered_unit_vectors
+from harness.data.generators.vectors import clustered_unit_vectors
 from reference import CellularMemory, MemoryConfig, NamespaceOwnedError
 from reference.chroma import server_client
 from reference.encoders import MockEncoder
