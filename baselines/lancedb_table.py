@@ -15,9 +15,10 @@ hold fewer than k matching rows, and rescore `refine_factor` × k candidates wit
 from __future__ import annotations
 
 import json
+import sys
 import threading
 from collections.abc import Sequence
-from typing import Any, ClassVar
+from typing import Any, ClassVar, cast
 
 from harness.protocol import Document, Query, SearchHit, SystemContext, check_k
 from harness.systems.registry import missing_extra
@@ -25,11 +26,27 @@ from harness.systems.registry import missing_extra
 from .vectors import stack_unit, vector_of
 from .where import fold, is_number
 
+
+def _forget_the_data_folder() -> None:
+    """LanceDB takes any imported module named `datasets` for Hugging Face's, and fails converting from it (when it
+    is imported, and on every write). Where the working directory is on the path (the tests, `PYTHONPATH=.`),
+    transformers imports this repository's data folder `datasets/` under that name, as a namespace package: it is
+    forgotten before LanceDB is imported, and LanceDB's converter for it marked as done (the adapter writes Arrow
+    tables only)."""
+    module = sys.modules.get("datasets")
+    if module is not None and getattr(module, "__file__", None) is None:
+        del sys.modules["datasets"]
+
+
+_forget_the_data_folder()
 try:
     import lancedb
     import pyarrow as pa
-except ImportError as error:
+    from lancedb import scannable
+    from lancedb.query import LanceVectorQueryBuilder
+except ModuleNotFoundError as error:
     raise missing_extra("lancedb", "lancedb", error) from None
+scannable._registered_modules.add("datasets")
 
 TABLE = "documents"
 OPTIMIZE_AFTER_WRITES = 20
@@ -114,7 +131,7 @@ class LanceTable:
         conditions = [] if query.scope is None else [f"scope = {sql(query.scope)}"]
         if query.where is not None:
             conditions.append(where_sql(query.where))
-        search = self._table.search(vector_of(query)).distance_type("cosine").limit(k)
+        search = cast(LanceVectorQueryBuilder, self._table.search(vector_of(query))).distance_type("cosine").limit(k)
         if self._indexed:
             search = search.minimum_nprobes(self.nprobes).maximum_nprobes(0).refine_factor(self.refine_factor)
         if conditions:

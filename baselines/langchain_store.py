@@ -32,7 +32,7 @@ try:
     from langchain_core.documents import Document as LangChainDocument
     from langchain_core.embeddings import Embeddings
     from langchain_core.vectorstores import VectorStore
-except ImportError as error:
+except ModuleNotFoundError as error:
     raise missing_extra("langchain:MODULE:CLASS", "langchain", error) from None
 
 SCOPE_KEY = "magbench_scope"
@@ -47,7 +47,9 @@ def store_class(path: str) -> type[VectorStore]:
     try:
         module = importlib.import_module(module_name)
     except ImportError as error:
-        raise SystemSpecError(f"langchain:{path}: cannot import {module_name!r} ({error}); install its package") from None
+        raise SystemSpecError(
+            f"langchain:{path}: cannot import {module_name!r} ({error}); install its package"
+        ) from None
     found = getattr(module, attribute, None)
     if not (isinstance(found, type) and issubclass(found, VectorStore)):
         raise SystemSpecError(f"langchain:{path}: {module_name}.{attribute} is not a LangChain VectorStore class")

@@ -23,7 +23,7 @@ from .where import fold, is_number
 
 try:
     from qdrant_client import QdrantClient, models
-except ImportError as error:
+except ModuleNotFoundError as error:
     raise missing_extra("qdrant-local", "qdrant", error) from None
 
 COLLECTION = "documents"
@@ -93,7 +93,7 @@ class QdrantLocal:
 
     def search(self, query: Query, *, k: int) -> list[SearchHit]:
         k = check_k(k)
-        conditions = [] if query.scope is None else [field_is("scope", query.scope)]
+        conditions: list[models.Condition] = [] if query.scope is None else [field_is("scope", query.scope)]
         if query.where is not None:
             conditions.append(where_filter(query.where))
         with self._lock:
@@ -117,16 +117,18 @@ def point_id(doc_id: str) -> str:
 
 
 def field_is(key: str, value: Any) -> models.FieldCondition:
-    """Equality on one payload field (a float as a one-point range: Qdrant matches strings, integers and
-    booleans by value)."""
-    if isinstance(value, float):
+    """Equality on one payload field: a number as a one-point range (so that 2 is 2.0), a string or a boolean
+    as a match."""
+    if is_number(value):
         return models.FieldCondition(key=key, range=models.Range(gte=value, lte=value))
     return models.FieldCondition(key=key, match=models.MatchValue(value=value))
 
 
 def where_filter(where: Any) -> models.Filter:
     """A `Query.where` as a Qdrant filter over the payload's metadata."""
-    return fold(where, _clause, lambda parts: models.Filter(must=list(parts)), lambda parts: models.Filter(should=list(parts)))
+    return fold(
+        where, _clause, lambda parts: models.Filter(must=list(parts)), lambda parts: models.Filter(should=list(parts))
+    )
 
 
 def _clause(key: str, operator: str, value: Any) -> models.Filter:
@@ -139,8 +141,11 @@ def _clause(key: str, operator: str, value: Any) -> models.Filter:
     if operator in ("$ne", "$nin"):  # the key present, with another value (as Chroma's `$ne`)
         values = value if operator == "$nin" else [value]
         return models.Filter(
-            must_not=[models.IsEmptyCondition(is_empty=models.PayloadField(key=path)), *(field_is(path, v) for v in values)]
+            must_not=[
+                models.IsEmptyCondition(is_empty=models.PayloadField(key=path)),
+                *(field_is(path, v) for v in values),
+            ]
         )
     if not is_number(value):
         raise ValueError(f"{key}: {operator} compares numbers, got {value!r:.50}")
-    return models.Filter(must=[models.FieldCondition(key=path, range=models.Range(**{operator[1:]: value}))])
+    return models.Filter(must=models.FieldCondition(key=path, range=models.Range(**{operator[1:]: value})))
