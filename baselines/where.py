@@ -8,6 +8,7 @@ filtering itself is the library's.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
@@ -41,10 +42,18 @@ def fold(
             [(operator, value)] = condition.items()
             if operator in ("$in", "$nin") and (not isinstance(value, list) or not value):
                 raise ValueError(f"{key}: {operator} takes a non-empty list of values, got {value!r:.200}")
+            _check_values(key, value if operator in ("$in", "$nin") else [value])
             parts.append(clause(key, operator, value))
         else:
+            _check_values(key, [condition])
             parts.append(clause(key, "$eq", condition))
     return parts[0] if len(parts) == 1 else all_of(parts)
+
+
+def _check_values(key: str, values: Sequence[Any]) -> None:
+    for value in values:
+        if not isinstance(value, str | bool) and not (is_number(value) and math.isfinite(value)):
+            raise ValueError(f"{key}: values are strings, finite numbers or booleans, got {value!r:.50}")
 
 
 def is_number(value: Any) -> bool:

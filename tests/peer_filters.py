@@ -42,7 +42,15 @@ CASES: list[tuple[dict[str, Any], set[int]]] = [
     ({"colour": "violet"}, set()),
 ]
 
-MALFORMED: list[Any] = [{"rank": {"$gt": "a"}}, {"$xor": [{"rank": 1}]}, {"rank": {"$in": []}}, {}]
+MALFORMED: list[Any] = [
+    {"rank": {"$gt": "a"}},
+    {"$xor": [{"rank": 1}]},
+    {"rank": {"$in": []}},
+    {},
+    {"rank": float("nan")},
+    {"rank": {"$lt": float("inf")}},
+    {"colour": ["red"]},
+]
 
 
 def documents(dim: int) -> list[Document]:
