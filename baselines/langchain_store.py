@@ -94,7 +94,7 @@ class LangChainStore:
     ) -> None:
         if scores not in ("similarity", "distance"):
             raise ValueError(f"scores must be 'similarity' or 'distance', not {scores!r}")
-        context.vector_dim()
+        context.vector_dim()  # the store is given the harness's vectors: a run without them is refused here
         self.name = f"langchain:{cls.__name__}"
         self._embedding = GivenVectors()
         self._store = _construct(cls, self._embedding, options)
