@@ -11,8 +11,14 @@ from typing import Any, ClassVar
 import numpy as np
 
 from harness.protocol import Document, Query, SearchHit, SystemContext, check_k
+from harness.systems.registry import missing_extra
 
 from .vectors import stack_unit, vector_of
+
+try:
+    import faiss
+except ModuleNotFoundError as error:
+    raise missing_extra("faiss-hnsw", "faiss", error) from None
 
 
 class FaissHNSW:
@@ -21,14 +27,9 @@ class FaissHNSW:
     query_params: ClassVar[dict[str, list[int]]] = {"ef_search": [16, 32, 64, 128]}
 
     def __init__(self, context: SystemContext, *, m: int = 32, ef_construction: int = 40, ef_search: int = 32):
-        try:
-            import faiss
-        except ImportError:
-            raise ImportError("faiss is not installed; pip install 'magnetic-bench[faiss]'") from None
         self._index = faiss.IndexHNSWFlat(context.vector_dim(), m, faiss.METRIC_INNER_PRODUCT)
         self._index.hnsw.efConstruction = ef_construction
         self.ef_search = self.default_ef_search = ef_search
-        self._faiss = faiss
         self._ids: list[str] = []
         self._row_of: dict[str, int] = {}
         self._deleted: set[int] = set()
@@ -36,8 +37,8 @@ class FaissHNSW:
 
     def delete(self, doc_ids: Sequence[str]) -> None:
         self._deleted.update(self._row_of.pop(doc_id) for doc_id in doc_ids if doc_id in self._row_of)
-        deleted = self._faiss.IDSelectorBatch(np.fromiter(self._deleted, dtype=np.int64, count=len(self._deleted)))
-        self._filter = self._faiss.IDSelectorNot(deleted)
+        deleted = faiss.IDSelectorBatch(np.fromiter(self._deleted, dtype=np.int64, count=len(self._deleted)))
+        self._filter = faiss.IDSelectorNot(deleted)
         self._filter.referenced = deleted  # the wrapper does not keep the selector it negates alive
 
     def add(self, docs: Sequence[Document]) -> None:
@@ -47,7 +48,7 @@ class FaissHNSW:
 
     def search(self, query: Query, *, k: int) -> list[SearchHit]:
         k = check_k(k)
-        params = self._faiss.SearchParametersHNSW(efSearch=max(self.ef_search, k), sel=self._filter)
+        params = faiss.SearchParametersHNSW(efSearch=max(self.ef_search, k), sel=self._filter)
         scores, rows = self._index.search(vector_of(query)[None, :].astype(np.float32), k, params=params)
         return [SearchHit(self._ids[r], float(s)) for s, r in zip(scores[0], rows[0]) if r >= 0]
 

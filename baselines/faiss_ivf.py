@@ -8,8 +8,14 @@ from typing import Any, ClassVar
 import numpy as np
 
 from harness.protocol import Document, Query, SearchHit, SystemContext, check_k
+from harness.systems.registry import missing_extra
 
 from .vectors import stack_unit, vector_of
+
+try:
+    import faiss
+except ModuleNotFoundError as error:
+    raise missing_extra("faiss-ivf", "faiss", error) from None
 
 
 class FaissIVF:
@@ -26,11 +32,6 @@ class FaissIVF:
     def __init__(
         self, context: SystemContext, *, nlist: int | None = None, nprobe: int = 16, train_after: int | None = None
     ) -> None:
-        try:
-            import faiss
-        except ImportError:
-            raise ImportError("faiss is not installed; pip install 'magnetic-bench[faiss]'") from None
-        self._faiss = faiss
         self.dim = context.vector_dim()
         self.nlist = nlist
         self.train_after = train_after
@@ -55,7 +56,7 @@ class FaissIVF:
 
     def delete(self, doc_ids: Sequence[str]) -> None:
         gone = np.asarray([self._id_of.pop(doc_id) for doc_id in doc_ids if doc_id in self._id_of], dtype=np.int64)
-        self._index.remove_ids(self._faiss.IDSelectorBatch(gone))
+        self._index.remove_ids(faiss.IDSelectorBatch(gone))
         for internal in gone.tolist():
             del self._doc_of[internal]
 
@@ -79,11 +80,11 @@ class FaissIVF:
 
     def _train(self) -> None:
         """Move the vectors held so far from the flat index into IVF lists trained on them."""
-        ids = self._faiss.vector_to_array(self._index.id_map)
+        ids = faiss.vector_to_array(self._index.id_map)
         vectors = self._index.index.reconstruct_n(0, self._index.ntotal)
         nlist = self.nlist or max(1, min(round(4 * np.sqrt(len(vectors))), len(vectors) // 39))
         # the factory's index owns its quantizer (no Python-side reference to keep alive)
-        ivf = self._faiss.index_factory(self.dim, f"IVF{nlist},Flat", self._faiss.METRIC_INNER_PRODUCT)
+        ivf = faiss.index_factory(self.dim, f"IVF{nlist},Flat", faiss.METRIC_INNER_PRODUCT)
         ivf.train(vectors)
         ivf.add_with_ids(vectors, ids)
         self._index, self._trained = ivf, True

@@ -12,7 +12,7 @@ import json
 import shutil
 import tempfile
 from collections import defaultdict
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -127,13 +127,24 @@ class RequirementReport:
                 rid for marker in item.iter_markers("requirement") for rid in marker.args
             )
 
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_makereport(self, item: pytest.Item) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+        """A failure that is not one of the suite's checks (an error the system raised) is named by the
+        requirements its test checks and where it was raised, in the terminal's summary too."""
+        report = yield
+        crash = getattr(report.longrepr, "reprcrash", None)
+        if report.failed and crash is not None and not crash.message.startswith(("AssertionError: MB-", "Failed: MB-")):
+            rids = ", ".join(self.requirements_of.get(item.nodeid, ())) or "conformance"
+            crash.message = f"{rids}: {crash.message} (raised at {crash.path}:{crash.lineno})"
+        return report
+
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         if report.when == "call" or (report.when == "setup" and not report.passed):
             reason = ""
             if report.skipped and isinstance(report.longrepr, tuple):
                 reason = str(report.longrepr[2]).removeprefix("Skipped: ")
             elif report.failed:
-                reason = report.longreprtext.strip().splitlines()[-1] if report.longreprtext else "failed"
+                reason = failure(report)
             for rid in self.requirements_of.get(report.nodeid, ()):
                 self.outcomes[rid].append((report.nodeid.split("::")[-1], report.outcome, reason))
 
@@ -142,7 +153,8 @@ class RequirementReport:
         spec = self.config.getoption("--memory-system")
         lines = [f"# Conformance of `{spec}`", "", "| requirement | outcome | tests | note |", "|---|---|---|---|"]
         for rid, entry in table.items():
-            lines.append(f"| {rid} | {entry['outcome']} | {', '.join(entry['tests'])} | {entry['note']} |")
+            note = entry["note"].replace("|", "\\|")
+            lines.append(f"| {rid} | {entry['outcome']} | {', '.join(entry['tests'])} | {note} |")
         markdown = "\n".join(lines) + "\n"
         writer = self.config.get_terminal_writer()
         writer.line("\n" + markdown)
@@ -157,4 +169,18 @@ class RequirementReport:
         outcomes = {outcome for _, outcome, _ in results}
         outcome = "failed" if "failed" in outcomes else "passed" if "passed" in outcomes else "skipped"
         notes = sorted({reason for _, result, reason in results if result == outcome and reason})
-        return {"outcome": outcome, "tests": [name for name, _, _ in results], "note": "; ".join(notes)[:300]}
+        return {"outcome": outcome, "tests": [name for name, _, _ in results], "note": "; ".join(notes)[:NOTE]}
+
+
+NOTE = 1000
+"""Characters of a requirement's note: a failure's message, or what several failures said."""
+
+
+def failure(report: pytest.TestReport) -> str:
+    """What a failed test said, on one line: its check's message (the requirement, the document or query, what
+    was expected and what came back), or the error the system raised and where."""
+    crash = getattr(report.longrepr, "reprcrash", None)
+    if crash is None:
+        return report.longreprtext.strip().splitlines()[-1] if report.longreprtext else "failed"
+    message = str(crash.message).split("\nassert ")[0].removeprefix("AssertionError: ").removeprefix("Failed: ")
+    return " ".join(message.split())

@@ -1,4 +1,7 @@
-"""SPEC.md's requirements, one or more tests each (see the `requirement` markers)."""
+"""SPEC.md's requirements, one or more tests each (see the `requirement` markers).
+
+Every failure says what failed: the requirement, the document or query, what was expected and what came back
+(e.g. "MB-GET-1: get(['doc-9']) returned doc-9 with metadata {}, added {'n': 9}")."""
 
 from __future__ import annotations
 
@@ -21,6 +24,8 @@ from harness.protocol import Document, Query
 
 N = 60
 DATA = clustered_unit_vectors(N, DIM, clusters=6, spread=0.6, queries=20, seed=5)
+DATA.vectors.setflags(write=False)  # a system that changes the vectors it is given must not change later tests
+DATA.queries.setflags(write=False)
 WORDS = "amber birch cedar delta ember fjord grove harbor iris juniper kelp lumen".split()
 NON_ASCII = [
     "Grüße aus Köln — ça va? 😀",
@@ -38,7 +43,7 @@ def text_of(i: int) -> str:
 def documents(system: Any, rows: Sequence[int] = range(N), texts: Sequence[str] | None = None) -> list[Document]:
     with_vectors = "vectors" in system.capabilities
     return [
-        Document(f"doc-{i}", texts[j] if texts else text_of(i), DATA.vectors[i] if with_vectors else None)
+        Document(f"doc-{i}", texts[j] if texts else text_of(i), DATA.vectors[i].copy() if with_vectors else None)
         for j, i in enumerate(rows)
     ]
 
@@ -46,21 +51,69 @@ def documents(system: Any, rows: Sequence[int] = range(N), texts: Sequence[str] 
 def query_for(system: Any, i: int) -> Query:
     """A query aimed at document i: its vector if the system takes vectors, else its text."""
     with_vectors = "vectors" in system.capabilities
-    return Query(f"q-{i}", text_of(i), DATA.vectors[i] if with_vectors else None)
+    return Query(f"q-{i}", text_of(i), DATA.vectors[i].copy() if with_vectors else None)
 
 
 def probe_queries(system: Any) -> list[Query]:
     with_vectors = "vectors" in system.capabilities
-    return [Query(f"p-{j}", WORDS[j % 12], DATA.queries[j] if with_vectors else None) for j in range(10)]
+    return [Query(f"p-{j}", WORDS[j % 12], DATA.queries[j].copy() if with_vectors else None) for j in range(10)]
 
 
-def sorted_best_first(scores: list[float]) -> bool:
-    return all(a >= b - 1e-9 for a, b in pairwise(scores))
+def ids(hits: Sequence[Any]) -> list[str]:
+    return [h.doc_id for h in hits]
 
 
-def finds(system: Any, i: int) -> bool:
-    k = 1 if "vectors" in system.capabilities else 10
-    return f"doc-{i}" in [h.doc_id for h in system.search(query_for(system, i), k=k)]
+def shown(items: Sequence[Any], limit: int = 8) -> str:
+    """A list as a message shows it: its first items, and how many more."""
+    more = f" … and {len(items) - limit} more" if len(items) > limit else ""
+    return f"{list(items[:limit])}{more}"
+
+
+def own_query(system: Any, i: int) -> tuple[Query, int, str]:
+    """The query that must find document i, its k, and how a message names it."""
+    if "vectors" in system.capabilities:
+        return query_for(system, i), 1, f"doc-{i}'s own vector at k=1"
+    return query_for(system, i), 10, f"doc-{i}'s own text in the top 10"
+
+
+def unfound(system: Any, rows: Sequence[int], scope: str | None = None) -> str:
+    """Empty when every document of `rows` is found by its own query (in `scope`, with ids prefixed by it);
+    else which are not, and what the first one's search returned."""
+    missing: list[tuple[str, str, list[str]]] = []
+    for i in rows:
+        query, k, how = own_query(system, i)
+        doc_id = f"doc-{i}" if scope is None else f"{scope}/doc-{i}"
+        got = ids(system.search(replace(query, scope=scope), k=k))
+        if doc_id not in got:
+            missing.append((doc_id, how, got))
+    if not missing:
+        return ""
+    doc_id, how, got = missing[0]
+    where = "" if scope is None else f" in scope {scope}"
+    return (
+        f"{len(missing)} of {len(rows)} documents not found{where}: {shown([m[0] for m in missing])}; "
+        f"{how}{where} returned {shown(got)}"
+    )
+
+
+def first_rise(hits: Sequence[Any]) -> str:
+    """Empty when scores are finite and never rise down the list; else the first place they do."""
+    for h in hits:
+        if not math.isfinite(h.score):
+            return f"a score that is not finite: {h.doc_id} {h.score}"
+    for a, b in pairwise(hits):
+        if b.score > a.score + 1e-9:
+            return f"scores that rise down the list: {a.doc_id} {a.score:.6g} then {b.doc_id} {b.score:.6g}"
+    return ""
+
+
+def plain(metadata: Any) -> dict[str, Any] | None:
+    """Metadata as a dict for a message (None stays None: a system that drops metadata says so)."""
+    return None if metadata is None else dict(metadata)
+
+
+def twice(found: Sequence[str]) -> list[str]:
+    return sorted({i for i in found if found.count(i) > 1})
 
 
 @pytest.fixture
@@ -73,14 +126,16 @@ def loaded(system_under_test: SystemUnderTest) -> Any:
 @pytest.mark.requirement("MB-DECL-1", "MB-DECL-2")
 def test_declaration(system_under_test: SystemUnderTest) -> None:
     system = system_under_test.open()
-    assert isinstance(system.name, str) and system.name
-    assert set(system.capabilities) & {"text", "vectors"}
+    assert isinstance(system.name, str) and system.name, f"MB-DECL-1: the system's name is {system.name!r}"
+    assert set(system.capabilities) & {"text", "vectors"}, (
+        f"MB-DECL-2: capabilities {sorted(system.capabilities)} declare neither 'text' nor 'vectors'"
+    )
 
 
 @pytest.mark.requirement("MB-ADD-1")
 def test_every_added_document_is_searchable(loaded: Any) -> None:
-    missing = [i for i in range(N) if not finds(loaded, i)]
-    assert not missing, f"documents not found after add: {missing[:10]}"
+    lost = unfound(loaded, range(N))
+    assert not lost, f"MB-ADD-1: after add() of {N} documents, {lost}"
 
 
 @pytest.mark.requirement("MB-ADD-2")
@@ -89,9 +144,13 @@ def test_texts_in_any_script_are_accepted(system_under_test: SystemUnderTest) ->
     rows = range(len(NON_ASCII))
     docs = documents(system, rows, NON_ASCII)
     docs = [Document(d.id, d.text, d.vector, {"note": d.text}) for d in docs]
-    system.add(docs)
+    try:
+        system.add(docs)
+    except Exception as error:
+        pytest.fail(f"MB-ADD-2: add() of texts in other scripts {shown(NON_ASCII, 2)} raised {error!r:.200}")
     query = Query("u", NON_ASCII[1], DATA.vectors[1]) if "vectors" in system.capabilities else Query("u", NON_ASCII[1])
-    assert "doc-1" in [h.doc_id for h in system.search(query, k=len(NON_ASCII))]
+    got = ids(system.search(query, k=len(NON_ASCII)))
+    assert "doc-1" in got, f"MB-ADD-2: a search for doc-1 ({NON_ASCII[1]!r}) returned {got}, not doc-1"
 
 
 @pytest.mark.requirement("MB-ADD-3")
@@ -99,51 +158,62 @@ def test_documents_from_several_batches_are_all_searchable(system_under_test: Sy
     system = system_under_test.open()
     for start in range(0, N, 20):
         system.add(documents(system, range(start, start + 20)))
-    assert all(finds(system, i) for i in (0, 19, 20, 39, 40, 59))
+    lost = unfound(system, (0, 19, 20, 39, 40, 59))
+    assert not lost, f"MB-ADD-3: after add() of three batches of 20 documents, {lost}"
 
 
 @pytest.mark.requirement("MB-SEARCH-1")
 @pytest.mark.parametrize("k", [1, 3, 7])
 def test_at_most_k_hits(loaded: Any, k: int) -> None:
     for query in probe_queries(loaded):
-        assert len(loaded.search(query, k=k)) <= k
+        got = ids(loaded.search(query, k=k))
+        assert len(got) <= k, f"MB-SEARCH-1: search({query.id}, k={k}) returned {len(got)} hits: {shown(got, 12)}"
 
 
 @pytest.mark.requirement("MB-SEARCH-2")
 def test_no_document_twice(loaded: Any) -> None:
     for query in probe_queries(loaded):
-        ids = [h.doc_id for h in loaded.search(query, k=10)]
-        assert len(ids) == len(set(ids))
+        got = ids(loaded.search(query, k=10))
+        assert not twice(got), f"MB-SEARCH-2: search({query.id}, k=10) returned {twice(got)} more than once: {got}"
 
 
 @pytest.mark.requirement("MB-SEARCH-3")
 def test_hits_are_sorted_best_first(loaded: Any) -> None:
     for query in probe_queries(loaded):
-        scores = [h.score for h in loaded.search(query, k=10)]
-        assert all(math.isfinite(s) for s in scores)
-        assert sorted_best_first(scores), scores
+        wrong = first_rise(loaded.search(query, k=10))
+        assert not wrong, f"MB-SEARCH-3: search({query.id}, k=10) returned {wrong}"
 
 
 @pytest.mark.requirement("MB-SEARCH-4")
 @pytest.mark.parametrize("k", [5, N + 5])
 def test_complete_answers(loaded: Any, k: int) -> None:
     for query in probe_queries(loaded)[:3]:
-        assert len(loaded.search(query, k=k)) == min(k, N)
+        got = loaded.search(query, k=k)
+        assert len(got) == min(k, N), (
+            f"MB-SEARCH-4: search({query.id}, k={k}) with {N} documents stored returned {len(got)} hits, "
+            f"expected {min(k, N)}"
+        )
 
 
 @pytest.mark.requirement("MB-SEARCH-5")
 def test_only_added_ids(loaded: Any) -> None:
     known = {f"doc-{i}" for i in range(N)}
     for query in probe_queries(loaded):
-        assert {h.doc_id for h in loaded.search(query, k=10)} <= known
+        invented = sorted(set(ids(loaded.search(query, k=10))) - known)
+        assert not invented, f"MB-SEARCH-5: search({query.id}, k=10) returned ids never added: {shown(invented)}"
 
 
 @pytest.mark.requirement("MB-SEARCH-6")
 @pytest.mark.capability("vectors")
 def test_own_vector_finds_the_document(loaded: Any) -> None:
     for i in range(0, N, 7):
-        [hit] = loaded.search(query_for(loaded, i), k=1)
-        assert hit.doc_id == f"doc-{i}" or np.allclose(DATA.vectors[int(hit.doc_id.split("-")[1])], DATA.vectors[i])
+        got = ids(loaded.search(query_for(loaded, i), k=1))
+        twin = (
+            len(got) == 1
+            and got[0] != f"doc-{i}"
+            and np.allclose(DATA.vectors[int(got[0].split("-")[1])], DATA.vectors[i])
+        )
+        assert got == [f"doc-{i}"] or twin, f"MB-SEARCH-6: doc-{i}'s own vector at k=1 returned {got}, not doc-{i}"
 
 
 @pytest.mark.requirement("MB-SEARCH-7")
@@ -154,7 +224,12 @@ def test_recall_against_exact_search(loaded: Any) -> None:
         [h.doc_id for h in loaded.search(Query(f"r{j}", f"probe {j}", q), k=10)] for j, q in enumerate(DATA.queries)
     ]
     recall = recall_at_k(found, truth, 10)
-    assert recall >= 0.9, f"recall@10 {recall:.3f}"
+    worst = min(range(len(found)), key=lambda j: len(set(found[j]) & set(truth[j])))
+    assert recall >= 0.9, (
+        f"MB-SEARCH-7: recall@10 against exact search {recall:.3f}, expected at least 0.9; query r{worst} returned "
+        f"{len(set(found[worst]) & set(truth[worst]))} of its 10 nearest: {shown(found[worst], 10)}, exact "
+        f"{shown(truth[worst], 10)}"
+    )
 
 
 @pytest.mark.requirement("MB-SEARCH-8")
@@ -162,15 +237,24 @@ def test_recall_against_exact_search(loaded: Any) -> None:
 def test_exact_text_finds_the_document(loaded: Any) -> None:
     for i in range(0, N, 11):
         query = Query(f"t{i}", text_of(i), DATA.vectors[i] if "vectors" in loaded.capabilities else None)
-        assert f"doc-{i}" in [h.doc_id for h in loaded.search(query, k=10)]
+        got = ids(loaded.search(query, k=10))
+        assert f"doc-{i}" in got, f"MB-SEARCH-8: doc-{i}'s exact text {text_of(i)!r} returned {got}, not doc-{i}"
 
 
 @pytest.mark.requirement("MB-ERR-1")
 @pytest.mark.parametrize("k", [0, -3])
 def test_k_below_one_is_refused(loaded: Any, k: int) -> None:
-    with pytest.raises(ValueError):
-        loaded.search(probe_queries(loaded)[0], k=k)
-    assert len(loaded.search(probe_queries(loaded)[0], k=N)) == N
+    query = probe_queries(loaded)[0]
+    try:
+        got = loaded.search(query, k=k)
+    except ValueError:
+        pass
+    except Exception as error:
+        pytest.fail(f"MB-ERR-1: search({query.id}, k={k}) raised {error!r:.200}, expected a ValueError")
+    else:
+        pytest.fail(f"MB-ERR-1: search({query.id}, k={k}) returned {shown(ids(got))}, expected a ValueError")
+    after = loaded.search(query, k=N)
+    assert len(after) == N, f"MB-ERR-1: after the refused search, search(k={N}) returned {len(after)} hits, not {N}"
 
 
 @pytest.mark.requirement("MB-PERSIST-1")
@@ -179,8 +263,8 @@ def test_documents_survive_close_and_reopen(system_under_test: SystemUnderTest) 
     system = system_under_test.open()
     system.add(documents(system))
     reopened = system_under_test.reopen(system)
-    missing = [i for i in range(N) if not finds(reopened, i)]
-    assert not missing, f"lost on reopen: {missing[:10]}"
+    lost = unfound(reopened, range(N))
+    assert not lost, f"MB-PERSIST-1: after add() of {N} documents, close() and reopening, {lost}"
 
 
 @pytest.mark.requirement("MB-PERSIST-2")
@@ -190,16 +274,21 @@ def test_adding_after_reopen_keeps_earlier_documents(system_under_test: SystemUn
     system.add(documents(system, range(0, 30)))
     reopened = system_under_test.reopen(system)
     reopened.add(documents(reopened, range(30, N)))
-    assert all(finds(reopened, i) for i in (0, 29, 30, 59))
+    lost = unfound(reopened, (0, 29, 30, 59))
+    assert not lost, f"MB-PERSIST-2: after add() of doc-0…29, reopening and add() of doc-30…{N - 1}, {lost}"
 
 
 @pytest.mark.requirement("MB-CONS-1")
 @pytest.mark.capability("consolidate")
 def test_consolidation_loses_and_duplicates_nothing(loaded: Any) -> None:
     loaded.consolidate()
-    assert all(finds(loaded, i) for i in range(N))
-    ids = [h.doc_id for h in loaded.search(probe_queries(loaded)[0], k=N + 5)]
-    assert len(ids) == len(set(ids)) == N
+    lost = unfound(loaded, range(N))
+    assert not lost, f"MB-CONS-1: after consolidate(), {lost}"
+    got = ids(loaded.search(probe_queries(loaded)[0], k=N + 5))
+    assert len(got) == len(set(got)) == N, (
+        f"MB-CONS-1: after consolidate(), search(p-0, k={N + 5}) returned {len(got)} hits, {len(set(got))} distinct "
+        f"(twice: {shown(twice(got))}), expected the {N} documents once each"
+    )
 
 
 @pytest.mark.requirement("MB-CHURN-1")
@@ -219,11 +308,11 @@ def test_churn_never_loses_a_live_document_nor_returns_a_deleted_one(system_unde
             system.consolidate()
         if "persist" in system.capabilities:
             system = system_under_test.reopen(system)
-        lost = [i for i in sorted(live) if not finds(system, i)]
-        assert not lost, f"round {round_}: live documents not found: {lost[:10]}"
+        lost = unfound(system, sorted(live))
+        assert not lost, f"MB-CHURN-1: round {round_} (deleted {sorted(gone)}, added {sorted(back)}): live {lost}"
         returned = {h.doc_id for q in probe_queries(system) for h in system.search(q, k=N)}
         ghosts = sorted(returned & {f"doc-{i}" for i in deleted})
-        assert not ghosts, f"round {round_}: deleted documents returned: {ghosts[:10]}"
+        assert not ghosts, f"MB-CHURN-1: round {round_}: searches returned deleted documents {shown(ghosts)}"
 
 
 @pytest.mark.requirement("MB-MEM-1")
@@ -231,9 +320,11 @@ def test_churn_never_loses_a_live_document_nor_returns_a_deleted_one(system_unde
 def test_memory_mode_answers_follow_the_search_rules(loaded: Any) -> None:
     for query in probe_queries(loaded):
         hits = loaded.search(query, k=5, mode="memory")
-        scores = [h.score for h in hits]
-        assert len(hits) <= 5 and len({h.doc_id for h in hits}) == len(hits)
-        assert sorted_best_first(scores), scores
+        got = ids(hits)
+        assert len(got) <= 5, f"MB-MEM-1: search({query.id}, k=5, mode='memory') returned {len(got)} hits: {got}"
+        assert not twice(got), f"MB-MEM-1: search({query.id}, k=5, mode='memory') returned {twice(got)} twice"
+        wrong = first_rise(hits)
+        assert not wrong, f"MB-MEM-1: search({query.id}, k=5, mode='memory') returned {wrong}"
 
 
 @pytest.mark.requirement("MB-MEM-2")
@@ -249,15 +340,22 @@ def test_memory_mode_prefers_the_more_recent_of_two_equal_documents(system_under
         ]
     )
     query = Query("m", "the meeting is on Monday", vector)
-    assert [h.doc_id for h in system.search(query, k=2, mode="memory")] == ["new", "old"]
+    got = ids(system.search(query, k=2, mode="memory"))
+    assert got == ["new", "old"], (
+        f"MB-MEM-2: of two equal documents written 30 days and 1 hour ago, memory mode returned {got}, "
+        "expected the newer first: ['new', 'old']"
+    )
     similarity = system.search(query, k=2)
-    assert similarity[0].score == pytest.approx(similarity[1].score)
+    assert similarity[0].score == pytest.approx(similarity[1].score), (
+        f"MB-MEM-2: two equal documents have different similarity scores: {[tuple(h) for h in similarity]}"
+    )
 
 
 @pytest.mark.requirement("MB-ADD-4")
 def test_a_new_system_is_empty(system_under_test: SystemUnderTest) -> None:
     system = system_under_test.open()
-    assert system.search(probe_queries(system)[0], k=5) == []
+    got = ids(system.search(probe_queries(system)[0], k=5))
+    assert got == [], f"MB-ADD-4: a new system's search(p-0, k=5) returned {got}, expected no hits"
 
 
 @pytest.mark.requirement("MB-ADD-5")
@@ -270,20 +368,37 @@ def test_inputs_are_left_as_they_were(system_under_test: SystemUnderTest) -> Non
     query_vector = None if query.vector is None else query.vector.copy()
     system.search(query, k=10)
     for doc, (text, vector, metadata) in zip(docs, kept):
-        assert doc.text == text and dict(doc.metadata) == metadata
-        assert (vector is None) == (doc.vector is None) and np.array_equal(doc.vector, vector)  # type: ignore[arg-type]
-    assert np.array_equal(query.vector, query_vector)  # type: ignore[arg-type]
+        assert doc.text == text, f"MB-ADD-5: add() changed {doc.id}'s text from {text!r} to {doc.text!r}"
+        assert dict(doc.metadata) == metadata, (
+            f"MB-ADD-5: add() changed {doc.id}'s metadata from {metadata} to {dict(doc.metadata)}"
+        )
+        assert (vector is None) == (doc.vector is None) and np.array_equal(doc.vector, vector), (  # type: ignore[arg-type]
+            f"MB-ADD-5: add() changed {doc.id}'s vector (norm {_norm(vector)} before, {_norm(doc.vector)} after)"
+        )
+    assert np.array_equal(query.vector, query_vector), (  # type: ignore[arg-type]
+        f"MB-ADD-5: search() changed the query's vector "
+        f"(norm {_norm(query_vector)} before, {_norm(query.vector)} after)"
+    )
+
+
+def _norm(vector: np.ndarray | None) -> str:
+    return "none" if vector is None else f"{float(np.linalg.norm(vector)):.4g}"
 
 
 @pytest.mark.requirement("MB-DEL-1")
 @pytest.mark.capability("delete")
 def test_deleting_unknown_ids_is_no_error_and_deletes_nothing_else(loaded: Any) -> None:
-    loaded.delete(["never-added"])
-    loaded.delete(["doc-3"])
-    loaded.delete(["doc-3", "never-added"])
+    for gone in (["never-added"], ["doc-3"], ["doc-3", "never-added"]):
+        try:
+            loaded.delete(gone)
+        except Exception as error:
+            pytest.fail(f"MB-DEL-1: delete({gone}) raised {error!r:.200}; an id not stored must be no error")
     returned = {h.doc_id for q in probe_queries(loaded) for h in loaded.search(q, k=N)}
-    assert "doc-3" not in returned and len(returned) == N - 1
-    assert all(finds(loaded, i) for i in range(N) if i != 3)
+    assert "doc-3" not in returned, "MB-DEL-1: after delete(['doc-3']), searches still return doc-3"
+    missing = sorted({f"doc-{i}" for i in range(N) if i != 3} - returned)
+    assert not missing, f"MB-DEL-1: after delete(['doc-3']), searches at k={N} no longer return {shown(missing)}"
+    lost = unfound(loaded, [i for i in range(N) if i != 3])
+    assert not lost, f"MB-DEL-1: after delete(['doc-3']), {lost}"
 
 
 def scoped_documents(system: Any) -> list[Document]:
@@ -300,13 +415,17 @@ def scope_answers(system: Any, scope: str, k: int) -> list[list[str]]:
     return [[h.doc_id for h in system.search(replace(q, scope=scope), k=k)] for q in probe_queries(system)]
 
 
-def check_scopes_apart(system: Any) -> None:
+def check_scopes_apart(system: Any, when: str) -> None:
     held = {"user:a": N, "user:b": N, "user:c": len(range(0, N, 3)), "user:nobody": 0}
     for scope, count in held.items():
         for k in (5, N):
-            for hits in scope_answers(system, scope, k):
-                assert all(h.startswith(f"{scope}/") for h in hits), f"scope {scope} returned {hits[:5]}"
-                assert len(hits) == min(k, count), f"scope {scope}: {len(hits)} hits of {min(k, count)}"
+            for j, hits in enumerate(scope_answers(system, scope, k)):
+                search = f"{when}search(p-{j}, scope={scope!r}, k={k})"
+                others = [h for h in hits if not h.startswith(f"{scope}/")]
+                assert not others, f"MB-SCOPE-1: {search} returned other scopes' documents {shown(others)}"
+                assert len(hits) == min(k, count), (
+                    f"MB-SCOPE-1: {search} returned {len(hits)} hits; the scope holds {count}: expected {min(k, count)}"
+                )
 
 
 @pytest.mark.requirement("MB-SCOPE-1")
@@ -314,13 +433,13 @@ def check_scopes_apart(system: Any) -> None:
 def test_a_search_in_a_scope_returns_only_that_scope(system_under_test: SystemUnderTest) -> None:
     system = system_under_test.open()
     system.add(scoped_documents(system))
-    check_scopes_apart(system)
+    check_scopes_apart(system, "")
     if "consolidate" in system.capabilities:
         system.consolidate()
-        check_scopes_apart(system)
+        check_scopes_apart(system, "after consolidate(), ")
     if "persist" in system.capabilities:
         system = system_under_test.reopen(system)
-        check_scopes_apart(system)
+        check_scopes_apart(system, "after reopening, ")
 
 
 @pytest.mark.requirement("MB-SCOPE-2")
@@ -328,11 +447,9 @@ def test_a_search_in_a_scope_returns_only_that_scope(system_under_test: SystemUn
 def test_every_document_is_found_in_its_own_scope(system_under_test: SystemUnderTest) -> None:
     system = system_under_test.open()
     system.add(scoped_documents(system))
-    k = 1 if "vectors" in system.capabilities else 10
     for scope in ("user:a", "user:b", "user:c"):
-        for i in range(0, N, 3):
-            hits = system.search(replace(query_for(system, i), scope=scope), k=k)
-            assert f"{scope}/doc-{i}" in [h.doc_id for h in hits], (scope, i, hits)
+        lost = unfound(system, range(0, N, 3), scope)
+        assert not lost, f"MB-SCOPE-2: with the same documents in user:a, user:b and user:c, {lost}"
 
 
 @pytest.mark.requirement("MB-SCOPE-3")
@@ -348,6 +465,11 @@ def test_a_scoped_search_does_not_change_when_other_scopes_change(system_under_t
         return [[(h.doc_id, round(h.score, 6)) for h in system.search(replace(q, scope="user:a"), k=10)]
                 for q in queries]  # fmt: skip
 
+    def first_change(after: list[list[tuple[str, float]]]) -> str:
+        j = next(j for j, (a, b) in enumerate(zip(before, after)) if a != b)
+        search = f"search({queries[j].id} {queries[j].text!r}, scope='user:a', k=10)"
+        return f"{search}: its first hits were {before[j][:3]}, now {after[j][:3]}"
+
     before = answers()
     others = [
         replace(d, id=f"user:{owner}/{d.id}", scope=f"user:{owner}", text=d.text if owner <= 3 else f"{d.text} {extra}")
@@ -355,10 +477,16 @@ def test_a_scoped_search_does_not_change_when_other_scopes_change(system_under_t
         for d in documents(system)
     ]
     system.add(others)
-    assert answers() == before, "writing other scopes' documents changed a scoped search's hits or scores"
+    after = answers()
+    assert after == before, (
+        f"MB-SCOPE-3: writing {len(others)} documents in 10 other scopes changed {first_change(after)}"
+    )
     if "delete" in system.capabilities:
         system.delete([d.id for d in others[: len(others) // 2]])
-        assert answers() == before, "deleting other scopes' documents changed a scoped search's hits or scores"
+        after = answers()
+        assert after == before, (
+            f"MB-SCOPE-3: deleting {len(others) // 2} documents of other scopes changed {first_change(after)}"
+        )
 
 
 @pytest.mark.requirement("MB-SCOPE-4")
@@ -374,10 +502,13 @@ def test_an_upsert_in_one_scope_never_changes_another_scopes_documents(system_un
     ]
     with contextlib.suppress(Exception):  # refusing the upsert is one of the two rules a system may choose
         system.upsert(intruders)
-    k = 1 if "vectors" in system.capabilities else 10
     for i in range(10):
-        hits = [h.doc_id for h in system.search(replace(query_for(system, i), scope="user:a"), k=k)]
-        assert f"doc-{i}" in hits, f"after an upsert of doc-{i} in scope user:b, user:a's doc-{i} is not found: {hits}"
+        query, k, how = own_query(system, i)
+        got = ids(system.search(replace(query, scope="user:a"), k=k))
+        assert f"doc-{i}" in got, (
+            f"MB-SCOPE-4: after an upsert of doc-{i} in scope user:b, {how} in scope user:a returned {got}, "
+            f"not user:a's doc-{i}"
+        )
 
 
 FILTERED: list[tuple[dict[str, Any], Callable[[dict[str, Any]], bool]]] = [
@@ -403,9 +534,14 @@ def test_a_filtered_search_returns_only_and_enough_matching_documents(system_und
         matching = {f"doc-{i}" for i in range(N) if keep(metadata[i])}
         for k in (1, 10):
             for query in probe_queries(system)[:4]:
-                hits = [h.doc_id for h in system.search(replace(query, where=where), k=k)]
-                assert set(hits) <= matching, f"{where}: returned {sorted(set(hits) - matching)[:5]}"
-                assert len(hits) == min(k, len(matching)), f"{where}, k={k}: {len(hits)} hits"
+                hits = ids(system.search(replace(query, where=where), k=k))
+                search = f"search({query.id}, where={where}, k={k})"
+                wrong = [f"{h} {metadata[int(h.split('-')[1])]}" for h in hits if h not in matching]
+                assert not wrong, f"MB-FILTER-1: {search} returned documents that do not match: {shown(wrong, 3)}"
+                assert len(hits) == min(k, len(matching)), (
+                    f"MB-FILTER-1: {search} returned {len(hits)} hits; {len(matching)} documents match: "
+                    f"expected {min(k, len(matching))}"
+                )
 
 
 def moved(system: Any, i: int) -> Document:
@@ -421,20 +557,31 @@ def test_an_upserted_document_is_searched_as_its_new_version(loaded: Any) -> Non
     rewritten = list(range(0, N, 6))
     loaded.upsert([moved(loaded, i) for i in rewritten])
     vectors = {f"doc-{i}": DATA.vectors[(i + N // 2) % N if i in rewritten else i] for i in range(N)}
-    ids = list(vectors)
-    matrix = np.stack([vectors[i] for i in ids])
+    stored_ids = list(vectors)
+    matrix = np.stack([vectors[i] for i in stored_ids])
     for i in rewritten:
         new = moved(loaded, i)
         query = Query(f"new-{i}", new.text, new.vector)
-        assert f"doc-{i}" in [h.doc_id for h in loaded.search(query, k=1 if new.vector is not None else 10)]
+        how = "its new vector at k=1" if new.vector is not None else "its new text in the top 10"
+        got = ids(loaded.search(query, k=1 if new.vector is not None else 10))
+        assert f"doc-{i}" in got, f"MB-UPDATE-1: after an upsert of doc-{i}, {how} returned {got}, not doc-{i}"
         if "vectors" in loaded.capabilities:
             old = DATA.vectors[i]
             scores = matrix @ old / np.linalg.norm(matrix, axis=1) / np.linalg.norm(old)
-            [first] = loaded.search(Query(f"old-{i}", "", old), k=1)
-            assert first.doc_id != f"doc-{i}" or scores[ids.index(f"doc-{i}")] >= scores.max() - 1e-6
+            first = ids(loaded.search(Query(f"old-{i}", "", old), k=1))
+            assert first != [f"doc-{i}"] or scores[stored_ids.index(f"doc-{i}")] >= scores.max() - 1e-6, (
+                f"MB-UPDATE-1: after an upsert of doc-{i} with a new vector, its old vector still finds doc-{i} first "
+                f"(its new vector's cosine to the old one is {scores[stored_ids.index(f'doc-{i}')]:.3f}; the best "
+                f"stored document's {scores.max():.3f})"
+            )
         if "get" in loaded.capabilities:
-            [stored] = loaded.get([f"doc-{i}"])
-            assert stored.text == new.text and dict(stored.metadata).get("version") == 2
+            stored = loaded.get([f"doc-{i}"])
+            assert len(stored) == 1, f"MB-UPDATE-1: get(['doc-{i}']) after its upsert returned {len(stored)} documents"
+            text, metadata = stored[0].text, plain(stored[0].metadata)
+            assert text == new.text and metadata is not None and metadata.get("version") == 2, (
+                f"MB-UPDATE-1: get(['doc-{i}']) after its upsert returned text {text!r} and metadata {metadata}, "
+                f"upserted {new.text!r} and {dict(new.metadata)}"
+            )
 
 
 @pytest.mark.requirement("MB-UPDATE-2")
@@ -444,9 +591,14 @@ def test_upsert_is_idempotent(system_under_test: SystemUnderTest) -> None:
     system.upsert(documents(system, range(0, 40)))
     system.upsert(documents(system, range(0, 40)))
     system.upsert(documents(system, range(30, N)))
-    returned = [h.doc_id for h in system.search(probe_queries(system)[0], k=2 * N)]
-    assert len(returned) == len(set(returned)) == N
-    assert all(finds(system, i) for i in (0, 35, 59))
+    returned = ids(system.search(probe_queries(system)[0], k=2 * N))
+    assert len(returned) == len(set(returned)) == N, (
+        f"MB-UPDATE-2: after upserts of doc-0…39 twice and doc-30…{N - 1}, search(p-0, k={2 * N}) returned "
+        f"{len(returned)} hits, {len(set(returned))} distinct (more than once: {shown(twice(returned))}), "
+        f"expected the {N} documents once each"
+    )
+    lost = unfound(system, (0, 35, 59))
+    assert not lost, f"MB-UPDATE-2: after upserts of doc-0…39 twice and doc-30…{N - 1}, {lost}"
 
 
 @pytest.mark.requirement("MB-GET-1")
@@ -457,6 +609,18 @@ def test_get_returns_documents_in_the_order_asked(system_under_test: SystemUnder
     system.add(docs)
     asked = ["doc-9", "unknown", "doc-2", "doc-40"]
     found = system.get(asked)
-    assert [d.id for d in found] == ["doc-9", "doc-2", "doc-40"]
-    assert [(d.text, dict(d.metadata).get("n")) for d in found] == [(text_of(i), i) for i in (9, 2, 40)]
-    assert system.get([]) == []
+    got = [d.id for d in found]
+    assert got == ["doc-9", "doc-2", "doc-40"], (
+        f"MB-GET-1: get({asked}) returned {got}, expected the stored ones in the order asked: "
+        "['doc-9', 'doc-2', 'doc-40']"
+    )
+    for doc, i in zip(found, (9, 2, 40)):
+        metadata = plain(doc.metadata)
+        assert doc.text == text_of(i), (
+            f"MB-GET-1: get({asked}) returned {doc.id} with text {doc.text!r}, added {text_of(i)!r}"
+        )
+        assert metadata is not None and metadata.get("n") == i, (
+            f"MB-GET-1: get({asked}) returned {doc.id} with metadata {metadata}, added {{'n': {i}}}"
+        )
+    nothing = system.get([])
+    assert nothing == [], f"MB-GET-1: get([]) returned {shown([d.id for d in nothing])}, expected []"

@@ -1,14 +1,17 @@
-"""Systems by name, and `module:factory` for systems that live outside this repository.
+"""Systems by name, `module:factory` for systems that live outside this repository, and
+`langchain:MODULE:CLASS` for any LangChain `VectorStore` (`baselines.langchain_store`).
 
 A factory is called as `factory(context, **options)` and returns an object that follows
-`harness.protocol.MemorySystem`.
+`harness.protocol.MemorySystem`. A peer that wraps an optional library imports it when its module is
+loaded, and a missing one is a `MissingExtraError` that names the extra to install.
 """
 
 from __future__ import annotations
 
 import importlib
 import inspect
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
@@ -17,14 +20,40 @@ from harness.protocol import CAPABILITIES, MemorySystem, SystemContext
 Factory = Callable[..., MemorySystem]
 
 
-def _lazy(module: str, attribute: str, **preset: Any) -> Factory:
-    """Import on first use, so an optional extra (faiss) is only needed when its system runs."""
+class SystemSpecError(ValueError):
+    """A system name or `module:factory` that cannot be used; the message says what to do."""
 
-    def factory(context: SystemContext, **options: Any) -> MemorySystem:
-        system: MemorySystem = getattr(importlib.import_module(module), attribute)(context, **{**preset, **options})
-        return system
 
-    return factory
+class MissingExtraError(SystemSpecError, ImportError):
+    """A system's library is not installed; the message names the extra that installs it."""
+
+
+def missing_extra(system: str, extra: str, error: ImportError) -> MissingExtraError:
+    """The error a peer's module raises when its library cannot be imported."""
+    library = error.name or "its library"
+    return MissingExtraError(f"{system} needs {library} ({error}): pip install 'magnetic-bench[{extra}]'")
+
+
+@dataclass(frozen=True)
+class Lazy:
+    """A registered system whose adapter module is imported on first use, so an optional extra (faiss, qdrant,
+    lancedb) is only needed when its system runs."""
+
+    module: str
+    attribute: str
+    preset: Mapping[str, Any] = field(default_factory=dict)
+
+    def load(self) -> Factory:
+        """The adapter (its module imported: a missing extra is a `MissingExtraError`), nothing built."""
+        adapter: Factory = getattr(importlib.import_module(self.module), self.attribute)
+        return adapter
+
+    def __call__(self, context: SystemContext, **options: Any) -> MemorySystem:
+        return self.load()(context, **{**self.preset, **options})
+
+
+def _lazy(module: str, attribute: str, **preset: Any) -> Lazy:
+    return Lazy(module, attribute, preset)
 
 
 _TEXT_STAGES = {
@@ -40,7 +69,7 @@ def _fusion_and(*stages: str) -> dict[str, float]:
     return {name: 0 for stage, names in _TEXT_STAGES.items() if stage not in stages for name in names}
 
 
-SYSTEMS: dict[str, Factory] = {
+SYSTEMS: dict[str, Lazy] = {
     "reference": _lazy("harness.systems.reference", "ReferenceSystem"),
     "reference-chroma": _lazy(
         "harness.systems.reference",
@@ -95,19 +124,27 @@ SYSTEMS: dict[str, Factory] = {
     "kmeans": _lazy("baselines.kmeans", "KMeansGroups"),
     "faiss-ivf": _lazy("baselines.faiss_ivf", "FaissIVF"),
     "faiss-hnsw": _lazy("baselines.faiss_hnsw", "FaissHNSW"),
+    "qdrant-local": _lazy("baselines.qdrant_local", "QdrantLocal"),
+    "lancedb": _lazy("baselines.lancedb_table", "LanceTable"),
+    "lancedb-ivfpq": _lazy("baselines.lancedb_table", "LanceTable", index="ivf_pq"),
     "bm25": _lazy("baselines.bm25", "BM25"),
     "hybrid-rrf": _lazy("baselines.hybrid", "HybridRRF"),
 }
 
 
-class SystemSpecError(ValueError):
-    """A system name or `module:factory` that cannot be used; the message says what to do."""
+LANGCHAIN = "langchain:"
 
 
 def resolve(spec: str) -> Factory:
-    """A registered name, or `package.module:factory` for an external system (checked, not yet called)."""
+    """A registered name, `package.module:factory` for an external system, or `langchain:MODULE:CLASS` for a
+    LangChain vector store (checked, its library imported, not yet called)."""
     if spec in SYSTEMS:
+        SYSTEMS[spec].load()  # a missing extra is found here, before a run starts
         return SYSTEMS[spec]
+    if spec.startswith(LANGCHAIN):
+        from baselines.langchain_store import LangChainStore, store_class
+
+        return partial(LangChainStore, store_class(spec.removeprefix(LANGCHAIN)))
     if ":" not in spec:
         raise SystemSpecError(f"unknown system {spec!r}; registered: {', '.join(SYSTEMS)}; or give module:factory")
     module_name, _, attribute = spec.partition(":")

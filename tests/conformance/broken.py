@@ -71,7 +71,7 @@ class MutatesInputs(FlatNumpy):
 
     def add(self, docs):
         for doc in docs:
-            doc.vector /= np.linalg.norm(doc.vector) / 2
+            np.divide(doc.vector, np.linalg.norm(doc.vector) / 2, out=doc.vector)
         super().add(docs)
 
 
@@ -113,7 +113,9 @@ class UpsertKeepsOld(ReferenceSystem):
     """Adds the new ids of an upsert and keeps the stored versions of the others."""
 
     def upsert(self, docs):
-        super().add([d for d in docs if d.id not in self.memory])
+        new = [d for d in docs if d.id not in self.memory]
+        if new:
+            super().add(new)
 
 
 class UpsertDuplicates(ReferenceSystem):
@@ -139,6 +141,18 @@ class ScoresByTheWholeStore(ReferenceSystem):
     def search(self, query, *, k, mode="similarity"):
         scale = 1 / np.log(2 + len(self.memory))
         return [SearchHit(h.doc_id, h.score * scale) for h in super().search(query, k=k, mode=mode)]
+
+
+class DropsMetadata(ReferenceSystem):
+    """Reads documents back without their metadata (a first LanceDB adapter did: its table had no such column)."""
+
+    def get(self, doc_ids):
+        return [replace(d, metadata=None) for d in super().get(doc_ids)]
+
+
+class FailsOnEveryUpsert(ReferenceSystem):
+    def upsert(self, docs):
+        raise RuntimeError("the disk is full")
 
 
 class GetsInStoredOrder(ReferenceSystem):
@@ -168,5 +182,7 @@ filters_after_searching = factory(FiltersAfterSearching)
 upsert_keeps_old = factory(UpsertKeepsOld)
 upsert_duplicates = factory(UpsertDuplicates)
 gets_in_stored_order = factory(GetsInStoredOrder)
+drops_metadata = factory(DropsMetadata)
+fails_on_every_upsert = factory(FailsOnEveryUpsert)
 scores_by_the_whole_store = factory(ScoresByTheWholeStore)
 upsert_across_scopes = factory(UpsertAcrossScopes)

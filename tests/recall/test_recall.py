@@ -15,6 +15,7 @@ from harness.measure.runner import measure
 from harness.systems.registry import SYSTEMS
 from reference.encoders import make_encoder
 from reference.encoders.ollama import OllamaEncoder
+from tests.extras import needs
 
 NEEDLE_SEEDS = (0, 1, 2)
 
@@ -43,6 +44,7 @@ RANKS_BY_WORDS = {"bm25", "hybrid-rrf"}
 
 @pytest.mark.parametrize("system", sorted(set(SYSTEMS) - RANKS_BY_WORDS))
 def test_recall_against_exact_search(system):
+    needs(system)
     [result] = measure(system, vectors(), encoder="vectors")
     assert result.queries == 100
     floor = 1.0 if system == "flat-numpy" else 0.95
@@ -52,6 +54,7 @@ def test_recall_against_exact_search(system):
 @pytest.mark.parametrize("encoder_name", ENCODERS)
 @pytest.mark.parametrize("system", sorted(SYSTEMS))
 def test_needles_answers_are_valid_and_found(system, encoder_name):
+    needs(system)
     found, total = 0, 0
     for seed in NEEDLE_SEEDS:
         evalset = encode_evalset(needles_evalset(200, 5, seed=seed), encoder(encoder_name))

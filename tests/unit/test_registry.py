@@ -6,6 +6,7 @@ import pytest
 
 from harness.protocol import SystemContext
 from harness.systems.registry import SYSTEMS, SystemSpecError, check_declaration, resolve
+from tests.extras import needs
 
 CONTEXT = SystemContext(dim=8, workdir=Path("/tmp"))
 
@@ -38,6 +39,7 @@ def make_boastful(context, **options):
 
 @pytest.mark.parametrize("name", sorted(SYSTEMS))
 def test_every_registered_name_builds_a_system_of_that_name(name, tmp_path):
+    needs(name)
     system = resolve(name)(SystemContext(dim=8, workdir=tmp_path))
     try:
         check_declaration(system)
