@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from dataclasses import replace
 
 import numpy as np
@@ -147,6 +148,17 @@ class GetsInStoredOrder(ReferenceSystem):
         return [found[i] for i in self.memory.ids() if i in found]
 
 
+class SharesItsQuery(FlatNumpy):
+    """Declares that several threads may search at once, and keeps each query in one field while it searches."""
+
+    capabilities = FlatNumpy.capabilities | {"threads"}
+
+    def search(self, query, *, k):
+        self._query = query
+        time.sleep(0.001)
+        return super().search(self._query, k=k)
+
+
 def factory(cls):
     return lambda context, **options: cls(context)
 
@@ -170,3 +182,4 @@ upsert_duplicates = factory(UpsertDuplicates)
 gets_in_stored_order = factory(GetsInStoredOrder)
 scores_by_the_whole_store = factory(ScoresByTheWholeStore)
 upsert_across_scopes = factory(UpsertAcrossScopes)
+shares_its_query = factory(SharesItsQuery)

@@ -71,6 +71,7 @@ def run_suite(pytester: pytest.Pytester, system: str) -> dict[str, dict]:
         ("upsert_keeps_old", "MB-UPDATE-1"),
         ("upsert_duplicates", "MB-UPDATE-2"),
         ("gets_in_stored_order", "MB-GET-1"),
+        ("shares_its_query", "MB-THREAD-1"),
     ],
 )
 def test_each_broken_adapter_fails_its_requirement(pytester, adapter, requirement):
