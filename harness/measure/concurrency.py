@@ -23,7 +23,7 @@ import math
 import tempfile
 import time
 from collections.abc import Callable, Iterator
-from contextlib import AbstractContextManager, ExitStack, contextmanager
+from contextlib import AbstractContextManager, ExitStack, contextmanager, nullcontext
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Protocol
@@ -97,7 +97,9 @@ class InProcess:
         self.system = open_system(spec, work.data, encoder=ENCODER.name, workdir=workdir)
         self.name, self.work = self.system.name, work
         self.system.add(work.docs)
-        self._lock = None if "threads" in self.system.capabilities else rwlock.RWLockFair()
+        lock = None if "threads" in self.system.capabilities else rwlock.RWLockFair()
+        self._reading = lock.gen_rlock if lock else nullcontext
+        self._writing = lock.gen_wlock if lock else nullcontext
 
     def run(self, load: Load) -> tuple[list[Searched], list[Written]]:
         queries, pool = self.work.data.queries, self.work.pool
@@ -106,17 +108,12 @@ class InProcess:
         )
 
     def _search(self, query: Query) -> list[SearchHit]:
-        if self._lock is None:
-            return self.system.search(query, k=K)
-        with self._lock.gen_rlock():
+        with self._reading():
             return self.system.search(query, k=K)
 
     def _write(self, doc: Document) -> str:
-        if self._lock is None:
+        with self._writing():
             self.system.add([doc])
-        else:
-            with self._lock.gen_wlock():
-                self.system.add([doc])
         return doc.id
 
     def close(self) -> None:
