@@ -103,7 +103,8 @@ def filtered_rows(
             name, built = _built(stack, spec, evalset, owners)
             if not built:
                 rows.append(FilterRow(name, "—", "—", cells, cells, skipped="declares neither filters nor scopes"))
-            for case in CASES if built else ():
+                continue
+            for case in CASES:
                 system = built.get(case.capability) or next(iter(built.values()))
                 if case.capability and case.capability not in built:
                     rows.append(

@@ -239,7 +239,9 @@ def _markdown(results: RunResults, tables: dict[str, list[dict[str, Any]]], plot
             "writes the conversation turn by turn and asks each question as soon as its last evidence turn is "
             "written (questions due while at most k turns are written are left out: any system finds them all); "
             "`online: at the end` asks every question of that memory after its last turn. An online row's p50 is "
-            "that of the searches taken between writes.",
+            "that of the searches taken between writes. `tokens@10`: the tokens of a question's top 10 hits (counted "
+            "as the header's `tokens` says); `recall@500t` …: evidence recall within a context of that many tokens, "
+            "hits taken in rank order until it is spent (bulk memories, from a deeper ranking).",
         ),
         (
             "serving",
