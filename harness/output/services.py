@@ -64,7 +64,7 @@ def plots(out: Path, results: RunResults, style: Style, save: Save) -> list[Path
             mine = sorted(
                 (r for r in rows if r.system == system and bool(r.writes_per_s) == writing), key=lambda r: r.clients
             )
-            label = f"{system} (writing)" if writing else system
+            label = "_nolegend_" if writing else system  # a system once in the legend; its dashes are explained
             drawn = {**style(system), "linestyle": line}
             qps.plot([r.clients for r in mine], [r.qps for r in mine], label=label, **drawn)
             p99.plot([r.clients for r in mine], [r.p99_ms for r in mine], label=label, **drawn)
@@ -72,8 +72,10 @@ def plots(out: Path, results: RunResults, style: Style, save: Save) -> list[Path
     for axes in (qps, p99):
         axes.set_xscale("log", base=2)
         axes.set_xticks(levels, [str(level) for level in levels])
-    qps.set(xlabel="clients at once", ylabel="searches per second (all clients)", yscale="log", title="Throughput")
-    p99.set(xlabel="clients at once", ylabel="p99 search latency (ms)", yscale="log", title="Tail latency")
+    qps.set(xlabel="clients at once", ylabel="searches per second (all clients)", yscale="log")
+    p99.set(xlabel="clients at once", ylabel="p99 search latency (ms)", yscale="log")
+    qps.set_title("Throughput (dashed: while writing)")
+    p99.set_title("Tail latency (dashed: while writing)")
     qps.grid(True, which="both", alpha=0.3)
     return [save(figure, p99, out / "concurrency.png")]
 
