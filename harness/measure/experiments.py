@@ -55,6 +55,8 @@ from reference.encoders import MockEncoder
 
 SECTION_OF_REGIME = {"fixed": "scaling", "growing": "growing"}
 """The results section a scaling regime fills."""
+FILTER_PASSES = 3
+"""Timing passes of the filtered searches: no verdict reads them, so fewer than the plan's."""
 
 
 def _timed(plan: RunPlan, jobs: list[Job], progress: Progress = silent, label: str = "measure") -> list[Measurement]:
@@ -274,7 +276,7 @@ def filtered(context: RunContext) -> list[FilterRow]:
         cells=plan.filter_cells,
         queries=plan.queries,
         spread=plan.spread,
-        passes=plan.passes,
+        passes=min(plan.passes, FILTER_PASSES),
         progress=context.progress,
     )
 

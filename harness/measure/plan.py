@@ -140,7 +140,7 @@ class RunPlan:
             concurrency_levels=(1, 2),
             concurrency_seconds=0.3,
             concurrency_systems=("reference", "flat-numpy", "chroma-server"),
-            filter_cells=5_000,
+            filter_cells=2_000,
             passes=3,
             max_passes=3,
         )
