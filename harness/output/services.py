@@ -40,7 +40,8 @@ def sections(results: RunResults) -> list[tuple[str, str, str]]:
             "readers–writer lock, as a server on it would be; the engine's MCP server (`reference-mcp`, searched by "
             "text) and a Chroma server (`chroma-server`) are searched by client processes of their own. Recall@10 "
             "is against exact dense search over the cells written before each search began (`reference` and "
-            "`reference-mcp` rank text queries by words too); `short`: answers with fewer than 10 hits.",
+            "`reference-mcp` rank text queries by words too); `short`: answers with fewer than 10 hits. Each level is "
+            "one window of time: on a shared machine, a burst of other load moves a level's figures.",
         ),
         (
             "filtered",
