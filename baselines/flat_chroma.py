@@ -1,4 +1,5 @@
-"""Flat RAG: every vector in one embedded Chroma collection (the published claims' baseline)."""
+"""Flat RAG: every vector in one embedded Chroma collection (the published claims' baseline), its metadata stored
+beside it, so that a `where` filter is Chroma's own filtered search."""
 
 from __future__ import annotations
 
@@ -15,13 +16,17 @@ from .vectors import stack_unit, vector_of
 
 class FlatChroma:
     name = "flat-chroma"
-    capabilities = frozenset({"vectors", "persist", "delete"})
+    capabilities = frozenset({"vectors", "persist", "delete", "filters"})
 
-    def __init__(self, context: SystemContext) -> None:
+    def __init__(self, context: SystemContext, *, server: str | None = None) -> None:
+        """Embedded in the context's work directory, or in the Chroma server at `server` ("host:port")."""
         settings = Settings(anonymized_telemetry=False)
-        self._client: Any = chromadb.PersistentClient(  # chromadb's ClientAPI types no close()
-            path=str(context.workdir / "flat-chroma"), settings=settings
-        )
+        self._client: Any  # chromadb's ClientAPI types no close()
+        if server:
+            host, _, port = server.rpartition(":")
+            self._client = chromadb.HttpClient(host=host, port=int(port), settings=settings)
+        else:
+            self._client = chromadb.PersistentClient(path=str(context.workdir / "flat-chroma"), settings=settings)
         self._collection = self._client.get_or_create_collection(
             "flat", embedding_function=None, configuration={"hnsw": {"space": "cosine"}}
         )
@@ -35,6 +40,7 @@ class FlatChroma:
                 ids=[d.id for d in chunk],
                 embeddings=matrix[start : start + len(chunk)],
                 documents=[d.text for d in chunk],
+                metadatas=[dict(d.metadata) or None for d in chunk],
             )
 
     def delete(self, doc_ids: Sequence[str]) -> None:
@@ -43,7 +49,12 @@ class FlatChroma:
 
     def search(self, query: Query, *, k: int) -> list[SearchHit]:
         k = check_k(k)
-        result = self._collection.query(query_embeddings=vector_of(query)[None, :], n_results=k, include=["distances"])
+        result = self._collection.query(
+            query_embeddings=vector_of(query)[None, :],
+            n_results=k,
+            where=dict(query.where) if query.where else None,
+            include=["distances"],
+        )
         distances = result["distances"]
         if distances is None:
             raise RuntimeError("Chroma answered the flat collection's query without distances")

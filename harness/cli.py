@@ -72,7 +72,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument(
         "--stream-size",
         type=positive_int,
-        help="cells of the streaming runbook (default 4,000 in the default run; every passage with beam:DIR)",
+        help="cells of the streaming runbooks (default 4,000 in the default run; every passage with beam:DIR)",
     )
     run.add_argument("--encoder", choices=ENCODER_NAMES, help="one encoder instead of the plan's (mock and minilm)")
     run.add_argument("--systems", help="comma-separated registry names or module:factory specs")

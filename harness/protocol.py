@@ -12,7 +12,9 @@ can do in `capabilities` instead of being probed with `hasattr`:
 - ``"scopes"``: it keeps each `Document.scope` apart, and a `Query.scope` searches one scope only;
 - ``"filters"``: a `Query.where` (Chroma's `where` syntax over metadata) restricts a search;
 - ``"update"``: `upsert(docs)` writes documents or replaces the ones stored under their ids;
-- ``"get"``: `get(doc_ids)` returns the stored documents, in the order asked, skipping unknown ids.
+- ``"get"``: `get(doc_ids)` returns the stored documents, in the order asked, skipping unknown ids;
+- ``"threads"``: searches and writes may come from several threads at once (others are guarded by a lock when
+  the harness searches them from several threads).
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ import numpy as np
 
 CAPABILITIES = frozenset(
     {"text", "vectors", "persist", "consolidate", "memory_scoring", "tunable", "groups", "delete"}
-    | {"scopes", "filters", "update", "get"}
+    | {"scopes", "filters", "update", "get", "threads"}
 )
 
 

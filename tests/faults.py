@@ -43,3 +43,30 @@ class SlowFirstWrite(FlatNumpy):
             SlowFirstWrite.paid = True
             time.sleep(0.2)
         super().add(docs)
+
+
+class KeepsOldVersions(FlatNumpy):
+    """Says it updates, and keeps searching the version it had (a replace that never lands)."""
+
+    capabilities = FlatNumpy.capabilities | {"update"}
+
+    def upsert(self, docs):
+        pass
+
+
+class IgnoresFilters(FlatNumpy):
+    """Says it filters, and searches every document whatever the filter."""
+
+    capabilities = FlatNumpy.capabilities | {"filters"}
+
+
+class SharesScratch(FlatNumpy):
+    """Says searches may run on several threads at once, and keeps each query in one shared field while it
+    searches: run alone it is exact; run at once, a search may answer another's query."""
+
+    capabilities = FlatNumpy.capabilities | {"threads"}
+
+    def search(self, query, *, k):
+        self._query = query
+        time.sleep(0.0005)
+        return super().search(self._query, k=k)

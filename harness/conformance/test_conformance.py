@@ -10,6 +10,7 @@ import copy
 import math
 import time
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from itertools import pairwise
 from typing import Any
@@ -624,3 +625,27 @@ def test_get_returns_documents_in_the_order_asked(system_under_test: SystemUnder
         )
     nothing = system.get([])
     assert nothing == [], f"MB-GET-1: get([]) returned {shown([d.id for d in nothing])}, expected []"
+
+
+@pytest.mark.requirement("MB-THREAD-1")
+@pytest.mark.capability("threads")
+def test_searches_and_writes_from_several_threads_at_once(system_under_test: SystemUnderTest) -> None:
+    system = system_under_test.open()
+    first, later = range(N // 2), range(N // 2, N)
+    system.add(documents(system, first))
+
+    def search(offset: int) -> list[str]:
+        return [f"doc-{i}" for i in [*first[offset::4]] * 3 if not finds(system, i)]
+
+    def write() -> None:
+        for i in later:
+            system.add(documents(system, [i]))
+
+    with ThreadPoolExecutor(max_workers=5) as pool:
+        searching = [pool.submit(search, offset) for offset in range(4)]
+        writing = pool.submit(write)
+        missed = [doc for done in searching for doc in done.result()]
+        writing.result()
+    assert not missed, f"MB-THREAD-1: searched from 4 threads while a fifth added, {missed[:5]} were not found by their own query"
+    unfound = [f"doc-{i}" for i in later if not finds(system, i)]
+    assert not unfound, f"MB-THREAD-1: added from another thread, {unfound[:5]} were not found by their own query"

@@ -52,6 +52,8 @@ class RunContext:
                 realtext_systems=self.systems,
                 stream_systems=self.systems,
                 loop_systems=self.systems,
+                concurrency_systems=self.systems,
+                filter_systems=self.systems,
             )
 
     @property

@@ -6,7 +6,10 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Mapping
 from dataclasses import asdict
+from functools import partial
 from typing import Any, NamedTuple
+
+import numpy as np
 
 from harness.data.beir import load_beir
 from harness.data.corpus import Corpus
@@ -22,19 +25,38 @@ from harness.data.generated import (
     vectors_evalset,
 )
 from harness.measure.experiment_registry import RunContext, experiment
-from harness.measure.metrics import agreement, check_cutoff, evidence_scores, group_stats, latency_stats
+from harness.measure.metrics import (
+    agreement,
+    check_cutoff,
+    evidence_scores,
+    group_stats,
+    latency_stats,
+    recall_at_k,
+)
 from harness.measure.plan import DIALOGUE_SYSTEMS, GROUPING_SYSTEMS, REGIMES, RunPlan
 from harness.measure.runbooks import agent_loop as loop_runbook
-from harness.measure.runbooks import agent_stream, dialogue_replay
-from harness.measure.runner import Job, group_labels, measure_together
+from harness.measure.runbooks import agent_stream, dialogue_replay, expiring_stream
+from harness.measure.runner import Job, group_labels, measure_together, ranked_until
 from harness.measure.streaming import replay, run_streams
+from harness.measure.tokens import BUDGETS, token_counter, within_budget
 from harness.output.progress import Progress, silent
-from harness.output.results import DialogueRow, GroupingRow, JudgeRow, Measurement, ServingRow, StreamRow
+from harness.output.results import (
+    ConcurrencyRow,
+    DialogueRow,
+    FilterRow,
+    GroupingRow,
+    JudgeRow,
+    Measurement,
+    ServingRow,
+    StreamRow,
+)
 from harness.verdicts.claims import decides_a_verdict
 from reference.encoders import MockEncoder
 
 SECTION_OF_REGIME = {"fixed": "scaling", "growing": "growing"}
 """The results section a scaling regime fills."""
+FILTER_PASSES = 3
+"""Timing passes of the filtered searches: no verdict reads them, so fewer than the plan's."""
 
 
 def _timed(plan: RunPlan, jobs: list[Job], progress: Progress = silent, label: str = "measure") -> list[Measurement]:
@@ -194,6 +216,18 @@ def streaming(context: RunContext) -> list[StreamRow]:
     return run_streams(book, data, plan.stream_systems, encoder.name, context.progress, options)
 
 
+@experiment("expiring-stream", section="streaming", data=["default", "beam"])
+def expiring(context: RunContext) -> list[StreamRow]:
+    """Replaces and expiry over real text in its written order (big-ann-benchmarks' expiration-time runbooks)."""
+    plan, corpus, encoder = context.plan, context.corpus, context.text_encoder
+    vectors = encode_corpus(corpus, encoder)
+    cells = min(len(corpus.passages) - plan.stream_queries, context.stream_size or plan.expiry_cells)
+    data = stream_evalset(corpus, vectors, cells, queries=plan.stream_queries)
+    options = {"faiss-ivf": {"train_after": max(1, cells // 10)}}  # trained on the first 10 % of the stream
+    book = expiring_stream(cells, plan.stream_queries)
+    return run_streams(book, data, plan.stream_systems, encoder.name, context.progress, options)
+
+
 @experiment("agent-loop", section="streaming", data=["default"])
 def agent_loop(context: RunContext) -> list[StreamRow]:
     """The agent's loop: write a turn, search for it, search again (synthetic notes, the mock encoder)."""
@@ -214,13 +248,49 @@ def serving(context: RunContext) -> list[ServingRow]:
     return serving_rows(plan.serving_clients, plan.serving_calls, context.progress)
 
 
+@experiment("concurrency", section="concurrency", data=["default"])
+def concurrency(context: RunContext) -> list[ConcurrencyRow]:
+    """QPS and p50 / p99 of 1–8 clients at once, searches alone and while writing, in process and through servers."""
+    from harness.measure.concurrency import concurrency_rows
+
+    plan = context.plan
+    return concurrency_rows(
+        plan.concurrency_systems,
+        cells=plan.concurrency_cells,
+        queries=plan.queries,
+        levels=plan.concurrency_levels,
+        seconds=plan.concurrency_seconds,
+        rate=plan.concurrency_write_rate,
+        progress=context.progress,
+    )
+
+
+@experiment("filtered", section="filtered", data=["default"])
+def filtered(context: RunContext) -> list[FilterRow]:
+    """Recall and latency of searches filtered to 1 % and 99 % of the documents, and in a scope of 1 %."""
+    from harness.measure.filtered import filtered_rows
+
+    plan = context.plan
+    return filtered_rows(
+        plan.filter_systems,
+        cells=plan.filter_cells,
+        queries=plan.queries,
+        spread=plan.spread,
+        passes=min(plan.passes, FILTER_PASSES),
+        progress=context.progress,
+    )
+
+
 class Answer(NamedTuple):
-    """One question answered by one system: what it retrieved against the question's evidence."""
+    """One question answered by one system: what it retrieved against the question's evidence, the tokens of its
+    top-k hits, and (bulk-loaded memories) the hits taken within each context budget (`tokens.BUDGETS`)."""
 
     category: str
     found: list[str]
     wanted: list[str]
     session_of: Mapping[str, str]
+    tokens: int
+    within: Mapping[int, list[str]] = {}
 
 
 BULK, WHEN_DUE, AT_THE_END = "bulk", "online: when due", "online: at the end"
@@ -234,11 +304,19 @@ def dialogue(context: RunContext, *, k: int = 10) -> list[DialogueRow]:
 
     One memory per conversation; each question's retrieved turns scored against its evidence turns
     (and, through their sessions, at session level). Each conversation is measured loaded in bulk and
-    replayed online (`runbooks.dialogue_replay`). Adversarial and abstention questions apart."""
+    replayed online (`runbooks.dialogue_replay`). Adversarial and abstention questions apart. The tokens of
+    each question's top-k hits are counted (`tokens.token_counter`) and, loaded in bulk, its evidence recall
+    within each context budget (`tokens.BUDGETS`) from a deeper ranking, untimed."""
     assert context.dataset is not None
     systems, (encoder_name, encoder) = context.systems or DIALOGUE_SYSTEMS, context.encoder
     data = load_dialogue(context.dataset, context.turn_format)
-    context.dataset_info = {"file": str(data.path), "sha256": data.sha256, "turn_format": asdict(context.turn_format)}
+    counter = token_counter(encoder)
+    context.dataset_info = {
+        "file": str(data.path),
+        "sha256": data.sha256,
+        "turn_format": asdict(context.turn_format),
+        "tokens": counter.rule,
+    }
     progress = context.progress
     answers: dict[tuple[str, str], list[Answer]] = defaultdict(list)
     latencies: dict[tuple[str, str], list[int]] = defaultdict(list)
@@ -252,11 +330,17 @@ def dialogue(context: RunContext, *, k: int = 10) -> list[DialogueRow]:
             too_few_sessions += 1
             session_of = {}
         wanted = evalset.relevant()
+        tokens_of = dict(zip((d.id for d in evalset.docs), counter.count([d.text for d in evalset.docs])))
+        spent = partial(_overruns, tokens_of, max(BUDGETS))
         jobs = [Job(system, evalset, encoder_name) for system in systems]
         for system, measured in zip(systems, measure_together(jobs, k=k)):
             latencies[system, BULK] += measured.latencies_ns
-            for query, found, evidence in zip(evalset.queries, measured.retrieved, wanted):
-                answers[system, BULK].append(Answer(categories[query.id], found, evidence, session_of))
+            deep = ranked_until(system, evalset, encoder=encoder_name, enough=spent)
+            for query, found, evidence, ranked in zip(evalset.queries, measured.retrieved, wanted, deep):
+                costs = [tokens_of[turn] for turn in ranked]
+                within = {budget: within_budget(ranked, costs, budget) for budget in BUDGETS}
+                tokens = sum(tokens_of[turn] for turn in found)
+                answers[system, BULK].append(Answer(categories[query.id], found, evidence, session_of, tokens, within))
         position = {doc.id: i for i, doc in enumerate(evalset.docs)}
         due = [max(position[turn] for turn in evidence) for evidence in wanted]
         book = dialogue_replay(len(evalset.docs), due)
@@ -268,7 +352,10 @@ def dialogue(context: RunContext, *, k: int = 10) -> list[DialogueRow]:
                 at_the_end = number >= len(asked) - len(due)
                 if at_the_end or due[question] >= k:  # asked among at most k turns, any system finds it all
                     mode = AT_THE_END if at_the_end else WHEN_DUE
-                    answers[system, mode].append(Answer(categories[query.id], found, wanted[question], session_of))
+                    tokens = sum(tokens_of[turn] for turn in found)
+                    answers[system, mode].append(
+                        Answer(categories[query.id], found, wanted[question], session_of, tokens)
+                    )
     rows = []
     for (system, mode), answered in answers.items():
         p50 = latency_stats(latencies[system, BULK if mode == BULK else WHEN_DUE]).p50_ms
@@ -282,7 +369,8 @@ def dialogue(context: RunContext, *, k: int = 10) -> list[DialogueRow]:
             ]
         for subset, chosen in subsets.items():
             turn = evidence_scores([a.found for a in chosen], [a.wanted for a in chosen], k)
-            rows.append(DialogueRow(system, "turn", subset, turn, p50, mode))
+            mean_tokens = float(np.mean([a.tokens for a in chosen])) if chosen else float("nan")
+            rows.append(DialogueRow(system, "turn", subset, turn, p50, mode, mean_tokens, _budget_recall(chosen)))
             scored = [a for a in chosen if a.session_of]  # haystacks with more than k sessions
             sessions = [(_sessions(a.found, a.session_of), sorted({a.session_of[t] for t in a.wanted})) for a in scored]
             level = "session" + (
@@ -291,6 +379,22 @@ def dialogue(context: RunContext, *, k: int = 10) -> list[DialogueRow]:
             session_scores = evidence_scores([f for f, _ in sessions], [w for _, w in sessions], k)
             rows.append(DialogueRow(system, level, subset, session_scores, p50, mode))
     return rows
+
+
+def _overruns(tokens_of: Mapping[str, int], budget: int, found: list[str]) -> bool:
+    """The hits found are more tokens than the budget: it would be spent."""
+    return sum(tokens_of[turn] for turn in found) > budget
+
+
+def _budget_recall(answers: list[Answer]) -> dict[int, float]:
+    """Evidence recall within each context budget, where the answers have their budgeted hits (bulk)."""
+    if not answers or not all(a.within for a in answers):
+        return {}
+    recall = {}
+    for budget in BUDGETS:
+        taken = [a.within[budget] for a in answers]
+        recall[budget] = recall_at_k(taken, [a.wanted for a in answers], max(map(len, taken)))
+    return recall
 
 
 def _times(row: StreamRow, kind: str) -> list[int]:

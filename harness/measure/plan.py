@@ -58,6 +58,19 @@ STREAM_SYSTEMS = (
 """The streaming runbook (`runbooks.agent_stream`): faiss-ivf is trained on the first 10 % of the stream."""
 LOOP_SYSTEMS = ("reference", "reference-dense", "flat-numpy", "hybrid-rrf")
 """The agent's loop at 100K (`runbooks.agent_loop`); hybrid-rrf stands for every static lexical index (bm25s)."""
+CONCURRENCY_SYSTEMS = (
+    "reference",
+    "reference-dense",
+    "flat-numpy",
+    "faiss-hnsw",
+    "flat-chroma",
+    "reference-mcp",
+    "chroma-server",
+)
+"""Many clients at once (`concurrency.py`): the engine by text (as its MCP server searches) and by vector, peers in
+this process; the engine's MCP server and a Chroma server, each searched by client processes."""
+FILTER_SYSTEMS = ("reference", "flat-chroma")
+"""Filtered search (`filtered.py`): systems that declare `filters` or `scopes`."""
 SLOW_SYSTEMS = {"reference-chroma": 25_000}
 """Systems too slow to build above a size in the default run (Chroma per-group collections)."""
 
@@ -82,6 +95,8 @@ class RunPlan:
     """Cells of the streaming runbook in the default run (`--stream-size`; a `--dataset beam:` run streams
     every passage)."""
     stream_queries: int = 200
+    expiry_cells: int = 4_000
+    """Positions of the expiring stream (`runbooks.expiring_stream`; `--stream-size` sets both streams)."""
     stream_systems: tuple[str, ...] = STREAM_SYSTEMS
     loop_cells: int = 100_000
     loop_rounds: int = 30
@@ -89,6 +104,16 @@ class RunPlan:
     serving_clients: int = 8
     serving_calls: int = 200
     """Calls each client of the serving experiment makes (`serving.client_script`)."""
+    concurrency_cells: int = 10_000
+    concurrency_levels: tuple[int, ...] = (1, 2, 4, 8)
+    """Clients searching at once, one level after another."""
+    concurrency_seconds: float = 1.0
+    """How long each level searches."""
+    concurrency_write_rate: float = 20.0
+    """Cells written per second (one a write) while searching, in the second half of the levels."""
+    concurrency_systems: tuple[str, ...] = CONCURRENCY_SYSTEMS
+    filter_cells: int = 20_000
+    filter_systems: tuple[str, ...] = FILTER_SYSTEMS
     passes: int = 5
     """Timing passes over every system of a regime, interleaved (see `runner.measure_together`)."""
     max_passes: int = 12
@@ -106,10 +131,16 @@ class RunPlan:
             realtext_sizes=(1_000,),
             stream_cells=1_000,
             stream_queries=100,
+            expiry_cells=1_000,
             loop_cells=10_000,
             loop_rounds=10,
             serving_clients=4,
             serving_calls=50,
+            concurrency_cells=2_000,
+            concurrency_levels=(1, 2),
+            concurrency_seconds=0.3,
+            concurrency_systems=("reference", "flat-numpy", "chroma-server"),
+            filter_cells=2_000,
             passes=3,
             max_passes=3,
         )

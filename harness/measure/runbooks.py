@@ -3,7 +3,7 @@
 The shape of big-ann-benchmarks' streaming runbooks (`neurips23/streaming`): steps name cells by their
 position in the stream (a corpus in its written order) and queries by their index among the queries
 held out from it; recall is measured at checkpoints against exact search over the cells live at that
-moment. Two runbooks are generated here:
+moment. Three runbooks are generated here:
 
 - `agent_stream`: text arrives in turns of 1–50 cells; a search follows a turn (the first search after a
   write) and a second one follows it (a search with no write before it); the oldest share of what is
@@ -11,11 +11,14 @@ moment. Two runbooks are generated here:
   twice where a system has it; checkpoints at each quarter of the stream.
 - `agent_loop`: a memory loaded in bulk (untimed), then rounds of (write one cell, search, search again,
   find the cell by its own text): the loop an agent runs every turn.
+- `expiring_stream`: big-ann-benchmarks' expiration-time runbooks with replaces: batches written at each
+  timestep, each with a lifetime; half-way through it some of its cells are replaced (written again under their
+  ids with new text and vector), at its end the batch expires (deleted); a checkpoint after every timestep.
 """
 
 from __future__ import annotations
 
-from dataclasses import astuple, dataclass
+from dataclasses import astuple, dataclass, field
 
 import numpy as np
 
@@ -51,6 +54,16 @@ class Forget:
 
 
 @dataclass(frozen=True)
+class Replace:
+    """Cells written again under their ids, each with the text and vector of another stream position (its
+    `sources`, never written under their own ids), in one timed write: big-ann-benchmarks' replace, where a tag
+    keeps its id and its data changes."""
+
+    cells: tuple[int, ...]
+    sources: tuple[int, ...]
+
+
+@dataclass(frozen=True)
 class Sleep:
     """A consolidation pass, timed, where the system has one."""
 
@@ -62,7 +75,7 @@ class Checkpoint:
     label: str
 
 
-Step = Write | Search | FindOwn | Forget | Sleep | Checkpoint
+Step = Write | Search | FindOwn | Forget | Replace | Sleep | Checkpoint
 
 
 @dataclass(frozen=True)
@@ -75,16 +88,20 @@ class Runbook:
     steps: tuple[Step, ...]
 
     def live_at_checkpoints(self) -> dict[str, np.ndarray]:
-        """The stream positions live at each checkpoint, in position order."""
-        live = np.zeros(self.cells, dtype=bool)
+        """The stream positions whose text and vector are live at each checkpoint, in position order (a
+        replaced cell's are its source's)."""
+        content = np.full(self.cells, -1)
+        """The position whose text and vector each cell holds (-1: not live)."""
         found = {}
         for step in self.steps:
             if isinstance(step, Write):
-                live[step.cells.start : step.cells.stop] = True
+                content[step.cells.start : step.cells.stop] = np.arange(step.cells.start, step.cells.stop)
             elif isinstance(step, Forget):
-                live[list(step.cells)] = False
+                content[list(step.cells)] = -1
+            elif isinstance(step, Replace):
+                content[list(step.cells)] = step.sources
             elif isinstance(step, Checkpoint):
-                found[step.label] = np.flatnonzero(live)
+                found[step.label] = np.sort(content[content >= 0])
         return found
 
 
@@ -165,6 +182,59 @@ def agent_loop(loaded: int, rounds: int, queries: int) -> Runbook:
         f"{loaded:,} cells loaded in bulk, then {rounds} rounds of (write one cell, search a held-out query, "
         "search another, search for the cell written by its text)",
         loaded + rounds,
+        queries,
+        tuple(steps),
+    )
+
+
+@dataclass(frozen=True)
+class ExpiryShape:
+    """How `expiring_stream` shapes a stream (big-ann-benchmarks' `gen_expiration_time_runbook`): `timesteps`
+    equal batches of positions; each timestep writes a share of its batch (uniform in `written`) and holds the
+    rest back as replacement content; each batch lives for one of `lifetimes` timesteps (None: for ever), drawn
+    with `odds`; half-way through its life the first of its cells are replaced by the held-back rest of its batch,
+    and at its end it expires."""
+
+    timesteps: int = 10
+    written: tuple[float, float] = (0.5, 0.9)
+    lifetimes: tuple[int | None, ...] = (None, 6, 2)
+    odds: tuple[float, ...] = field(default=(0.2, 0.3, 0.5))
+
+
+def expiring_stream(cells: int, queries: int, *, seed: int = 0, shape: ExpiryShape = ExpiryShape()) -> Runbook:
+    """Each timestep: write its batch's share in one write; replace the cells due (a replace falls half-way
+    through a batch's life, or half-way through what is left of the stream for a batch that never expires);
+    delete the batches whose life ended (the expiry: cells older than their window); a search right after and
+    one more; a checkpoint. Seeded; `shape` sets the numbers."""
+    timesteps, (low, high), lifetimes, odds = shape.timesteps, shape.written, shape.lifetimes, shape.odds
+    batch = cells // timesteps
+    if batch < 2:
+        raise ValueError(f"{cells} cells are too few for {timesteps} timesteps")
+    rng = np.random.default_rng(seed)
+    due: dict[str, dict[int, list[Step]]] = {"replace": {}, "expire": {}}
+    steps: list[Step] = []
+    for now in range(timesteps):
+        start = now * batch
+        end = start + min(batch - 1, max(1, int(rng.uniform(low, high) * batch)))
+        life = lifetimes[int(rng.choice(len(lifetimes), p=odds))]
+        written = range(start, end)
+        spare = tuple(range(end, start + batch))[: len(written)]
+        half_way = now + (life // 2 if life else (timesteps - now) // 2)
+        if now < half_way < timesteps:
+            due["replace"].setdefault(half_way, []).append(Replace(tuple(written[: len(spare)]), spare))
+        if life and now + life < timesteps:
+            due["expire"].setdefault(now + life, []).append(Forget(tuple(written), f"expired after {life} timesteps"))
+        steps.append(Write(written))
+        steps += due["replace"].get(now, []) + due["expire"].get(now, [])
+        steps += [Search(2 * now % queries), Search((2 * now + 1) % queries), Checkpoint(f"t{now + 1}")]
+    lives = ", ".join("for ever" if life is None else f"{life}" for life in lifetimes)
+    return Runbook(
+        "expiring-stream",
+        f"{cells:,} positions in written order over {timesteps} timesteps, each writing {low:.0%}–{high:.0%} of its "
+        f"batch and holding the rest back as new versions; each batch lives {lives} timesteps "
+        f"(odds {', '.join(f'{p:g}' for p in odds)}), its cells replaced half-way through its life and deleted at "
+        "its end; two searches and a checkpoint after every timestep",
+        cells,
         queries,
         tuple(steps),
     )

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import tempfile
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -155,6 +155,37 @@ def group_labels(spec: str, evalset: EvalSet, *, encoder: str, options: Mapping[
                 raise ValueError(f"{spec} does not declare the 'groups' capability")
             system.add(evalset.docs)
             return list(cast(GroupingSystem, system).group_labels([d.id for d in evalset.docs]))
+        finally:
+            system.close()
+
+
+def ranked_until(
+    spec: str,
+    evalset: EvalSet,
+    *,
+    encoder: str,
+    enough: Callable[[list[str]], bool],
+    k: int = 64,
+    options: Mapping[str, Any] | None = None,
+) -> list[list[str]]:
+    """Each query's hits from a freshly built system (untimed), as deep as `enough` asks: searched at `k`, then
+    at twice that until `enough(ids)` or every document is returned."""
+    with tempfile.TemporaryDirectory(prefix="magbench-ranked-") as workdir:
+        system = open_system(spec, evalset, encoder=encoder, workdir=Path(workdir), options=options)
+        known = frozenset(d.id for d in evalset.docs)
+        try:
+            system.add(evalset.docs)
+            ranked = []
+            for query in evalset.queries:
+                depth = min(k, len(known))
+                while True:
+                    hits = check_hits(system.name, system.search(query, k=depth), k=depth, known_ids=known)
+                    found = [h.doc_id for h in hits]
+                    if enough(found) or depth >= len(known):
+                        break
+                    depth = min(2 * depth, len(known))
+                ranked.append(found)
+            return ranked
         finally:
             system.close()
 

@@ -11,19 +11,16 @@ from __future__ import annotations
 
 import asyncio
 import random
-import socket
-import subprocess
-import sys
 import tempfile
 import threading
 import time
 from collections import defaultdict
-from collections.abc import Callable, Generator, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Generator
 from pathlib import Path
 from typing import Any
 
 from harness.measure.metrics import latency_stats
+from harness.measure.servers import mcp_server
 from harness.output.progress import Progress, silent
 from harness.output.results import ServingRow
 from reference import CellularMemory
@@ -171,38 +168,6 @@ async def _mcp_client(url: str, script: Script, timings: Timings) -> None:
                 call = script.send(_plain(call[0], result.structured_content))
         except StopIteration:
             return
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
-
-
-@contextmanager
-def mcp_server(directory: Path, timeout: float = 120.0) -> Iterator[str]:
-    """`magbench serve --http` on a free loopback port over an embedded store; yields its URL."""
-    port = _free_port()
-    command = [sys.executable, "-m", "harness.cli", "serve", "--http", "--port", str(port), "--encoder", "mock"]
-    process = subprocess.Popen([*command, "--db", str(directory)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    try:
-        deadline = time.monotonic() + timeout
-        while True:
-            if process.poll() is not None:
-                error = process.stderr.read().decode(errors="replace") if process.stderr else ""
-                raise RuntimeError(f"magbench serve exited with {process.returncode}: {error.strip()}")
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
-                break
-            except OSError:
-                if time.monotonic() > deadline:
-                    raise RuntimeError(f"magbench serve did not listen within {timeout:.0f} s") from None
-                time.sleep(0.1)
-        yield f"http://127.0.0.1:{port}/mcp"
-    finally:
-        process.terminate()
-        process.wait(timeout=60)
 
 
 def run_through_mcp(clients: int, calls: int, directory: Path) -> tuple[Timings, float]:

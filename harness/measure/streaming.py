@@ -6,13 +6,16 @@ The ground truth is computed first: at each checkpoint, every held-out query's e
 over the cells live then; recall counts the hits that score at least that (ann-benchmarks' rule: a hit
 tied with the 10th neighbour counts). Operations are timed on one core, as the other sections time queries (a bulk
 untimed `Write` keeps every core). Every answer is checked (`checking.check_hits`); a hit naming a deleted cell is
-counted, and any such hit fails the system's row. A system that cannot delete skips a runbook that
-deletes, with the reason. Before its first runbook in a process, each system runs a short untimed warm-up on a
-throwaway instance (`warm`), so that what a process pays once is not timed as the first system's first steps.
+counted, and any such hit fails the system's row. A replace writes the new versions with `upsert` where a system
+has it, else as a delete and an add (timed together, as big-ann-benchmarks' systems replace). A system that cannot
+delete skips a runbook that deletes or replaces, with the reason. Before its first runbook in a process, each
+system runs a short untimed warm-up on a throwaway instance (`warm`), so that what a process pays once is not timed
+as the first system's first steps.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import tempfile
 import time
 from collections import defaultdict
@@ -26,11 +29,11 @@ from harness.data.evalset import EvalSet
 from harness.data.generators.vectors import exact_top_k
 from harness.measure.checking import check_documents, check_hits
 from harness.measure.metrics import threshold_recall
-from harness.measure.runbooks import Checkpoint, FindOwn, Forget, Runbook, Search, Sleep, Step, Write
+from harness.measure.runbooks import Checkpoint, FindOwn, Forget, Replace, Runbook, Search, Sleep, Step, Write
 from harness.measure.runner import one_core, open_system
 from harness.output.progress import Progress, silent
 from harness.output.results import Operation, StreamCheckpoint, StreamRow
-from harness.protocol import DeletingSystem, Document, MemorySystem, Query, SearchHit, vector_of
+from harness.protocol import DeletingSystem, Document, MemorySystem, Query, SearchHit, UpdatingSystem, vector_of
 
 K = 10
 WARM_CELLS = 1_500
@@ -103,7 +106,7 @@ def replay(
     with tempfile.TemporaryDirectory(prefix=f"magbench-stream-{spec.replace(':', '_')}-") as workdir:
         system = open_system(spec, data, encoder=encoder, workdir=Path(workdir), options=options)
         try:
-            if any(isinstance(s, Forget) for s in runbook.steps) and "delete" not in system.capabilities:
+            if any(isinstance(s, Forget | Replace) for s in runbook.steps) and "delete" not in system.capabilities:
                 return StreamRow(system=system.name, queries=runbook.queries, skipped="cannot delete", **row), []
             warm(spec, data, encoder, options)
             walk = _Walk(system, data, truth or {})
@@ -127,6 +130,8 @@ def warm(spec: str, data: EvalSet, encoder: str, options: Mapping[str, Any] | No
             system.add(docs[:-1])
             system.add(docs[-1:])
             system.search(query, k=K)
+            if "update" in system.capabilities:
+                cast(UpdatingSystem, system).upsert([dataclasses.replace(docs[0], id=docs[1].id)])
             if "delete" in system.capabilities:
                 cast(DeletingSystem, system).delete([docs[-1].id])
             if "consolidate" in system.capabilities:
@@ -185,6 +190,14 @@ class _Walk:
             self._timed("delete", lambda: cast(DeletingSystem, self.system).delete(ids), cells=len(ids))
             self.deleted.update(ids)
             self.changed = True
+        elif isinstance(step, Replace):
+            docs = [
+                dataclasses.replace(self.data.docs[source], id=self.data.docs[cell].id)
+                for cell, source in zip(step.cells, step.sources)
+            ]
+            self._timed("replace", lambda: self._replace(docs), cells=len(docs))
+            self.vector_of.update((doc.id, vector_of(doc)) for doc in docs)
+            self.changed = True
         elif isinstance(step, Sleep) and "consolidate" in self.system.capabilities:
             self._timed("sleep", self.system.consolidate)  # type: ignore[attr-defined]
             self.changed = True
@@ -197,6 +210,14 @@ class _Walk:
         self._timed("write" if timed else "load", lambda: self.system.add(docs), cells=len(docs))
         self.written.update(d.id for d in docs)
         self.changed = True
+
+    def _replace(self, docs: list[Document]) -> None:
+        """New versions under the same ids: an upsert, or a delete and an add."""
+        if "update" in self.system.capabilities:
+            cast(UpdatingSystem, self.system).upsert(docs)
+        else:
+            cast(DeletingSystem, self.system).delete([doc.id for doc in docs])
+            self.system.add(docs)
 
     def _search(self, query: Query, *, kind: str = "") -> list[SearchHit]:
         """One timed search: `kind`, or the first search after a change (`search_after_write`) or not."""

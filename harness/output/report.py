@@ -19,6 +19,7 @@ import matplotlib.pyplot as plt
 from matplotlib import ticker
 from tabulate import tabulate
 
+from harness.output import services
 from harness.output.results import DialogueRow, Measurement, RunResults, StreamRow, Verdict
 from harness.systems.registry import SYSTEMS
 from harness.verdicts.claims import EDGE, MEANING, decides_a_verdict
@@ -79,6 +80,7 @@ def write_report(out: Path, results: RunResults) -> Path:
         ],
         "judges": [asdict(j) for j in results.judges],
         "serving": [asdict(row) for row in results.serving],
+        **services.tables(results),
         "claims": [asdict(v) for v in results.claims],
         "targets": [asdict(v) for v in results.targets],
     }
@@ -94,6 +96,7 @@ def write_report(out: Path, results: RunResults) -> Path:
         plots.append(_plot_pareto(out / "realtext_recall_vs_latency.png", realtext, "real text"))
     if any(r.runbook == "agent-stream" and r.checkpoints for r in results.streaming):
         plots.append(_plot_stream(out / "streaming.png", [r for r in results.streaming if r.runbook == "agent-stream"]))
+    plots += services.plots(out, results, _style, _save)
     (out / "results.json").write_text(results.to_json(), encoding="utf-8")
     report = out / "report.md"
     report.write_text(_markdown(results, tables, plots), encoding="utf-8")
@@ -236,7 +239,9 @@ def _markdown(results: RunResults, tables: dict[str, list[dict[str, Any]]], plot
             "writes the conversation turn by turn and asks each question as soon as its last evidence turn is "
             "written (questions due while at most k turns are written are left out: any system finds them all); "
             "`online: at the end` asks every question of that memory after its last turn. An online row's p50 is "
-            "that of the searches taken between writes.",
+            "that of the searches taken between writes. `tokens@10`: the tokens of a question's top 10 hits (counted "
+            "as the header's `tokens` says); `recall@500t` …: evidence recall within a context of that many tokens, "
+            "hits taken in rank order until it is spent (bulk memories, from a deeper ranking).",
         ),
         (
             "serving",
@@ -249,6 +254,7 @@ def _markdown(results: RunResults, tables: dict[str, list[dict[str, Any]]], plot
             "together. A call's latency includes its wait for the others: these are a service's latencies, not "
             "one core's.",
         ),
+        *services.sections(results),
     ]
     for key, title, note in sections:
         if tables[key]:
@@ -351,6 +357,7 @@ def _dialogue_row(row: DialogueRow) -> dict[str, Any]:
         "mrr": scores.mrr,
         "ndcg@10": scores.ndcg,
         "p50_ms": row.latency_p50_ms,
+        **services.dialogue_columns(row),
     }
 
 
@@ -383,6 +390,7 @@ def _stream_row(row: StreamRow) -> dict[str, Any]:
     recalls = [c.recall_at_10 for c in row.checkpoints]
     figures |= {
         "recall min": min(recalls, default=float("nan")),
+        "recall mean": row.mean_recall,
         "recall end": recalls[-1] if recalls else float("nan"),
     }
     if row.runbook == "agent-loop":

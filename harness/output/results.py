@@ -141,13 +141,18 @@ class DialogueRow:
     latency_p50_ms: float
     mode: str = "bulk"
     """How the memory was filled when the questions were asked (`experiments.BULK`, `WHEN_DUE`, `AT_THE_END`)."""
+    tokens_at_10: float = float("nan")
+    """Mean tokens per question of its top-10 hits' texts (`harness.measure.tokens`)."""
+    budget_recall: dict[int, float] = field(default_factory=dict)
+    """Evidence recall within each context budget (tokens): hits taken in rank order until it is spent."""
 
 
 @dataclass(frozen=True)
 class Operation:
     """Every operation of one kind in a streamed run (`runbooks.py`), with its raw latencies: `write` (one
-    turn), `delete`, `sleep`, `search_after_write` (the first search after a write, delete or sleep),
-    `search` (no write before it), `find_own` (a cell searched by its own text right after its write)."""
+    turn), `delete`, `replace` (new versions under the same ids), `sleep`, `search_after_write` (the first search
+    after a write, delete, replace or sleep), `search` (no write before it), `find_own` (a cell searched by its own
+    text right after its write)."""
 
     kind: str
     latencies_ns: list[int] = field(repr=False)
@@ -202,6 +207,11 @@ class StreamRow:
     found_own_at_1: float = float("nan")
     skipped: str = ""
 
+    @property
+    def mean_recall(self) -> float:
+        """Recall@10 averaged over every checkpoint, as big-ann-benchmarks' streaming track reports it."""
+        return float(np.mean([c.recall_at_10 for c in self.checkpoints])) if self.checkpoints else float("nan")
+
     def operation(self, kind: str) -> Operation:
         for operation in self.operations:
             if operation.kind == kind:
@@ -251,6 +261,51 @@ class ServingRow:
     p99_ms: float
     calls_per_s: float
     """Every tool's calls of the system over the time they took, all clients together."""
+
+
+@dataclass(frozen=True)
+class ConcurrencyRow:
+    """`clients` clients searching one built system at once for a fixed time (`concurrency.py`), alone or while
+    cells are written at a fixed rate; `transport` says whether the clients were threads of the harness's process
+    or processes of their own calling a server."""
+
+    system: str
+    transport: str
+    cells: int
+    clients: int
+    writes_per_s: float
+    """Cells written per second while searching, as achieved (0: searches alone)."""
+    searches: int
+    qps: float
+    """Searches answered per second, all clients together."""
+    p50_ms: float
+    p99_ms: float
+    recall_at_10: float
+    """Against exact search over the cells written before each search began (a hit written during it counts when
+    it scores as well as the 10th)."""
+    short: int = 0
+    """Answers with fewer than 10 hits."""
+
+
+@dataclass(frozen=True)
+class FilterRow:
+    """One system's searches restricted to the documents a filter or a scope matches (`filtered.py`);
+    `skipped` says why a system could not run the case."""
+
+    system: str
+    case: str
+    restriction: str
+    """The filter (`where`) or scope searched, as text."""
+    cells: int
+    matching: int
+    queries: int = 0
+    recall_at_10: float = float("nan")
+    """Against exact search over the matching documents."""
+    p50_ms: float = float("nan")
+    p99_ms: float = float("nan")
+    outside: int = 0
+    """Hits of documents the restriction does not match: any fails the row."""
+    skipped: str = ""
 
 
 @dataclass(frozen=True)
@@ -339,6 +394,8 @@ class Sections(TypedDict, total=False):
     grouping: list[GroupingRow]
     judges: list[JudgeRow]
     serving: list[ServingRow]
+    concurrency: list[ConcurrencyRow]
+    filtered: list[FilterRow]
 
 
 @dataclass(frozen=True)
@@ -356,6 +413,8 @@ class RunResults:
     grouping: list[GroupingRow] = field(default_factory=list)
     judges: list[JudgeRow] = field(default_factory=list)
     serving: list[ServingRow] = field(default_factory=list)
+    concurrency: list[ConcurrencyRow] = field(default_factory=list)
+    filtered: list[FilterRow] = field(default_factory=list)
     claims: list[Verdict] = field(default_factory=list)
     targets: list[Verdict] = field(default_factory=list)
 

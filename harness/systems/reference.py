@@ -30,7 +30,7 @@ from reference.search import Mode
 
 BASE_CAPABILITIES = frozenset(
     {"text", "vectors", "memory_scoring", "tunable", "groups", "consolidate", "delete"}
-    | {"scopes", "filters", "update", "get"}
+    | {"scopes", "filters", "update", "get", "threads"}
 )
 
 

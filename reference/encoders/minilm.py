@@ -44,3 +44,8 @@ class SentenceTransformerEncoder:
             show_progress_bar=False,
         )
         return np.asarray(vectors, dtype=np.float32)
+
+    def count_tokens(self, texts: Sequence[str]) -> list[int]:
+        """Each text's length in the model's own tokens, whole (`encode` reads the first 256), special tokens apart."""
+        ids = self._model.tokenizer(list(texts), add_special_tokens=False, truncation=False, verbose=False)["input_ids"]
+        return [len(one) for one in ids]

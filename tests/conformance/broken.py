@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from dataclasses import replace
 
 import numpy as np
@@ -161,6 +162,17 @@ class GetsInStoredOrder(ReferenceSystem):
         return [found[i] for i in self.memory.ids() if i in found]
 
 
+class SharesItsQuery(FlatNumpy):
+    """Declares that several threads may search at once, and keeps each query in one field while it searches."""
+
+    capabilities = FlatNumpy.capabilities | {"threads"}
+
+    def search(self, query, *, k):
+        self._query = query
+        time.sleep(0.001)
+        return super().search(self._query, k=k)
+
+
 def factory(cls):
     return lambda context, **options: cls(context)
 
@@ -186,3 +198,4 @@ drops_metadata = factory(DropsMetadata)
 fails_on_every_upsert = factory(FailsOnEveryUpsert)
 scores_by_the_whole_store = factory(ScoresByTheWholeStore)
 upsert_across_scopes = factory(UpsertAcrossScopes)
+shares_its_query = factory(SharesItsQuery)

@@ -25,6 +25,24 @@ def quick_run(tmp_path_factory):
 
 
 @pytest.mark.minilm
+def test_a_quick_run_measures_clients_at_once_filters_and_an_expiring_stream(quick_run):
+    out, _ = quick_run
+    report = (out / "report.md").read_text()
+    results = json.loads((out / "results.json").read_text())
+    cores = results["run"]["machine"]["cpus"]
+    assert f"## Concurrency: 1–2 clients at once against one system ({cores} cores here)" in report
+    assert {(r["system"], r["clients"], r["writes_per_s"] > 0) for r in results["concurrency"]} == {
+        (s, c, w) for s in ("reference", "flat-numpy", "chroma-server") for c in (1, 2) for w in (False, True)
+    }
+    assert (out / "concurrency.png").is_file() and (out / "filtered.csv").is_file()
+    cases = {(r["system"], r["case"]) for r in results["filtered"] if not r["skipped"]}
+    assert {("reference", c) for c in ("unfiltered", "filter 1%", "filter 99%", "scope 1%")} <= cases
+    assert "## Filtered search" in report and re.search(r"\|\s*recall mean\s*\|", report)
+    expiring = [r for r in results["streaming"] if r["runbook"] == "expiring-stream"]
+    assert expiring and all(len(r["checkpoints"]) == 10 for r in expiring)
+
+
+@pytest.mark.minilm
 def test_quick_run_writes_a_full_report(quick_run):
     out, done = quick_run
     for name in (
@@ -55,7 +73,9 @@ def test_quick_run_writes_a_full_report(quick_run):
     assert {v["verdict"] for v in results["claims"]} <= {"SUPPORTED", "NOT SUPPORTED", "NOT MEASURED"}
     assert "claim / target" in done.stdout  # the summary table
     streamed = {(row["runbook"], row["system"]) for row in results["streaming"]}
-    assert streamed == {("agent-stream", s) for s in STREAM_SYSTEMS} | {("agent-loop", s) for s in LOOP_SYSTEMS}
+    assert streamed == {(book, s) for s in STREAM_SYSTEMS for book in ("agent-stream", "expiring-stream")} | {
+        ("agent-loop", s) for s in LOOP_SYSTEMS
+    }
     assert "## Streaming" in report and "agent-loop" in report
 
 

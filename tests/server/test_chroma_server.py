@@ -8,10 +8,10 @@ import pytest
 
 from harness.data.generated import vectors_evalset
 from harness.measure.runner import measure
+from harness.measure.servers import ChromaServer
 from reference import BackendUnavailableError, CellularMemory, MemoryConfig
 from reference.chroma import http_client
 from reference.encoders import MockEncoder
-from tests.chroma_server import ChromaServer
 
 pytest_plugins = ["pytester"]
 

@@ -1,4 +1,5 @@
-"""A real Chroma server (`chroma run`) on a free 127.0.0.1 port, started and stopped by the tests."""
+"""Servers the harness starts on a free 127.0.0.1 port and stops again: a Chroma server (`chroma run`) and the
+engine's MCP server (`magbench serve --http`), each over a directory of its own."""
 
 from __future__ import annotations
 
@@ -9,21 +10,27 @@ import subprocess
 import sys
 import time
 import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 
 def free_port() -> int:
+    """A port free on the loopback interface now (the OS picks it)."""
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
+        port: int = probe.getsockname()[1]
+        return port
 
 
 class ChromaServer:
+    """`chroma run --path DIR` on 127.0.0.1, started by `start` (or `with`), which returns once it answers."""
+
     def __init__(self, path: Path, port: int | None = None) -> None:
         self.path = path
         self.port = port or free_port()
         self.host = "127.0.0.1"
-        self._process: subprocess.Popen | None = None
+        self._process: subprocess.Popen[bytes] | None = None
         executable = Path(sys.executable).with_name("chroma")
         self._command = [
             str(executable) if executable.exists() else shutil.which("chroma") or "chroma",
@@ -70,3 +77,28 @@ class ChromaServer:
 
     def __exit__(self, *exc_info: object) -> None:
         self.stop()
+
+
+@contextmanager
+def mcp_server(directory: Path, timeout: float = 120.0) -> Iterator[str]:
+    """`magbench serve --http` on a free loopback port over an embedded store; yields its URL."""
+    port = free_port()
+    command = [sys.executable, "-m", "harness.cli", "serve", "--http", "--port", str(port), "--encoder", "mock"]
+    process = subprocess.Popen([*command, "--db", str(directory)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + timeout
+        while True:
+            if process.poll() is not None:
+                error = process.stderr.read().decode(errors="replace") if process.stderr else ""
+                raise RuntimeError(f"magbench serve exited with {process.returncode}: {error.strip()}")
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
+                break
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise RuntimeError(f"magbench serve did not listen within {timeout:.0f} s") from None
+                time.sleep(0.1)
+        yield f"http://127.0.0.1:{port}/mcp"
+    finally:
+        process.terminate()
+        process.wait(timeout=60)
