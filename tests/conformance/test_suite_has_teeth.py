@@ -84,7 +84,11 @@ def run_suite(pytester: pytest.Pytester, system: str, *args: str) -> tuple[dict[
             r"returned \['doc-2', 'doc-9', 'doc-40'\], expected .* \['doc-9', 'doc-2'",
         ),
         ("drops_metadata", "MB-GET-1", r"returned doc-9 with metadata None, added \{'n': 9\}"),
-        ("shares_its_query", "MB-THREAD-1", r"searched from 4 threads while a fifth added, \['doc-"),
+        (
+            "shares_its_query",
+            "MB-THREAD-1",
+            r"searched from 4 threads while a fifth added, \d+ of \d+ documents not found",
+        ),
     ],
 )
 def test_each_broken_adapter_fails_its_requirement_saying_what_was_wrong(pytester, adapter, requirement, says):

@@ -134,9 +134,7 @@ def test_a_bad_text_among_per_item_texts_is_named_by_its_argument():
         check_texts_per_item("context", ["[May 2023]"], 2)
 
 
-@pytest.mark.parametrize(
-    "bad", [float("nan"), float("inf"), "2023-05-08", True, None, 10**400, -(10**400), 1e300]
-)
+@pytest.mark.parametrize("bad", [float("nan"), float("inf"), "2023-05-08", True, None, 10**400, -(10**400), 1e300])
 def test_a_bad_timestamp_is_refused_with_what_a_timestamp_is(bad):
     with pytest.raises(InvalidInputError, match=r"^timestamps must be datetimes or finite epoch seconds"):
         check_timestamp(bad)
