@@ -3,10 +3,13 @@ rows (`harness.results`) for claims, report and compare."""
 
 from __future__ import annotations
 
+import time
 from collections import defaultdict
 from collections.abc import Mapping
-from dataclasses import asdict
-from typing import Any, NamedTuple
+from dataclasses import asdict, replace
+from typing import Any, Literal, NamedTuple, cast
+
+import numpy as np
 
 from reference.encoders import MockEncoder
 
@@ -19,19 +22,29 @@ from .datasets import (
     notes_evalset,
     stream_evalset,
     topics_evalset,
+    updates_evalsets,
     vectors_evalset,
 )
 from .dialogue import ADVERSARIAL, load_dialogue
 from .encoding import encode_corpus, encode_evalset
 from .evalset import EvalSet
 from .experiment_registry import RunContext, experiment
-from .metrics import agreement, check_cutoff, evidence_scores, group_stats, latency_stats
+from .metrics import (
+    agreement,
+    check_cutoff,
+    evidence_scores,
+    group_stats,
+    latency_stats,
+    token_counter,
+    update_scores,
+)
 from .plan import DIALOGUE_SYSTEMS, GROUPING_SYSTEMS, REGIMES, RunPlan
 from .progress import Progress, silent
-from .results import DialogueRow, GroupingRow, JudgeRow, Measurement, ServingRow, StreamRow
+from .protocol import ConsolidatingSystem, ScoringSystem
+from .results import DialogueRow, GroupingRow, JudgeRow, Measurement, ServingRow, StreamRow, UpdateRow
 from .runbooks import agent_loop as loop_runbook
 from .runbooks import agent_stream, dialogue_replay
-from .runner import Job, group_labels, measure_together
+from .runner import Job, built, group_labels, measure_together
 from .streaming import replay, run_streams
 
 SECTION_OF_REGIME = {"fixed": "scaling", "growing": "growing"}
@@ -217,12 +230,19 @@ def serving(context: RunContext) -> list[ServingRow]:
 
 
 class Answer(NamedTuple):
-    """One question answered by one system: what it retrieved against the question's evidence."""
+    """One question answered by one system: what it retrieved against the question's evidence, the tokens of
+    the hits' texts, and (loaded in bulk) the first k sessions of a deeper ranking."""
 
     category: str
     found: list[str]
     wanted: list[str]
     session_of: Mapping[str, str]
+    tokens: int
+    ranked_sessions: list[str] | None = None
+
+
+SESSION_DEPTH = 100
+"""Turns a search reads to rank sessions (a session ranks by its best turn; the first k sessions are scored)."""
 
 
 BULK, WHEN_DUE, AT_THE_END = "bulk", "online: when due", "online: at the end"
@@ -241,6 +261,8 @@ def dialogue(context: RunContext, *, k: int = 10) -> list[DialogueRow]:
     systems, (encoder_name, encoder) = context.systems or DIALOGUE_SYSTEMS, context.encoder
     data = load_dialogue(context.dataset, context.turn_format)
     context.dataset_info = {"file": str(data.path), "sha256": data.sha256, "turn_format": asdict(context.turn_format)}
+    count_tokens, rule = token_counter(encoder)
+    context.dataset_info["tokens"] = rule
     progress = context.progress
     answers: dict[tuple[str, str], list[Answer]] = defaultdict(list)
     latencies: dict[tuple[str, str], list[int]] = defaultdict(list)
@@ -254,11 +276,15 @@ def dialogue(context: RunContext, *, k: int = 10) -> list[DialogueRow]:
             too_few_sessions += 1
             session_of = {}
         wanted = evalset.relevant()
+        tokens = dict(zip([d.id for d in evalset.docs], count_tokens([d.text for d in evalset.docs])))
         jobs = [Job(system, evalset, encoder_name) for system in systems]
         for system, measured in zip(systems, measure_together(jobs, k=k)):
             latencies[system, BULK] += measured.latencies_ns
-            for query, found, evidence in zip(evalset.queries, measured.retrieved, wanted):
-                answers[system, BULK].append(Answer(categories[query.id], found, evidence, session_of))
+            ranked = _ranked_sessions(system, evalset, encoder_name, session_of, k) if session_of else None
+            for number, (query, found, evidence) in enumerate(zip(evalset.queries, measured.retrieved, wanted)):
+                spent = sum(tokens[t] for t in found)
+                sessions = None if ranked is None else ranked[number]
+                answers[system, BULK].append(Answer(categories[query.id], found, evidence, session_of, spent, sessions))
         position = {doc.id: i for i, doc in enumerate(evalset.docs)}
         due = [max(position[turn] for turn in evidence) for evidence in wanted]
         book = dialogue_replay(len(evalset.docs), due)
@@ -270,7 +296,10 @@ def dialogue(context: RunContext, *, k: int = 10) -> list[DialogueRow]:
                 at_the_end = number >= len(asked) - len(due)
                 if at_the_end or due[question] >= k:  # asked among at most k turns, any system finds it all
                     mode = AT_THE_END if at_the_end else WHEN_DUE
-                    answers[system, mode].append(Answer(categories[query.id], found, wanted[question], session_of))
+                    spent = sum(tokens[t] for t in found)
+                    answers[system, mode].append(
+                        Answer(categories[query.id], found, wanted[question], session_of, spent)
+                    )
     rows = []
     for (system, mode), answered in answers.items():
         p50 = latency_stats(latencies[system, BULK if mode == BULK else WHEN_DUE]).p50_ms
@@ -284,15 +313,28 @@ def dialogue(context: RunContext, *, k: int = 10) -> list[DialogueRow]:
             ]
         for subset, chosen in subsets.items():
             turn = evidence_scores([a.found for a in chosen], [a.wanted for a in chosen], k)
-            rows.append(DialogueRow(system, "turn", subset, turn, p50, mode))
+            per_query = float(np.mean([a.tokens for a in chosen])) if chosen else float("nan")
+            rows.append(DialogueRow(system, "turn", subset, turn, p50, mode, per_query))
             scored = [a for a in chosen if a.session_of]  # haystacks with more than k sessions
-            sessions = [(_sessions(a.found, a.session_of), sorted({a.session_of[t] for t in a.wanted})) for a in scored]
-            level = "session" + (
-                f" ({too_few_sessions} haystacks of ≤ {k} sessions left out)" if too_few_sessions else ""
-            )
-            session_scores = evidence_scores([f for f, _ in sessions], [w for _, w in sessions], k)
-            rows.append(DialogueRow(system, level, subset, session_scores, p50, mode))
+            left_out = f" ({too_few_sessions} haystacks of ≤ {k} sessions left out)" if too_few_sessions else ""
+            levels = {f"session{left_out}": [(_sessions(a.found, a.session_of), a) for a in scored]}
+            if mode == BULK:
+                levels[f"session (ranked){left_out}"] = [(a.ranked_sessions or [], a) for a in scored]
+            for level, sessions_found in levels.items():
+                wanted_sessions = [sorted({a.session_of[t] for t in a.wanted}) for _, a in sessions_found]
+                session_scores = evidence_scores([f for f, _ in sessions_found], wanted_sessions, k)
+                rows.append(DialogueRow(system, level, subset, session_scores, p50, mode, per_query))
     return rows
+
+
+def _ranked_sessions(
+    system: str, evalset: EvalSet, encoder: str, session_of: Mapping[str, str], k: int
+) -> list[list[str]]:
+    """Each question's first k sessions, a session ranked by its best turn in a search of `SESSION_DEPTH` turns
+    (untimed: the timed searches ask for k)."""
+    depth = min(SESSION_DEPTH, len(evalset.docs))
+    with built(system, evalset, encoder=encoder) as memory:
+        return [_sessions([h.doc_id for h in memory.search(q, k=depth)], session_of)[:k] for q in evalset.queries]
 
 
 def _times(row: StreamRow, kind: str) -> list[int]:
@@ -310,3 +352,76 @@ def _set_apart(category: str) -> bool:
 def _sessions(turns: list[str], session_of: Mapping[str, str]) -> list[str]:
     """The sessions of retrieved turns in rank order, each once (a session ranks by its best turn)."""
     return list(dict.fromkeys(session_of[t] for t in turns))
+
+
+@experiment("knowledge-update", section="updates", data=["default", "dialogue"])
+def knowledge_update(context: RunContext, *, k: int = 10) -> list[UpdateRow]:
+    """Facts that changed: the share whose current version a search ranks above its older ones (top 10).
+
+    Generated dialogues (`datasets.updates_evalsets`) in the default run, a LongMemEval file's knowledge-update
+    questions with `--dataset longmemeval:FILE` (a file without them measures nothing). Each conversation is
+    replayed as if its questions were asked now: its turns' times keep their distance from the questions' time,
+    which is the memory's clock (memory-mode recency). Every system answers in similarity mode, a system with
+    memory scoring in memory mode too; a system that sleeps answers again after one sleep pass."""
+    if context.dataset is not None:
+        loaded = load_dialogue(context.dataset, context.turn_format)
+        encoder = context.encoder[1]
+        families = {loaded.name: [s for s in loaded.conversations if s.conversation and s.conversation.versions]}
+    else:
+        encoder = context.text_encoder
+        generated = updates_evalsets(context.plan.update_conversations, turn_format=context.turn_format)
+        families = {f"generated {name}": sets for name, sets in generated.items()}
+    systems = context.systems or context.plan.update_systems
+    rows = []
+    for name, sets in families.items():
+        found: dict[tuple[str, str, bool], list[list[str]]] = defaultdict(list)
+        versions: list[tuple[tuple[str, ...], ...]] = []
+        for evalset in context.progress(sets, f"knowledge updates ({name})"):
+            evalset = _asked_now(encode_evalset(evalset, encoder))
+            assert evalset.conversation is not None
+            versions += [evalset.conversation.versions.get(q.id, ()) for q in evalset.queries]
+            for system in systems:
+                for key, answers in _update_answers(system, evalset, encoder.name, k).items():
+                    found[(system, *key)] += answers
+        rows += [
+            UpdateRow(system, f"{name} ({encoder.name})", mode, slept, update_scores(answers, versions, k))
+            for (system, mode, slept), answers in found.items()
+        ]
+    return rows
+
+
+def _update_answers(spec: str, evalset: EvalSet, encoder: str, k: int) -> dict[tuple[str, bool], list[list[str]]]:
+    """Each question's hits from one system, by (mode, slept): similarity mode, memory mode where it scores
+    memories, both again after a sleep pass where it sleeps."""
+    answers: dict[tuple[str, bool], list[list[str]]] = {}
+    with built(spec, evalset, encoder=encoder) as system:
+        modes: tuple[Literal["similarity", "memory"], ...] = (
+            ("similarity", "memory") if "memory_scoring" in system.capabilities else ("similarity",)
+        )
+        for slept in (False, True) if "consolidate" in system.capabilities else (False,):
+            if slept:
+                cast(ConsolidatingSystem, system).consolidate()
+            for mode in modes:
+                answers[mode, slept] = [
+                    [h.doc_id for h in cast(ScoringSystem, system).search(q, k=k, mode=mode)]
+                    if mode == "memory"
+                    else [h.doc_id for h in system.search(q, k=k)]
+                    for q in evalset.queries
+                ]
+    return answers
+
+
+def _asked_now(evalset: EvalSet) -> EvalSet:
+    """The set with its turns' times moved so that its questions are asked now (the systems' clock)."""
+    assert evalset.conversation is not None
+    asked = evalset.conversation.asked_at
+    if asked is None:
+        return evalset
+    shift = time.time() - asked
+    docs = [
+        replace(d, metadata={**d.metadata, "timestamp": float(d.metadata["timestamp"]) + shift})
+        if "timestamp" in d.metadata
+        else d
+        for d in evalset.docs
+    ]
+    return replace(evalset, docs=docs)

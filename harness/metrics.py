@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping, Sequence
+import re
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Protocol, runtime_checkable
 
 import numpy as np
 from sklearn.metrics import adjusted_rand_score, homogeneity_completeness_v_measure, normalized_mutual_info_score
@@ -64,6 +66,58 @@ def evidence_scores(retrieved: Sequence[Sequence[str]], relevant: Sequence[Seque
         mrr=mrr([f for f, _ in pairs], [w for _, w in pairs]),
         ndcg=ndcg_at_k([f for f, _ in pairs], [dict.fromkeys(w, 1.0) for _, w in pairs], k),
     )
+
+
+@dataclass(frozen=True)
+class UpdateScores:
+    """How a fact that changed is retrieved at a cutoff k (LongMemEval's knowledge-update questions,
+    MemoryAgentBench's fact consolidation): `current_first` is the share of facts whose current version is in
+    the top k above every older version (a version ranks by its best turn; one not retrieved ranks last);
+    `current_at_1` the share whose first hit is of the current version; `current_found` and `stale_found` the
+    shares with the current version, and with some older version, in the top k."""
+
+    facts: int
+    current_first: float
+    current_at_1: float
+    current_found: float
+    stale_found: float
+
+
+def update_scores(
+    retrieved: Sequence[Sequence[str]], versions: Sequence[Sequence[Sequence[str]]], k: int
+) -> UpdateScores:
+    """Scores over the facts with at least two versions, each version its turn ids, oldest first."""
+    pairs = [(found[:k], fact) for found, fact in zip(retrieved, versions) if len(fact) >= 2]
+    if not pairs:
+        nan = float("nan")
+        return UpdateScores(0, nan, nan, nan, nan)
+    first, at_1, current, stale = [], [], [], []
+    for found, fact in pairs:
+        rank = {doc: position for position, doc in reversed(list(enumerate(found)))}
+        best = [min((rank.get(turn, k) for turn in version), default=k) for version in fact]
+        first.append(best[-1] < k and all(best[-1] < older for older in best[:-1]))
+        at_1.append(best[-1] == 0)
+        current.append(best[-1] < k)
+        stale.append(min(best[:-1]) < k)
+    return UpdateScores(len(pairs), *(float(np.mean(values)) for values in (first, at_1, current, stale)))
+
+
+@runtime_checkable
+class CountsTokens(Protocol):
+    """An encoder with a tokenizer of its own."""
+
+    def count_tokens(self, texts: Sequence[str]) -> list[int]: ...
+
+
+WORD_TOKENS = re.compile(r"\w+|[^\w\s]")
+
+
+def token_counter(encoder: object) -> tuple[Callable[[Sequence[str]], list[int]], str]:
+    """How to count a text's tokens, and the rule's name: the encoder's own tokenizer where it has one, else a
+    token per word and per punctuation mark."""
+    if isinstance(encoder, CountsTokens):
+        return encoder.count_tokens, "the encoder's tokenizer"
+    return (lambda texts: [len(WORD_TOKENS.findall(text)) for text in texts]), "words and punctuation marks"
 
 
 class CutoffError(ValueError):

@@ -22,7 +22,7 @@ from tabulate import tabulate
 from .claims import EDGE, MEANING, decides_a_verdict
 from .confidence import INCONCLUSIVE, MARGIN, REFUTED, SUPPORTED
 from .registry import SYSTEMS
-from .results import DialogueRow, Measurement, RunResults, StreamRow, Verdict
+from .results import DialogueRow, Measurement, RunResults, StreamRow, UpdateRow, Verdict
 
 SCALING_COLUMNS = [
     "system",
@@ -73,6 +73,7 @@ def write_report(out: Path, results: RunResults) -> Path:
         "realtext": [_pick(m.row(), SCALING_COLUMNS) for m in realtext if not m.params],
         "realtext_sweep": [{**_pick(m.row(), SWEEP_COLUMNS), "param": _params(m)} for m in realtext if m.params],
         "dialogue": [_dialogue_row(r) for r in results.dialogue],
+        "updates": [_update_row(r) for r in results.updates],
         "streaming": [_stream_row(r) for r in results.streaming],
         "stream_checkpoints": [
             {"runbook": r.runbook, "system": r.system, **asdict(c)} for r in results.streaming for c in r.checkpoints
@@ -230,13 +231,28 @@ def _markdown(results: RunResults, tables: dict[str, list[dict[str, Any]]], plot
             "dialogue",
             "Dialogue memory: one memory per conversation, evidence retrieval at k = 10",
             "recall = share of a question's evidence found; recall_any = hit@10 (some evidence found); recall_all "
-            "= all of it. Session level ranks sessions by their best turn. Questions with no answer in the memory "
+            "= all of it. Session level: the sessions of the top 10 turns; `session (ranked)`: the first 10 sessions "
+            "when sessions rank by their best turn among the first 100 (as session-level retrieval is published). "
+            "`tokens/query`: the tokens of the 10 hits' texts (how they are counted: the header's `tokens`). "
+            "Questions with no answer in the memory "
             "(adversarial, abstention) are reported apart; `all questions` includes them as published figures do. "
             "`memory`: `bulk` loads every turn before the questions (the published setup); `online: when due` "
             "writes the conversation turn by turn and asks each question as soon as its last evidence turn is "
             "written (questions due while at most k turns are written are left out: any system finds them all); "
             "`online: at the end` asks every question of that memory after its last turn. An online row's p50 is "
             "that of the searches taken between writes.",
+        ),
+        (
+            "updates",
+            "Knowledge updates: facts that changed, the current version against the older ones (top 10)",
+            "Each question asks for a fact stated again later with a new value (generated dialogues, or a "
+            "LongMemEval file's knowledge-update questions); its versions are the turns that stated it. "
+            "`current first`: the current version is in the top 10 above every older version (the headline); "
+            "`current@1`: the first hit is the current version; `current found` / `stale found`: the current / "
+            "some older version in the top 10. `memory` mode ranks by importance, recency and conflicts as well; "
+            "`slept`: after one sleep pass (the conflict judge records contradictions; the older cell of one "
+            "loses `superseded_penalty` in memory mode). The questions are asked a day after the last session, "
+            "as the memory's clock reads.",
         ),
         (
             "serving",
@@ -350,7 +366,23 @@ def _dialogue_row(row: DialogueRow) -> dict[str, Any]:
         "recall_all@10": scores.recall_all,
         "mrr": scores.mrr,
         "ndcg@10": scores.ndcg,
+        "tokens/query": row.tokens_per_query,
         "p50_ms": row.latency_p50_ms,
+    }
+
+
+def _update_row(row: UpdateRow) -> dict[str, Any]:
+    scores = row.scores
+    return {
+        "system": row.system,
+        "data": row.data,
+        "mode": row.mode,
+        "slept": row.slept,
+        "facts": scores.facts,
+        "current first": scores.current_first,
+        "current@1": scores.current_at_1,
+        "current found": scores.current_found,
+        "stale found": scores.stale_found,
     }
 
 

@@ -15,7 +15,7 @@ import numpy as np
 from pydantic import TypeAdapter, ValidationError
 
 from .confidence import best_of_passes, noisy
-from .metrics import Agreement, EvidenceScores, GroupStats, LatencyStats, latency_stats
+from .metrics import Agreement, EvidenceScores, GroupStats, LatencyStats, UpdateScores, latency_stats
 from .plan import RunPlan
 
 SCHEMA_VERSION = 3
@@ -141,6 +141,20 @@ class DialogueRow:
     latency_p50_ms: float
     mode: str = "bulk"
     """How the memory was filled when the questions were asked (`experiments.BULK`, `WHEN_DUE`, `AT_THE_END`)."""
+    tokens_per_query: float = float("nan")
+    """The tokens of the k hits' texts, per question (`metrics.token_counter`)."""
+
+
+@dataclass(frozen=True)
+class UpdateRow:
+    """One system's retrieval of facts that changed, in one scoring mode, before or after a sleep pass."""
+
+    system: str
+    data: str
+    mode: str
+    """`similarity` or `memory` (memory-mode scores: importance, recency, superseded cells)."""
+    slept: bool
+    scores: UpdateScores
 
 
 @dataclass(frozen=True)
@@ -335,6 +349,7 @@ class Sections(TypedDict, total=False):
     beir: list[Measurement]
     realtext: list[Measurement]
     dialogue: list[DialogueRow]
+    updates: list[UpdateRow]
     streaming: list[StreamRow]
     grouping: list[GroupingRow]
     judges: list[JudgeRow]
@@ -352,6 +367,7 @@ class RunResults:
     beir: list[Measurement] = field(default_factory=list)
     realtext: list[Measurement] = field(default_factory=list)
     dialogue: list[DialogueRow] = field(default_factory=list)
+    updates: list[UpdateRow] = field(default_factory=list)
     streaming: list[StreamRow] = field(default_factory=list)
     grouping: list[GroupingRow] = field(default_factory=list)
     judges: list[JudgeRow] = field(default_factory=list)

@@ -35,6 +35,11 @@ class SentenceTransformerEncoder:
         self._model = SentenceTransformer(model_path, device="cpu", local_files_only=True)
         self.batch_size = batch_size
 
+    def count_tokens(self, texts: Sequence[str]) -> list[int]:
+        """How many WordPiece tokens the model's tokenizer makes of each text (no special tokens, no truncation)."""
+        encoded = self._model.tokenizer(list(texts), add_special_tokens=False, truncation=False)["input_ids"]
+        return [len(ids) for ids in encoded]
+
     def encode(self, texts: Sequence[str]) -> np.ndarray:
         vectors = self._model.encode(
             list(texts),

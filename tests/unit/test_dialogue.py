@@ -1,6 +1,7 @@
 """Dialogue-memory loaders on small fixtures written here in each format, and their typed errors."""
 
 import json
+from datetime import UTC, datetime
 
 import pytest
 
@@ -95,6 +96,33 @@ def test_longmemeval_haystacks_with_marked_evidence_and_abstention(tmp_path):
     assert first.relevant() == [["s1#0"]] and first.docs[0].text == "user: I flew to Lisbon."
     assert abstention.conversation.category == {"q2_abs": "single-session-user-abstention"}
     assert abstention.relevant() == [[]]
+
+
+def test_longmemeval_knowledge_updates_have_their_versions_by_session_date(tmp_path):
+    update = {
+        "question_id": "q3",
+        "question_type": "knowledge-update",
+        "question": "Where do I live now?",
+        "question_date": "2023/06/01 (Thu) 09:00",
+        "haystack_session_ids": ["new", "other", "old"],
+        "haystack_dates": ["2023/05/28 (Sun) 10:00", "2023/05/01 (Mon) 10:00", "2023/04/02 (Sun) 10:00"],
+        "haystack_sessions": [
+            [{"role": "user", "content": "I moved to Porto.", "has_answer": True}],
+            [{"role": "user", "content": "Any films to watch?"}],
+            [
+                {"role": "assistant", "content": "Hi"},
+                {"role": "user", "content": "I live in Lisbon.", "has_answer": True},
+            ],
+        ],
+        "answer_session_ids": ["new", "old"],
+    }
+    path = tmp_path / "longmemeval_s.json"
+    path.write_text(json.dumps([*LONGMEMEVAL, update]))
+    first, _, changed = load_dialogue(DatasetSpec.parse(f"longmemeval:{path}")).conversations
+    assert changed.conversation.versions == {"q3": (("old#1",), ("new#0",))}
+    assert changed.conversation.asked_at == datetime(2023, 6, 1, 9, 0, tzinfo=UTC).timestamp()
+    assert changed.docs[0].metadata["timestamp"] == datetime(2023, 5, 28, 10, 0, tzinfo=UTC).timestamp()
+    assert first.conversation.versions == {}  # evidence in one session, and not a knowledge update
 
 
 @pytest.mark.parametrize(
