@@ -79,7 +79,9 @@ class RunPlan:
     growing_systems: tuple[str, ...] = GROWING_SYSTEMS
     size_limits: dict[str, int] = field(default_factory=lambda: dict(SLOW_SYSTEMS))
     realtext_sizes: tuple[int, ...] = (1_000, 10_000, 25_000, 50_000, 100_000)
-    realtext_queries: int = 300
+    realtext_queries: int = 1_000
+    """Held-out passages of the real-text regime: enough that whether a recall meets a target is not decided by
+    which passages happened to be drawn."""
     realtext_systems: tuple[str, ...] = REALTEXT_SYSTEMS
     update_conversations: int = 4
     """Generated dialogues whose facts change (`datasets.updates_evalsets`)."""

@@ -200,8 +200,9 @@ def _markdown(results: RunResults, tables: dict[str, list[dict[str, Any]]], plot
             "Real text: passages of a corpus, held-out passages as vector queries, recall against exact search",
             "Real embeddings have no tight clusters. `reference-dense` is the engine queried with the vector "
             "alone; BM25 ranks by words, so its recall against exact dense neighbours shows how differently it ranks. "
-            "`estimated_recall` is the engine's own estimate of its recall@10 (its cells as queries, against exact "
-            "search over what it holds), by which it chose its probe margin for `target_recall`; "
+            "`estimated_recall` is the engine's own estimate of the recall@10 new text would have (a sample of its "
+            "cells, held back from their groups' centroids, as queries against exact search over what it holds), "
+            "by which it chose its probe margin for `target_recall`; "
             "`bytes_read_per_search` the vector bytes its dense stage read per query (int8 codes of centroids and "
             "cells, the float32 vectors it rescored; a flat search reads every float32 vector: 1,536 bytes each at "
             "384-d).",
