@@ -252,8 +252,9 @@ def _markdown(results: RunResults, tables: dict[str, list[dict[str, Any]]], plot
             "`current@1`: the first hit is the current version; `current found` / `stale found`: the current / "
             "some older version in the top 10. `memory` mode ranks by importance, recency and conflicts as well; "
             "`slept`: after one sleep pass (the conflict judge records contradictions; the older cell of one "
-            "loses `superseded_penalty` in memory mode). The questions are asked a day after the last session, "
-            "as the memory's clock reads.",
+            "loses `superseded_penalty` in memory mode). The memory's clock reads the time of the questions: a day "
+            "after a generated dialogue's last session, an hour after a stream's last fact, a LongMemEval question's "
+            "date.",
         ),
         (
             "serving",

@@ -190,3 +190,31 @@ def test_a_dataset_spec_is_parsed_once_into_its_kind_and_location(text, kind, lo
 def test_a_prefixed_dataset_without_a_path_is_refused():
     with pytest.raises(DatasetFormatError, match="locomo:PATH"):
         DatasetSpec.parse("locomo:")
+
+
+def test_sessions_are_also_ranked_by_their_best_turn_and_every_row_counts_its_hits_tokens(tmp_path):
+    from harness.experiment_registry import RunContext
+    from harness.experiments import dialogue
+    from harness.plan import RunPlan
+    from reference.encoders import MockEncoder
+
+    sessions = {
+        f"session_{n}": [
+            {"speaker": "Ana", "dia_id": f"D{n}:1", "text": f"Day {n}: I planted tree {n}."},
+            {"speaker": "Ben", "dia_id": f"D{n}:2", "text": "Nice one."},
+        ]
+        for n in range(1, 15)
+    }
+    qa = [{"question": "Which trees did Ana plant?", "evidence": [f"D{n}:1" for n in range(1, 15)], "category": 1}]
+    path = tmp_path / "trees.json"
+    path.write_text(json.dumps({"sample_id": "trees", "conversation": sessions, "qa": qa}))
+    dataset = DatasetSpec.parse(f"locomo:{path}")
+    context = RunContext(RunPlan(), {"mock": MockEncoder()}, dataset, systems=("flat-numpy",))
+    rows = {(r.mode, r.granularity): r for r in dialogue(context, k=10) if r.subset == "all questions"}
+    assert ("bulk", "session (ranked)") in rows and ("online: at the end", "session (ranked)") not in rows
+    # ten turns name at most ten sessions; ranked by their best turn, the first ten sessions are read deeper
+    assert rows["bulk", "session (ranked)"].scores.recall == pytest.approx(10 / 14)
+    assert rows["bulk", "session"].scores.recall <= rows["bulk", "session (ranked)"].scores.recall
+    # "Ana: Day 3: I planted tree 3." is 10 words and marks, "Ben: Nice one." 5: ten hits hold 50 to 100
+    assert 50 <= rows["bulk", "turn"].tokens_per_query <= 100
+    assert context.dataset_info["tokens"] == "words and punctuation marks"  # the mock encoder has no tokenizer
