@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, NamedTuple, Protocol, runtime_checkable
+from typing import Any, Literal, NamedTuple, Protocol, runtime_checkable
 
 import numpy as np
 
@@ -100,6 +100,20 @@ class DeletingSystem(MemorySystem, Protocol):
     """A system that removes documents by id."""
 
     def delete(self, doc_ids: Sequence[str]) -> None: ...
+
+
+class ScoringSystem(MemorySystem, Protocol):
+    """A system that also ranks by memory-mode scores (the "memory_scoring" capability)."""
+
+    def search(
+        self, query: Query, *, k: int, mode: Literal["similarity", "memory"] = "similarity"
+    ) -> list[SearchHit]: ...
+
+
+class ConsolidatingSystem(MemorySystem, Protocol):
+    """A system that runs a sleep pass on demand (the "consolidate" capability)."""
+
+    def consolidate(self) -> None: ...
 
 
 class UpdatingSystem(MemorySystem, Protocol):

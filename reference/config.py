@@ -119,12 +119,11 @@ class MemoryConfig:
     BM25); see `fusion.py`. Then each candidate is scored with its context (`episodes.py`): plus
     `episode_weight` times the best fused score among the candidates of its episode (the cells written
     together), plus `neighbour_weight` times the better fused score of the cells written just before and
-    after it in that episode. Chosen on three of the five LoCoMo dev conversations (26, 41, 43; turn-level
-    recall@10 0.654 → 0.734), reported on the other two (47, 49: 0.577 → 0.673). Last, each is scored by its
-    form (`turns.py`): `asking_penalty` less when its text ends with a question mark, `speaker_weight` more
-    when the query names the speaker in its metadata under `speaker_key`; chosen on the same three (0.734 →
-    0.766; multi-hop questions 0.316 → 0.399), reported on the other two (0.673 → 0.715; multi-hop 0.282 →
-    0.347; questions whose premise is false, which often name the wrong speaker, 0.763 → 0.775). Vector-only
+    after it in that episode. Chosen on three of the five LoCoMo dev conversations (26, 41, 43), reported on the
+    other two (47, 49). Last, each is scored by its form (`turns.py`): `asking_penalty` less when its text ends
+    with a question mark, `speaker_weight` more when the query names the speaker in its metadata under
+    `speaker_key`; chosen on the same three, reported on the other two (the commits that set them say by how
+    much). Vector-only
     queries stay purely dense. Cells written without an episode continue the inferred episode of the cell before them
     when written at most `episode_gap_s` seconds later.
     """

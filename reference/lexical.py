@@ -1,12 +1,13 @@
 """The lexical index: BM25 over cell texts, one index per scope, kept current by every write and delete.
 
-Scoring is Lucene's BM25 as `bm25s` computes it: words of two or more letters, lower-cased, Lucene's
-English stop words removed, no stemmer; idf = ln(1 + (N − df + 0.5) / (df + 0.5)), term weight
-tf / (tf + k1 · (1 − b + b · length / average length)), k1 1.5, b 0.75, a word repeated in the query
-counted each time. N, df and the average length are those of the live cells of the cell's scope at the moment
-of the query: a scoped search reads its own scope's postings only, and what other scopes hold never moves its
-scores (a side channel otherwise: a user could tell from their own scores whether a word is common elsewhere). A
-delete changes scores exactly as rebuilding the scope's index without the cell would.
+Scoring is Lucene's BM25 as `bm25s` computes it: words of two or more letters, lower-cased, English stop words
+removed (NLTK's list, `bm25s`'s "en_plus": question words such as "what" and "did" among them), each reduced to its
+Snowball stem (PyStemmer: "researching" matches "research"); idf = ln(1 + (N − df + 0.5) / (df + 0.5)), term weight
+tf / (tf + k1 · (1 − b + b · length / average length)), k1 1.5, b 0.75, a word repeated in the query counted each
+time. N, df and the average length are those of the live cells of the cell's scope at the moment of the query: a
+scoped search reads its own scope's postings only, and what other scopes hold never moves its scores (a side
+channel otherwise: a user could tell from their own scores whether a word is common elsewhere). A delete changes
+scores exactly as rebuilding the scope's index without the cell would.
 
 Layout (Lucene's segment model, per scope: `BM25Index`): each write appends an immutable segment of postings (for
 each word, the positions that hold it and how often) built from the write's cells alone, and segments of similar
@@ -28,16 +29,17 @@ from dataclasses import dataclass
 from itertools import chain
 
 import numpy as np
+import Stemmer
+from bm25s.stopwords import STOPWORDS_EN_PLUS
 
 from . import kernels
 from .cells import with_room
 
-STOP_WORDS = frozenset(
-    "a an and are as at be but by for if in into is it no not of on or such that the their then there these they "
-    "this to was will with".split()
-)
-"""Lucene's English stop set (`EnglishAnalyzer`), the list `bm25s` removes with stopwords="en"."""
+STOP_WORDS = frozenset(STOPWORDS_EN_PLUS)
+"""NLTK's English stop words, the list `bm25s` removes with stopwords="en_plus"."""
 WORD = re.compile(r"(?u)\b\w\w+\b")
+_STEMMERS = threading.local()
+"""A Snowball stemmer per thread (PyStemmer's are not safe to share between threads)."""
 K1 = 1.5
 B = 0.75
 SMALL = 64
@@ -45,8 +47,12 @@ SMALL = 64
 
 
 def words(text: str) -> list[str]:
-    """The indexed words of a text, in order (repeats kept)."""
-    return [word for word in WORD.findall(text.lower()) if word not in STOP_WORDS]
+    """The indexed words of a text, stemmed, in order (repeats kept)."""
+    stemmer = getattr(_STEMMERS, "english", None)
+    if stemmer is None:
+        stemmer = _STEMMERS.english = Stemmer.Stemmer("english")
+    found: list[str] = stemmer.stemWords([word for word in WORD.findall(text.lower()) if word not in STOP_WORDS])
+    return found
 
 
 class _Vocabulary(dict[str, int]):

@@ -12,6 +12,7 @@ from collections.abc import Hashable, Mapping
 
 import numpy as np
 
+from .cells import CellTable
 from .clustering import GroupState
 from .concepts import concept_of_group, concepts_of
 from .config import MemoryConfig
@@ -160,11 +161,7 @@ def find_conflicts(
         table = state.table
         live = table.live_rows()
         members = {g: live[table.group[live] == g] for g in groups}
-        batches = {
-            g: [Statement(table.ids[r], table.texts[r], float(table.timestamp[r])) for r in rows.tolist()]
-            for g, rows in members.items()
-            if len(rows) > 1
-        }
+        batches = {g: [_statement(table, r) for r in rows.tolist()] for g, rows in members.items() if len(rows) > 1}
         judged = {table.ids[r]: r for rows in members.values() for r in rows.tolist()}
     found, errors = [], []
     for group, statements in batches.items():
@@ -174,6 +171,14 @@ def find_conflicts(
             errors.append(f"group {group}: {error}")
     with state.writing():  # only on the cells as judged: one written again meanwhile is judged at the next pass
         return state.record_conflicts(found, clock(), judged), errors
+
+
+def _statement(table: CellTable, row: int) -> Statement:
+    """A cell as a judge reads it, with its speaker (the metadata under the table's `speaker_key`)."""
+    speaker = table.metadata[row].get(table.speaker_key) if table.speaker_key else None
+    return Statement(
+        table.ids[row], table.texts[row], float(table.timestamp[row]), speaker if isinstance(speaker, str) else ""
+    )
 
 
 def recorded_conflicts(state: EngineState) -> list[Conflict]:

@@ -13,6 +13,7 @@ import json
 import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +24,8 @@ from harness.protocol import Document, Query
 
 LOCOMO_CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
 ADVERSARIAL = "adversarial"
+KNOWLEDGE_UPDATE = "knowledge-update"
+"""LongMemEval's category of questions about a fact that changed."""
 EVIDENCE_ID = re.compile(r"D\d+:\d+")
 
 
@@ -141,7 +144,7 @@ def _locomo_turns(
             except (KeyError, TypeError):
                 raise DatasetFormatError(f"{where} {key} turn {position}: needs dia_id, speaker and text") from None
             text = fmt.render(text, speaker=speaker, date=date, caption=str(turn.get("blip_caption") or ""))
-            docs.append(Document(turn_id, text, metadata=_turn_metadata(f"S{number}", date, speaker)))
+            docs.append(Document(turn_id, text, metadata=turn_metadata(f"S{number}", date, speaker)))
             session_of[turn_id] = f"S{number}"
     return docs, session_of
 
@@ -149,7 +152,8 @@ def _locomo_turns(
 def _longmemeval_conversations(file: Path, data: Any, fmt: TurnFormat) -> Iterator[EvalSet]:
     """LongMemEval (`_s`, `_m`, `_oracle`): one haystack per question; evidence is the turns with
     `has_answer`, or the answer sessions when no turn is marked. Abstention questions (`_abs`)
-    keep their category so they are reported apart."""
+    keep their category so they are reported apart. A knowledge-update question whose marked turns lie in
+    several dated sessions has them as versions, by session date: the latest is current."""
     if not isinstance(data, list):
         raise DatasetFormatError(f"{file}: LongMemEval files are a JSON list of questions")
     for index, item in enumerate(data):
@@ -164,14 +168,19 @@ def _longmemeval_conversations(file: Path, data: Any, fmt: TurnFormat) -> Iterat
                 f"{where}: needs question_id, question, haystack_sessions and haystack_session_ids"
             ) from None
         docs, session_of, marked = [], {}, []
+        session_time: dict[str, float] = {}
         for session_id, date, turns in zip(map(str, session_ids), dates, sessions):
+            started = _longmemeval_time(str(date))
+            if started is not None:
+                session_time[session_id] = started
             for position, turn in enumerate(turns):
                 if not isinstance(turn, Mapping) or "content" not in turn:
                     raise DatasetFormatError(f"{where} session {session_id} turn {position}: needs role and content")
                 turn_id = f"{session_id}#{position}"
                 role = str(turn.get("role", ""))
                 text = fmt.render(str(turn["content"]), speaker=role, date=str(date))
-                docs.append(Document(turn_id, text, metadata=_turn_metadata(session_id, str(date), role)))
+                at = None if started is None else started + 60.0 * position
+                docs.append(Document(turn_id, text, metadata=turn_metadata(session_id, str(date), role, at)))
                 session_of[turn_id] = session_id
                 if turn.get("has_answer"):
                     marked.append(turn_id)
@@ -180,20 +189,49 @@ def _longmemeval_conversations(file: Path, data: Any, fmt: TurnFormat) -> Iterat
         if not docs:
             raise DatasetFormatError(f"{where}: an empty haystack")
         qrels = {question_id: dict.fromkeys(evidence, 1.0)} if evidence else {question_id: {}}
+        versions = _versions(marked, session_of, session_time) if category == KNOWLEDGE_UPDATE else ()
         yield EvalSet(
             question_id,
             docs,
             [Query(question_id, question)],
             qrels,
-            conversation=Conversation(session_of, {question_id: category}),
+            conversation=Conversation(
+                session_of,
+                {question_id: category},
+                {question_id: versions} if versions else {},
+                _longmemeval_time(str(item.get("question_date", ""))),
+            ),
         )
 
 
-def _turn_metadata(session: str, date: str, speaker: str) -> dict[str, str]:
-    """A turn's session, which is also its episode (systems that take episodes get it), its date and its
-    speaker (the engine's `speaker_key`)."""
+def _versions(
+    marked: list[str], session_of: Mapping[str, str], session_time: Mapping[str, float]
+) -> tuple[tuple[str, ...], ...]:
+    """The marked turns grouped by session, sessions by date (none unless at least two dated sessions)."""
+    by_session: dict[str, list[str]] = {}
+    for turn in marked:
+        by_session.setdefault(session_of[turn], []).append(turn)
+    if len(by_session) < 2 or not all(s in session_time for s in by_session):
+        return ()
+    return tuple(tuple(by_session[s]) for s in sorted(by_session, key=lambda s: session_time[s]))
+
+
+def _longmemeval_time(date: str) -> float | None:
+    """A LongMemEval date ("2023/05/20 (Sat) 02:21") as epoch seconds (UTC), or None."""
+    try:
+        return (
+            datetime.strptime(re.sub(r"\s*\(\w+\)", "", date).strip(), "%Y/%m/%d %H:%M").replace(tzinfo=UTC).timestamp()
+        )
+    except ValueError:
+        return None
+
+
+def turn_metadata(session: str, date: str, speaker: str, timestamp: float | None = None) -> dict[str, str | float]:
+    """A turn's session, which is also its episode (systems that take episodes get it), its date, its
+    speaker (the engine's `speaker_key`) and, where known, its time (epoch seconds)."""
     return (
         {"session": session, "episode": session}
         | ({"date": date} if date else {})
         | ({"speaker": speaker} if speaker else {})
+        | ({"timestamp": timestamp} if timestamp is not None else {})
     )

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -12,10 +12,14 @@ from harness.protocol import Document, Query
 
 @dataclass(frozen=True)
 class Conversation:
-    """What a dialogue set knows beyond its qrels: each turn's session and each question's category."""
+    """What a dialogue set knows beyond its qrels: each turn's session and each question's category; for a
+    question about a fact that changed, the turns that stated each version of it, oldest first (the last is
+    current), and when the questions are asked (epoch seconds; None: unknown)."""
 
     session_of: Mapping[str, str]
     category: Mapping[str, str]
+    versions: Mapping[str, tuple[tuple[str, ...], ...]] = field(default_factory=dict)
+    asked_at: float | None = None
 
 
 @dataclass(frozen=True)

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+from datetime import UTC
+
 import numpy as np
 
 from harness.data.corpus import Corpus
-from harness.data.evalset import EvalSet
+from harness.data.dialogue import SPEAKER_CAPTIONS, TurnFormat, turn_metadata
+from harness.data.evalset import Conversation, EvalSet
 from harness.data.generators.needles import needle_set
 from harness.data.generators.topics import topic_haystack
+from harness.data.generators.updates import UpdateDialogue, fact_streams, update_dialogues
 from harness.data.generators.vectors import clustered_unit_vectors, exact_top_k
 from harness.protocol import Document, Query
 
@@ -90,3 +94,39 @@ def notes_evalset(cells: int, *, queries: int, seed: int = 5) -> EvalSet:
     docs = [Document(f"n{i}", f"{sentences[i % len(sentences)]} (note {i})") for i in range(cells)]
     asked = topic_haystack(queries, seed=seed + 1).texts
     return EvalSet(f"notes-{cells}-s{seed}", docs, [Query(f"q{j}", text) for j, text in enumerate(asked)], {})
+
+
+def updates_evalsets(
+    conversations: int = 4, *, seed: int = 0, turn_format: TurnFormat = SPEAKER_CAPTIONS
+) -> dict[str, list[EvalSet]]:
+    """Generated memories whose facts change (`generators.updates`), one set per conversation or stream:
+    `dialogues` (LongMemEval-style sessions of two friends) and `facts` (MemoryAgentBench-style streams of
+    one-sentence facts). Each turn or fact is a document with its session, date, speaker and time; each
+    changed fact a question whose relevant document is its current version, every version in
+    `conversation.versions`."""
+    return {
+        "dialogues": [_updates_evalset(d, turn_format) for d in update_dialogues(conversations, seed=seed)],
+        "facts": [_updates_evalset(d, turn_format) for d in fact_streams(conversations, seed=seed)],
+    }
+
+
+def _updates_evalset(dialogue: UpdateDialogue, turn_format: TurnFormat) -> EvalSet:
+    docs = [
+        Document(
+            turn.id,
+            turn_format.render(turn.text, speaker=turn.speaker, date=f"{turn.time:%d %B %Y}"),
+            metadata=turn_metadata(
+                f"S{turn.session}", f"{turn.time:%d %B %Y}", turn.speaker, turn.time.replace(tzinfo=UTC).timestamp()
+            ),
+        )
+        for turn in dialogue.turns
+    ]
+    queries = [Query(f"{dialogue.name}/q{i}", update.question) for i, update in enumerate(dialogue.updates)]
+    conversation = Conversation(
+        {turn.id: f"S{turn.session}" for turn in dialogue.turns},
+        {q.id: update.kind for q, update in zip(queries, dialogue.updates)},
+        {q.id: update.versions for q, update in zip(queries, dialogue.updates)},
+        dialogue.asked_at.replace(tzinfo=UTC).timestamp(),
+    )
+    qrels = {q.id: dict.fromkeys(update.versions[-1], 1.0) for q, update in zip(queries, dialogue.updates)}
+    return EvalSet(dialogue.name, docs, queries, qrels, conversation=conversation)

@@ -51,6 +51,7 @@ class RunContext:
                 needle_systems=self.systems,
                 realtext_systems=self.systems,
                 stream_systems=self.systems,
+                update_systems=self.systems,
                 loop_systems=self.systems,
                 concurrency_systems=self.systems,
                 filter_systems=self.systems,

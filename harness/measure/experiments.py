@@ -3,11 +3,12 @@ rows (`harness.output.results`) for claims, report and compare."""
 
 from __future__ import annotations
 
+import time
 from collections import defaultdict
 from collections.abc import Mapping
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from functools import partial
-from typing import Any, NamedTuple
+from typing import Any, Literal, NamedTuple, cast
 
 import numpy as np
 
@@ -22,6 +23,7 @@ from harness.data.generated import (
     notes_evalset,
     stream_evalset,
     topics_evalset,
+    updates_evalsets,
     vectors_evalset,
 )
 from harness.measure.experiment_registry import RunContext, experiment
@@ -32,11 +34,12 @@ from harness.measure.metrics import (
     group_stats,
     latency_stats,
     recall_at_k,
+    update_scores,
 )
 from harness.measure.plan import DIALOGUE_SYSTEMS, GROUPING_SYSTEMS, REGIMES, RunPlan
 from harness.measure.runbooks import agent_loop as loop_runbook
 from harness.measure.runbooks import agent_stream, dialogue_replay, expiring_stream
-from harness.measure.runner import Job, group_labels, measure_together, ranked_until
+from harness.measure.runner import Job, built, group_labels, measure_together, ranked_until
 from harness.measure.streaming import replay, run_streams
 from harness.measure.tokens import BUDGETS, token_counter, within_budget
 from harness.output.progress import Progress, silent
@@ -49,7 +52,9 @@ from harness.output.results import (
     Measurement,
     ServingRow,
     StreamRow,
+    UpdateRow,
 )
+from harness.protocol import ConsolidatingSystem, ScoringSystem
 from harness.verdicts.claims import decides_a_verdict
 from reference.encoders import MockEncoder
 
@@ -283,7 +288,8 @@ def filtered(context: RunContext) -> list[FilterRow]:
 
 class Answer(NamedTuple):
     """One question answered by one system: what it retrieved against the question's evidence, the tokens of its
-    top-k hits, and (bulk-loaded memories) the hits taken within each context budget (`tokens.BUDGETS`)."""
+    top-k hits, and (bulk-loaded memories) the hits taken within each context budget (`tokens.BUDGETS`) and the
+    first k sessions of a deeper ranking."""
 
     category: str
     found: list[str]
@@ -291,6 +297,12 @@ class Answer(NamedTuple):
     session_of: Mapping[str, str]
     tokens: int
     within: Mapping[int, list[str]] = {}
+    ranked_sessions: list[str] | None = None
+
+
+SESSION_DEPTH = 100
+"""Turns a deeper ranking reads at least, to rank sessions (a session ranks by its best turn; the first k sessions
+are scored)."""
 
 
 BULK, WHEN_DUE, AT_THE_END = "bulk", "online: when due", "online: at the end"
@@ -331,16 +343,19 @@ def dialogue(context: RunContext, *, k: int = 10) -> list[DialogueRow]:
             session_of = {}
         wanted = evalset.relevant()
         tokens_of = dict(zip((d.id for d in evalset.docs), counter.count([d.text for d in evalset.docs])))
-        spent = partial(_overruns, tokens_of, max(BUDGETS))
+        enough = partial(_deep_enough, tokens_of, max(BUDGETS), min(SESSION_DEPTH, len(evalset.docs)))
         jobs = [Job(system, evalset, encoder_name) for system in systems]
         for system, measured in zip(systems, measure_together(jobs, k=k)):
             latencies[system, BULK] += measured.latencies_ns
-            deep = ranked_until(system, evalset, encoder=encoder_name, enough=spent)
+            deep = ranked_until(system, evalset, encoder=encoder_name, enough=enough)
             for query, found, evidence, ranked in zip(evalset.queries, measured.retrieved, wanted, deep):
                 costs = [tokens_of[turn] for turn in ranked]
                 within = {budget: within_budget(ranked, costs, budget) for budget in BUDGETS}
                 tokens = sum(tokens_of[turn] for turn in found)
-                answers[system, BULK].append(Answer(categories[query.id], found, evidence, session_of, tokens, within))
+                sessions = _sessions(ranked[:SESSION_DEPTH], session_of)[:k] if session_of else None
+                answers[system, BULK].append(
+                    Answer(categories[query.id], found, evidence, session_of, tokens, within, sessions)
+                )
         position = {doc.id: i for i, doc in enumerate(evalset.docs)}
         due = [max(position[turn] for turn in evidence) for evidence in wanted]
         book = dialogue_replay(len(evalset.docs), due)
@@ -369,21 +384,23 @@ def dialogue(context: RunContext, *, k: int = 10) -> list[DialogueRow]:
             ]
         for subset, chosen in subsets.items():
             turn = evidence_scores([a.found for a in chosen], [a.wanted for a in chosen], k)
-            mean_tokens = float(np.mean([a.tokens for a in chosen])) if chosen else float("nan")
-            rows.append(DialogueRow(system, "turn", subset, turn, p50, mode, mean_tokens, _budget_recall(chosen)))
+            per_query = float(np.mean([a.tokens for a in chosen])) if chosen else float("nan")
+            rows.append(DialogueRow(system, "turn", subset, turn, p50, mode, per_query, _budget_recall(chosen)))
             scored = [a for a in chosen if a.session_of]  # haystacks with more than k sessions
-            sessions = [(_sessions(a.found, a.session_of), sorted({a.session_of[t] for t in a.wanted})) for a in scored]
-            level = "session" + (
-                f" ({too_few_sessions} haystacks of ≤ {k} sessions left out)" if too_few_sessions else ""
-            )
-            session_scores = evidence_scores([f for f, _ in sessions], [w for _, w in sessions], k)
-            rows.append(DialogueRow(system, level, subset, session_scores, p50, mode))
+            left_out = f" ({too_few_sessions} haystacks of ≤ {k} sessions left out)" if too_few_sessions else ""
+            levels = {f"session{left_out}": [(_sessions(a.found, a.session_of), a) for a in scored]}
+            if mode == BULK:
+                levels[f"session (ranked){left_out}"] = [(a.ranked_sessions or [], a) for a in scored]
+            for level, sessions_found in levels.items():
+                wanted_sessions = [sorted({a.session_of[t] for t in a.wanted}) for _, a in sessions_found]
+                session_scores = evidence_scores([f for f, _ in sessions_found], wanted_sessions, k)
+                rows.append(DialogueRow(system, level, subset, session_scores, p50, mode, per_query))
     return rows
 
 
-def _overruns(tokens_of: Mapping[str, int], budget: int, found: list[str]) -> bool:
-    """The hits found are more tokens than the budget: it would be spent."""
-    return sum(tokens_of[turn] for turn in found) > budget
+def _deep_enough(tokens_of: Mapping[str, int], budget: int, depth: int, found: list[str]) -> bool:
+    """A deeper ranking is deep enough when it holds `depth` turns and more tokens than the largest budget."""
+    return len(found) >= depth and sum(tokens_of[turn] for turn in found) > budget
 
 
 def _budget_recall(answers: list[Answer]) -> dict[int, float]:
@@ -412,3 +429,76 @@ def _set_apart(category: str) -> bool:
 def _sessions(turns: list[str], session_of: Mapping[str, str]) -> list[str]:
     """The sessions of retrieved turns in rank order, each once (a session ranks by its best turn)."""
     return list(dict.fromkeys(session_of[t] for t in turns))
+
+
+@experiment("knowledge-update", section="updates", data=["default", "dialogue"])
+def knowledge_update(context: RunContext, *, k: int = 10) -> list[UpdateRow]:
+    """Facts that changed: the share whose current version a search ranks above its older ones (top 10).
+
+    Generated dialogues (`generated.updates_evalsets`) in the default run, a LongMemEval file's knowledge-update
+    questions with `--dataset longmemeval:FILE` (a file without them measures nothing). Each conversation is
+    replayed as if its questions were asked now: its turns' times keep their distance from the questions' time,
+    which is the memory's clock (memory-mode recency). Every system answers in similarity mode, a system with
+    memory scoring in memory mode too; a system that sleeps answers again after one sleep pass."""
+    if context.dataset is not None:
+        loaded = load_dialogue(context.dataset, context.turn_format)
+        encoder = context.encoder[1]
+        families = {loaded.name: [s for s in loaded.conversations if s.conversation and s.conversation.versions]}
+    else:
+        encoder = context.text_encoder
+        generated = updates_evalsets(context.plan.update_conversations, turn_format=context.turn_format)
+        families = {f"generated {name}": sets for name, sets in generated.items()}
+    systems = context.systems or context.plan.update_systems
+    rows = []
+    for name, sets in families.items():
+        found: dict[tuple[str, str, bool], list[list[str]]] = defaultdict(list)
+        versions: list[tuple[tuple[str, ...], ...]] = []
+        for evalset in context.progress(sets, f"knowledge updates ({name})"):
+            evalset = _asked_now(encode_evalset(evalset, encoder))
+            assert evalset.conversation is not None
+            versions += [evalset.conversation.versions.get(q.id, ()) for q in evalset.queries]
+            for system in systems:
+                for key, answers in _update_answers(system, evalset, encoder.name, k).items():
+                    found[(system, *key)] += answers
+        rows += [
+            UpdateRow(system, f"{name} ({encoder.name})", mode, slept, update_scores(answers, versions, k))
+            for (system, mode, slept), answers in found.items()
+        ]
+    return rows
+
+
+def _update_answers(spec: str, evalset: EvalSet, encoder: str, k: int) -> dict[tuple[str, bool], list[list[str]]]:
+    """Each question's hits from one system, by (mode, slept): similarity mode, memory mode where it scores
+    memories, both again after a sleep pass where it sleeps."""
+    answers: dict[tuple[str, bool], list[list[str]]] = {}
+    with built(spec, evalset, encoder=encoder) as system:
+        modes: tuple[Literal["similarity", "memory"], ...] = (
+            ("similarity", "memory") if "memory_scoring" in system.capabilities else ("similarity",)
+        )
+        for slept in (False, True) if "consolidate" in system.capabilities else (False,):
+            if slept:
+                cast(ConsolidatingSystem, system).consolidate()
+            for mode in modes:
+                answers[mode, slept] = [
+                    [h.doc_id for h in cast(ScoringSystem, system).search(q, k=k, mode=mode)]
+                    if mode == "memory"
+                    else [h.doc_id for h in system.search(q, k=k)]
+                    for q in evalset.queries
+                ]
+    return answers
+
+
+def _asked_now(evalset: EvalSet) -> EvalSet:
+    """The set with its turns' times moved so that its questions are asked now (the systems' clock)."""
+    assert evalset.conversation is not None
+    asked = evalset.conversation.asked_at
+    if asked is None:
+        return evalset
+    shift = time.time() - asked
+    docs = [
+        replace(d, metadata={**d.metadata, "timestamp": float(d.metadata["timestamp"]) + shift})
+        if "timestamp" in d.metadata
+        else d
+        for d in evalset.docs
+    ]
+    return replace(evalset, docs=docs)

@@ -66,6 +66,40 @@ def evidence_scores(retrieved: Sequence[Sequence[str]], relevant: Sequence[Seque
     )
 
 
+@dataclass(frozen=True)
+class UpdateScores:
+    """How a fact that changed is retrieved at a cutoff k (LongMemEval's knowledge-update questions,
+    MemoryAgentBench's fact consolidation): `current_first` is the share of facts whose current version is in
+    the top k above every older version (a version ranks by its best turn; one not retrieved ranks last);
+    `current_at_1` the share whose first hit is of the current version; `current_found` and `stale_found` the
+    shares with the current version, and with some older version, in the top k."""
+
+    facts: int
+    current_first: float
+    current_at_1: float
+    current_found: float
+    stale_found: float
+
+
+def update_scores(
+    retrieved: Sequence[Sequence[str]], versions: Sequence[Sequence[Sequence[str]]], k: int
+) -> UpdateScores:
+    """Scores over the facts with at least two versions, each version its turn ids, oldest first."""
+    pairs = [(found[:k], fact) for found, fact in zip(retrieved, versions) if len(fact) >= 2]
+    if not pairs:
+        nan = float("nan")
+        return UpdateScores(0, nan, nan, nan, nan)
+    first, at_1, current, stale = [], [], [], []
+    for found, fact in pairs:
+        rank = {doc: position for position, doc in reversed(list(enumerate(found)))}
+        best = [min((rank.get(turn, k) for turn in version), default=k) for version in fact]
+        first.append(best[-1] < k and all(best[-1] < older for older in best[:-1]))
+        at_1.append(best[-1] == 0)
+        current.append(best[-1] < k)
+        stale.append(min(best[:-1]) < k)
+    return UpdateScores(len(pairs), *(float(np.mean(values)) for values in (first, at_1, current, stale)))
+
+
 class CutoffError(ValueError):
     """A cutoff k that reaches the number of candidates (any system would find everything)."""
 

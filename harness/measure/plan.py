@@ -37,14 +37,17 @@ DIALOGUE_SYSTEMS = (
     "reference-episodes",
     "reference-neighbours",
     "reference-turns",
-    "reference-time",
+    "reference-undated",
     "reference-dense",
     "flat-numpy",
     "bm25",
     "hybrid-rrf",
 )
 """Dialogue memory, with the engine's ablations: fusion alone, + episodes, + neighbours, + turn form (questions
-and speakers), all of them (the engine), and the engine with each session's date as context (+ time)."""
+and speakers), all of them (the engine, each session's date as context), and the engine without the date."""
+UPDATE_SYSTEMS = ("reference", "reference-dense", "flat-numpy", "bm25", "hybrid-rrf")
+"""Facts that change (`experiments.knowledge_update`): the engine in both scoring modes, before and after sleep,
+beside the systems that rank by similarity alone."""
 STREAM_SYSTEMS = (
     "reference",
     "reference-dense",
@@ -89,8 +92,13 @@ class RunPlan:
     growing_systems: tuple[str, ...] = GROWING_SYSTEMS
     size_limits: dict[str, int] = field(default_factory=lambda: dict(SLOW_SYSTEMS))
     realtext_sizes: tuple[int, ...] = (1_000, 10_000, 25_000, 50_000, 100_000)
-    realtext_queries: int = 300
+    realtext_queries: int = 1_000
+    """Held-out passages of the real-text regime: enough that whether a recall meets a target is not decided by
+    which passages happened to be drawn."""
     realtext_systems: tuple[str, ...] = REALTEXT_SYSTEMS
+    update_conversations: int = 4
+    """Generated dialogues whose facts change (`datasets.updates_evalsets`)."""
+    update_systems: tuple[str, ...] = UPDATE_SYSTEMS
     stream_cells: int = 4_000
     """Cells of the streaming runbook in the default run (`--stream-size`; a `--dataset beam:` run streams
     every passage)."""
@@ -129,6 +137,7 @@ class RunPlan:
             needle_seeds=(0, 1),
             topic_docs=600,
             realtext_sizes=(1_000,),
+            update_conversations=1,
             stream_cells=1_000,
             stream_queries=100,
             expiry_cells=1_000,

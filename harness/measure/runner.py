@@ -148,13 +148,22 @@ def measure(
 
 def group_labels(spec: str, evalset: EvalSet, *, encoder: str, options: Mapping[str, Any] | None = None) -> list[int]:
     """Each document's group, from a system that declares the "groups" capability."""
-    with tempfile.TemporaryDirectory(prefix="magbench-groups-") as workdir:
+    with built(spec, evalset, encoder=encoder, options=options) as system:
+        if "groups" not in system.capabilities:
+            raise ValueError(f"{spec} does not declare the 'groups' capability")
+        return list(cast(GroupingSystem, system).group_labels([d.id for d in evalset.docs]))
+
+
+@contextmanager
+def built(
+    spec: str, evalset: EvalSet, *, encoder: str, options: Mapping[str, Any] | None = None
+) -> Iterator[MemorySystem]:
+    """A system holding the set's documents, in a private directory (untimed); closed on exit."""
+    with tempfile.TemporaryDirectory(prefix=f"magbench-{spec.replace(':', '_')}-") as workdir:
         system = open_system(spec, evalset, encoder=encoder, workdir=Path(workdir), options=options)
         try:
-            if "groups" not in system.capabilities:
-                raise ValueError(f"{spec} does not declare the 'groups' capability")
             system.add(evalset.docs)
-            return list(cast(GroupingSystem, system).group_labels([d.id for d in evalset.docs]))
+            yield system
         finally:
             system.close()
 

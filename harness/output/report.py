@@ -20,7 +20,7 @@ from matplotlib import ticker
 from tabulate import tabulate
 
 from harness.output import services
-from harness.output.results import DialogueRow, Measurement, RunResults, StreamRow, Verdict
+from harness.output.results import DialogueRow, Measurement, RunResults, StreamRow, UpdateRow, Verdict
 from harness.systems.registry import SYSTEMS
 from harness.verdicts.claims import EDGE, MEANING, decides_a_verdict
 from harness.verdicts.confidence import INCONCLUSIVE, MARGIN, REFUTED, SUPPORTED
@@ -74,6 +74,7 @@ def write_report(out: Path, results: RunResults) -> Path:
         "realtext": [_pick(m.row(), SCALING_COLUMNS) for m in realtext if not m.params],
         "realtext_sweep": [{**_pick(m.row(), SWEEP_COLUMNS), "param": _params(m)} for m in realtext if m.params],
         "dialogue": [_dialogue_row(r) for r in results.dialogue],
+        "updates": [_update_row(r) for r in results.updates],
         "streaming": [_stream_row(r) for r in results.streaming],
         "stream_checkpoints": [
             {"runbook": r.runbook, "system": r.system, **asdict(c)} for r in results.streaming for c in r.checkpoints
@@ -202,8 +203,9 @@ def _markdown(results: RunResults, tables: dict[str, list[dict[str, Any]]], plot
             "Real text: passages of a corpus, held-out passages as vector queries, recall against exact search",
             "Real embeddings have no tight clusters. `reference-dense` is the engine queried with the vector "
             "alone; BM25 ranks by words, so its recall against exact dense neighbours shows how differently it ranks. "
-            "`estimated_recall` is the engine's own estimate of its recall@10 (its cells as queries, against exact "
-            "search over what it holds), by which it chose its probe margin for `target_recall`; "
+            "`estimated_recall` is the engine's own estimate of the recall@10 new text would have (a sample of its "
+            "cells, held back from their groups' centroids, as queries against exact search over what it holds), "
+            "by which it chose its probe margin for `target_recall`; "
             "`bytes_read_per_search` the vector bytes its dense stage read per query (int8 codes of centroids and "
             "cells, the float32 vectors it rescored; a flat search reads every float32 vector: 1,536 bytes each at "
             "384-d).",
@@ -233,7 +235,10 @@ def _markdown(results: RunResults, tables: dict[str, list[dict[str, Any]]], plot
             "dialogue",
             "Dialogue memory: one memory per conversation, evidence retrieval at k = 10",
             "recall = share of a question's evidence found; recall_any = hit@10 (some evidence found); recall_all "
-            "= all of it. Session level ranks sessions by their best turn. Questions with no answer in the memory "
+            "= all of it. Session level: the sessions of the top 10 turns; `session (ranked)`: the first 10 sessions "
+            "when sessions rank by their best turn among the first 100 (as session-level retrieval is published). "
+            "`tokens/query`: the tokens of the 10 hits' texts (how they are counted: the header's `tokens`). "
+            "Questions with no answer in the memory "
             "(adversarial, abstention) are reported apart; `all questions` includes them as published figures do. "
             "`memory`: `bulk` loads every turn before the questions (the published setup); `online: when due` "
             "writes the conversation turn by turn and asks each question as soon as its last evidence turn is "
@@ -242,6 +247,19 @@ def _markdown(results: RunResults, tables: dict[str, list[dict[str, Any]]], plot
             "that of the searches taken between writes. `tokens@10`: the tokens of a question's top 10 hits (counted "
             "as the header's `tokens` says); `recall@500t` …: evidence recall within a context of that many tokens, "
             "hits taken in rank order until it is spent (bulk memories, from a deeper ranking).",
+        ),
+        (
+            "updates",
+            "Knowledge updates: facts that changed, the current version against the older ones (top 10)",
+            "Each question asks for a fact stated again later with a new value (generated dialogues, or a "
+            "LongMemEval file's knowledge-update questions); its versions are the turns that stated it. "
+            "`current first`: the current version is in the top 10 above every older version (the headline); "
+            "`current@1`: the first hit is the current version; `current found` / `stale found`: the current / "
+            "some older version in the top 10. `memory` mode ranks by importance, recency and conflicts as well; "
+            "`slept`: after one sleep pass (the conflict judge records contradictions; the older cell of one "
+            "loses `superseded_penalty` in memory mode). The memory's clock reads the time of the questions: a day "
+            "after a generated dialogue's last session, an hour after a stream's last fact, a LongMemEval question's "
+            "date.",
         ),
         (
             "serving",
@@ -358,6 +376,21 @@ def _dialogue_row(row: DialogueRow) -> dict[str, Any]:
         "ndcg@10": scores.ndcg,
         "p50_ms": row.latency_p50_ms,
         **services.dialogue_columns(row),
+    }
+
+
+def _update_row(row: UpdateRow) -> dict[str, Any]:
+    scores = row.scores
+    return {
+        "system": row.system,
+        "data": row.data,
+        "mode": row.mode,
+        "slept": row.slept,
+        "facts": scores.facts,
+        "current first": scores.current_first,
+        "current@1": scores.current_at_1,
+        "current found": scores.current_found,
+        "stale found": scores.stale_found,
     }
 
 

@@ -14,7 +14,7 @@ from typing import Any, NamedTuple, TypedDict
 import numpy as np
 from pydantic import TypeAdapter, ValidationError
 
-from harness.measure.metrics import Agreement, EvidenceScores, GroupStats, LatencyStats, latency_stats
+from harness.measure.metrics import Agreement, EvidenceScores, GroupStats, LatencyStats, UpdateScores, latency_stats
 from harness.measure.plan import RunPlan
 from harness.verdicts.confidence import best_of_passes, noisy
 
@@ -145,6 +145,18 @@ class DialogueRow:
     """Mean tokens per question of its top-10 hits' texts (`harness.measure.tokens`)."""
     budget_recall: dict[int, float] = field(default_factory=dict)
     """Evidence recall within each context budget (tokens): hits taken in rank order until it is spent."""
+
+
+@dataclass(frozen=True)
+class UpdateRow:
+    """One system's retrieval of facts that changed, in one scoring mode, before or after a sleep pass."""
+
+    system: str
+    data: str
+    mode: str
+    """`similarity` or `memory` (memory-mode scores: importance, recency, superseded cells)."""
+    slept: bool
+    scores: UpdateScores
 
 
 @dataclass(frozen=True)
@@ -390,6 +402,7 @@ class Sections(TypedDict, total=False):
     beir: list[Measurement]
     realtext: list[Measurement]
     dialogue: list[DialogueRow]
+    updates: list[UpdateRow]
     streaming: list[StreamRow]
     grouping: list[GroupingRow]
     judges: list[JudgeRow]
@@ -409,6 +422,7 @@ class RunResults:
     beir: list[Measurement] = field(default_factory=list)
     realtext: list[Measurement] = field(default_factory=list)
     dialogue: list[DialogueRow] = field(default_factory=list)
+    updates: list[UpdateRow] = field(default_factory=list)
     streaming: list[StreamRow] = field(default_factory=list)
     grouping: list[GroupingRow] = field(default_factory=list)
     judges: list[JudgeRow] = field(default_factory=list)

@@ -5,7 +5,8 @@ Options: `persist=True` keeps the memory in the context's work directory (embedd
 reopening with the same context finds the same cells). Either declares the "persist" capability.
 Document metadata may carry "timestamp" (epoch seconds) and "importance" for memory-mode scoring, and
 "episode" (the cells written together: a dialogue's session), passed on when every document has one.
-`date_context=True` gives each cell its metadata's "date" as context (what the encoder and BM25 see).
+Where every document of a write has a "date" in its metadata (a dialogue session's), it is each cell's context
+(what the encoder and BM25 see); `date_context=False` leaves it out.
 `preset="prototype"` measures the seed design (`MemoryConfig.prototype()`); other options are
 `MemoryConfig` fields. `sleep_after_add=True` runs one sleep pass after every add (its time counts
 as build time). `concept_labels=True` labels each document with its concept instead of its group
@@ -61,7 +62,7 @@ class ReferenceSystem:
         text_queries: bool = True,
         sleep_after_add: bool = False,
         concept_labels: bool = False,
-        date_context: bool = False,
+        date_context: bool = True,
         preset: str = "default",
         **config: Any,
     ) -> None:
@@ -110,12 +111,17 @@ class ReferenceSystem:
                 float(d.metadata.get("importance", self.memory.config.importance_of("episodic"))) for d in docs
             ],
             episode=[str(e) for e in episodes] if all(episodes) else None,
-            context=[f"[{d.metadata.get('date', '')}]" for d in docs] if self.date_context else None,
+            context=self._dates(docs),
             scope=[d.scope for d in docs],
             upsert=upsert,
         )
         if self.sleep_after_add:
             self.memory.consolidate()
+
+    def _dates(self, docs: Sequence[Document]) -> list[str] | None:
+        """Each document's date as its context, when every one has a date (and `date_context` is on)."""
+        dates = [d.metadata.get("date") for d in docs]
+        return [f"[{date}]" for date in dates] if self.date_context and all(dates) else None
 
     def search(self, query: Query, *, k: int, mode: Mode = "similarity") -> list[SearchHit]:
         scope, where = query.scope, query.where

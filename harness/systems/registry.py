@@ -97,7 +97,9 @@ SYSTEMS: dict[str, Lazy] = {
     "reference-turns": _lazy(
         "harness.systems.reference", "ReferenceSystem", name="reference-turns", **_fusion_and("turn form")
     ),
-    "reference-time": _lazy("harness.systems.reference", "ReferenceSystem", name="reference-time", date_context=True),
+    "reference-undated": _lazy(
+        "harness.systems.reference", "ReferenceSystem", name="reference-undated", date_context=False
+    ),
     "reference-dense": _lazy(
         "harness.systems.reference", "ReferenceSystem", name="reference-dense", text_queries=False
     ),

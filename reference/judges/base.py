@@ -9,9 +9,13 @@ from typing import Protocol, runtime_checkable
 
 @dataclass(frozen=True)
 class Statement:
+    """A cell as a judge reads it; `speaker` names who said it (a dialogue turn's speaker), to whom "I" and
+    "my" refer ("" when unknown)."""
+
     id: str
     text: str
     timestamp: float
+    speaker: str = ""
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,8 @@ from .base import Conflict, JudgeError, Statement, ordered
 PROMPT = """You check a memory for contradictions. Statements, numbered:
 {statements}
 
-Two statements contradict when both cannot be true at the same time about the same subject.
+Two statements contradict when both cannot be true at the same time about the same subject ("I" and "my" in a
+statement refer to whoever said it).
 Answer with JSON only: {{"conflicts": [{{"a": <number>, "b": <number>, "reason": "<why>"}}]}}
 Use an empty list when nothing contradicts."""
 
@@ -29,7 +30,9 @@ class OllamaJudge:
     def judge(self, statements: Sequence[Statement]) -> list[Conflict]:
         if len(statements) < 2:
             return []
-        listing = "\n".join(f"{i + 1}. {s.text}" for i, s in enumerate(statements))
+        listing = "\n".join(
+            f"{i + 1}. {s.text}" + (f" (said by {s.speaker})" if s.speaker else "") for i, s in enumerate(statements)
+        )
         messages = [{"role": "user", "content": PROMPT.format(statements=listing)}]
         problem = ""
         for _attempt in range(2):

@@ -149,7 +149,7 @@ def test_real_text_targets_need_50k_passages_and_match_faiss_at_equal_recall():
     assert "faiss-ivf at that recall (nprobe 24): 32.0×" in speedup  # FAISS's own ratio beside ours: 8.0 / 0.25
     # equal recall: nprobe 24 (0.965 ≥ 0.963 − 0.005), not the slower nprobe 32: 0.40 / 0.25 = 1.6×
     assert verdicts(run, "realtext-near-faiss")["reference-slept"] == INCONCLUSIVE
-    small = results(realtext=realtext(6_642))  # the default run's stdlib corpus (6,942 passages, 300 held out)
+    small = results(realtext=realtext(5_942))  # the default run's stdlib corpus (6,942 passages, 1,000 held out)
     assert set(verdicts(small, "realtext-vs-exact").values()) == {UNMEASURED}
 
 

@@ -1,6 +1,7 @@
 """Dialogue-memory loaders on small fixtures written here in each format, and their typed errors."""
 
 import json
+from datetime import UTC, datetime
 
 import pytest
 
@@ -97,6 +98,33 @@ def test_longmemeval_haystacks_with_marked_evidence_and_abstention(tmp_path):
     assert abstention.relevant() == [[]]
 
 
+def test_longmemeval_knowledge_updates_have_their_versions_by_session_date(tmp_path):
+    update = {
+        "question_id": "q3",
+        "question_type": "knowledge-update",
+        "question": "Where do I live now?",
+        "question_date": "2023/06/01 (Thu) 09:00",
+        "haystack_session_ids": ["new", "other", "old"],
+        "haystack_dates": ["2023/05/28 (Sun) 10:00", "2023/05/01 (Mon) 10:00", "2023/04/02 (Sun) 10:00"],
+        "haystack_sessions": [
+            [{"role": "user", "content": "I moved to Porto.", "has_answer": True}],
+            [{"role": "user", "content": "Any films to watch?"}],
+            [
+                {"role": "assistant", "content": "Hi"},
+                {"role": "user", "content": "I live in Lisbon.", "has_answer": True},
+            ],
+        ],
+        "answer_session_ids": ["new", "old"],
+    }
+    path = tmp_path / "longmemeval_s.json"
+    path.write_text(json.dumps([*LONGMEMEVAL, update]))
+    first, _, changed = load_dialogue(DatasetSpec.parse(f"longmemeval:{path}")).conversations
+    assert changed.conversation.versions == {"q3": (("old#1",), ("new#0",))}
+    assert changed.conversation.asked_at == datetime(2023, 6, 1, 9, 0, tzinfo=UTC).timestamp()
+    assert changed.docs[0].metadata["timestamp"] == datetime(2023, 5, 28, 10, 0, tzinfo=UTC).timestamp()
+    assert first.conversation.versions == {}  # evidence in one session, and not a knowledge update
+
+
 @pytest.mark.parametrize(
     ("content", "message"),
     [
@@ -162,3 +190,32 @@ def test_a_dataset_spec_is_parsed_once_into_its_kind_and_location(text, kind, lo
 def test_a_prefixed_dataset_without_a_path_is_refused():
     with pytest.raises(DatasetFormatError, match="locomo:PATH"):
         DatasetSpec.parse("locomo:")
+
+
+def test_sessions_are_also_ranked_by_their_best_turn_and_every_row_counts_its_hits_tokens(tmp_path):
+    from harness.measure.experiment_registry import RunContext
+    from harness.measure.experiments import dialogue
+    from harness.measure.plan import RunPlan
+    from harness.measure.tokens import WORD_RULE, word_tokens
+    from reference.encoders import MockEncoder
+
+    sessions = {
+        f"session_{n}": [
+            {"speaker": "Ana", "dia_id": f"D{n}:1", "text": f"Day {n}: I planted tree {n}."},
+            {"speaker": "Ben", "dia_id": f"D{n}:2", "text": "Nice one."},
+        ]
+        for n in range(1, 15)
+    }
+    qa = [{"question": "Which trees did Ana plant?", "evidence": [f"D{n}:1" for n in range(1, 15)], "category": 1}]
+    path = tmp_path / "trees.json"
+    path.write_text(json.dumps({"sample_id": "trees", "conversation": sessions, "qa": qa}))
+    dataset = DatasetSpec.parse(f"locomo:{path}")
+    context = RunContext(RunPlan(), {"mock": MockEncoder()}, dataset, systems=("flat-numpy",))
+    rows = {(r.mode, r.granularity): r for r in dialogue(context, k=10) if r.subset == "all questions"}
+    assert ("bulk", "session (ranked)") in rows and ("online: at the end", "session (ranked)") not in rows
+    # ten turns name at most ten sessions; ranked by their best turn, the first ten sessions are read deeper
+    assert rows["bulk", "session (ranked)"].scores.recall == pytest.approx(10 / 14)
+    assert rows["bulk", "session"].scores.recall <= rows["bulk", "session (ranked)"].scores.recall
+    turns = word_tokens([doc.text for doc in load_dialogue(dataset, TurnFormat()).conversations[0].docs])
+    assert 10 * min(turns) <= rows["bulk", "turn"].tokens_at_10 <= 10 * max(turns)  # ten hits, by the word rule
+    assert context.dataset_info["tokens"] == WORD_RULE  # the mock encoder has no tokenizer

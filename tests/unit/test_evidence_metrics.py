@@ -3,7 +3,15 @@
 import numpy as np
 import pytest
 
-from harness.measure.metrics import capped_recall_at_k, check_cutoff, evidence_scores, mrr, ndcg_at_k, recall_at_k
+from harness.measure.metrics import (
+    capped_recall_at_k,
+    check_cutoff,
+    evidence_scores,
+    mrr,
+    ndcg_at_k,
+    recall_at_k,
+    update_scores,
+)
 
 
 def test_evidence_scores_by_hand():
@@ -44,3 +52,21 @@ def test_ir_metrics_agree_with_ranx():
     assert mrr(retrieved, relevant) == pytest.approx(theirs["mrr@10"])
     assert ndcg_at_k(retrieved, [dict.fromkeys(r, 1.0) for r in relevant], 10) == pytest.approx(theirs["ndcg@10"])
     assert ours.recall_any == pytest.approx(theirs["hit_rate@10"])
+
+
+def test_update_scores_by_hand():
+    versions = [
+        (("old",), ("new",)),  # current above the older one
+        (("old",), ("new",)),  # older one first
+        (("a",), ("b",), ("c1", "c2")),  # current (by its best turn) above both, not first
+        (("old",), ("new",)),  # current not retrieved
+        (("only",),),  # one version: not an update, left out
+    ]
+    retrieved = [["new", "x", "old"], ["old", "new"], ["x", "c2", "a", "c1"], ["old", "x"], ["only"]]
+    scores = update_scores(retrieved, versions, k=3)
+    assert scores.facts == 4
+    assert scores.current_first == pytest.approx(2 / 4)
+    assert scores.current_at_1 == pytest.approx(1 / 4)
+    assert scores.current_found == pytest.approx(3 / 4)  # c1 at rank 4 is past k, c2 counts
+    assert scores.stale_found == pytest.approx(4 / 4)
+

@@ -17,10 +17,10 @@ def names(data, only=None):
 def test_each_run_selects_the_experiments_of_its_data_in_registry_order():
     assert names("default") == [
         "scaling", "growing", "needles", "grouping", "judges", "realtext", "streaming", "expiring-stream",
-        "agent-loop", "serving", "concurrency", "filtered",
+        "agent-loop", "serving", "concurrency", "filtered", "knowledge-update",
     ]  # fmt: skip
     assert names("beam") == ["realtext", "streaming", "expiring-stream"]
-    assert names("dialogue") == ["dialogue"] and names("beir") == ["beir"]
+    assert names("dialogue") == ["dialogue", "knowledge-update"] and names("beir") == ["beir"]
     assert names("default", ["streaming", "judges"]) == ["judges", "streaming"]
 
 

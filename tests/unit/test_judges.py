@@ -25,10 +25,40 @@ def statements(*texts: str) -> list[Statement]:
         ("Ana Silva's email address is a@x.org.", "Ana Silva's email address is b@x.org.", True),
         ("Ana Silva is a nurse.", "Ana Silva is a mother of three.", False),
         ("Ana Silva lives in Lisbon.", "Rui Costa lives in Porto.", False),
+        ("Ana Silva lives in Lisbon.", "Ana Silva is based in Porto.", True),
+        ("Ana Silva moved to Porto.", "Ana Silva lived in Lisbon.", False),
+        ("Ana Silva visited Lisbon.", "Ana Silva visited Porto.", False),
     ],
 )
 def test_offline_rules(first, second, contradict):
     assert bool(OfflineJudge().judge(statements(first, second))) is contradict
+
+
+@pytest.mark.parametrize(
+    ("first", "second", "contradict"),
+    [
+        ("Ana: I live in Lisbon these days.", "Ana: I just moved to Porto!", True),
+        ("I live in Lisbon.", "Big news: I relocated to Porto.", True),
+        ("My email is a@x.org if you need it.", "My email is b@x.org.", True),
+        ("I'm a nurse, so my hours are long.", "I changed careers: I'm a pilot now.", True),
+        ("I work as a nurse.", "I'm a pilot.", True),
+        ("My favourite band is Radiohead.", "Daft Punk is my favourite band now.", True),
+        ("I live in Lisbon.", "My cousin Rui lives in Porto.", False),
+        ("I went hiking.", "I went swimming.", False),
+        ("I'm excited to see the show.", "I'm excited to catch up.", False),
+        ("It was a blast.", "It was a great day.", False),
+    ],
+)
+def test_a_speakers_first_person_statements_are_read_as_theirs(first, second, contradict):
+    found = OfflineJudge().judge([Statement("a", first, 1.0, "Ana"), Statement("b", second, 2.0, "Ana")])
+    assert bool(found) is contradict
+
+
+def test_first_person_statements_of_two_speakers_never_conflict():
+    found = OfflineJudge().judge(
+        [Statement("a", "I live in Lisbon.", 1.0, "Ana"), Statement("b", "I live in Porto.", 2.0, "Ben")]
+    )
+    assert found == []
 
 
 def test_conflicts_name_the_older_statement_first_and_each_pair_once():

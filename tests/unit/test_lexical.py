@@ -3,11 +3,13 @@
 import math
 import random
 from collections import Counter
+from functools import partial
 
 import bm25s
 import numpy as np
 import pytest
-from bm25s.stopwords import STOPWORDS_EN
+import Stemmer
+from bm25s.stopwords import STOPWORDS_EN_PLUS
 
 from harness.data.generators.topics import topic_haystack
 from reference import kernels
@@ -91,17 +93,26 @@ def test_scores_match_bm25s_rebuilt_over_the_same_cells(texts):
     for start in range(0, len(texts), 50):
         index.add(np.arange(start, min(start + 50, len(texts))), texts[start : start + 50])
     retriever = bm25s.BM25()  # Lucene's variant, as the engine's docstring promises
-    retriever.index(bm25s.tokenize(texts, stopwords="en", return_ids=False, show_progress=False), show_progress=False)
+    stemmer = Stemmer.Stemmer("english")
+    tokens_of = partial(bm25s.tokenize, stopwords="en_plus", stemmer=stemmer, return_ids=False, show_progress=False)
+    retriever.index(tokens_of(texts), show_progress=False)
     for query in texts[:40]:
-        [tokens] = bm25s.tokenize([query], stopwords="en", return_ids=False, show_progress=False)
+        [tokens] = tokens_of([query])
         theirs = np.asarray(retriever.get_scores(tokens), dtype=np.float64)
         rows, scores = index.search(query, 10)
         assert scores == pytest.approx(theirs[rows], rel=1e-4)
         assert sorted(theirs, reverse=True)[:10] == pytest.approx(scores.tolist(), rel=1e-4)
 
 
-def test_the_stop_words_are_lucenes_as_bm25s_lists_them():
-    assert set(STOPWORDS_EN) == STOP_WORDS
+def test_the_stop_words_are_nltks_as_bm25s_lists_them_and_words_are_stemmed():
+    assert set(STOPWORDS_EN_PLUS) == STOP_WORDS
+    assert words("What did Ana research? Researching adoption agencies") == [
+        "ana",
+        "research",
+        "research",
+        "adopt",
+        "agenc",
+    ]
 
 
 def test_a_write_costs_its_own_cells_and_queries_read_few_segments(texts):
