@@ -14,13 +14,13 @@ from itertools import cycle
 import pytest
 
 from harness.data.generators.vectors import clustered_unit_vectors
+from harness.measure.servers import ChromaServer
 from reference import CellularMemory, MemoryConfig, NamespaceOwnedError
 from reference.chroma import server_client
 from reference.encoders import MockEncoder
 from reference.ownership import FencedStore
 from tests.bench.conftest import record, record_ratio, time_queries
 from tests.bench.test_agent_loop import loop_texts
-from tests.chroma_server import ChromaServer
 from tests.server import test_ownership
 from tests.server.test_ownership import Owner
 

@@ -21,11 +21,11 @@ from typing import Any
 
 import pytest
 
+from harness.measure.servers import ChromaServer
 from reference import CellularMemory, LeaseLostError, MemoryConfig, NamespaceOwnedError
 from reference.chroma import server_client
 from reference.encoders import MockEncoder
 from reference.ownership import RENEWALS, Lease
-from tests.chroma_server import ChromaServer
 from tests.reliability.counts import record
 from tests.threads import run_concurrently
 
