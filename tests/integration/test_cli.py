@@ -80,6 +80,7 @@ def test_compare_a_run_with_itself_passes_and_with_a_slowed_system_fails(beir_ru
     base, slowed = beir_runs
     same = magbench("compare", str(base), str(base))
     assert same.returncode == 0 and "0 regression(s)" in same.stdout and "Verdicts that changed" not in same.stdout
+    assert "| measurement" not in same.stdout  # no empty table when nothing changed
     failed = magbench("compare", str(base), str(slowed))
     assert failed.returncode == 1 and "REGRESSION" in failed.stdout
     assert re.search(r"regression\(s\) beyond noise and tolerance: .*beir:reference", failed.stdout), failed.stdout
