@@ -30,7 +30,8 @@ def kinds(results: RunResults) -> dict[str, list[Verdict]]:
 
 
 def reading(results: RunResults) -> list[str]:
-    """A few generated sentences per kind of verdict: how many held, and each that did not or cannot tell."""
+    """A few generated sentences per kind of verdict: how many held, which did not (and which of those as hoped),
+    which cannot tell; their figures are in the verdict tables that follow."""
     lines = []
     verdicts = kinds(results)
     for kind, described in KINDS.items():
@@ -47,24 +48,25 @@ def reading(results: RunResults) -> list[str]:
         if unmeasured := _count(mine, UNMEASURED):
             counted.append(f"{unmeasured} {_verb(unmeasured, 'was', 'were')} not measured by this run")
         lines.append(f"- **{described[0].upper()}{described[1:]}**: {_plural(len(mine), 'verdict')}, {_and(counted)}.")
-        lines += [
-            f"  - As hoped, **{v.claim}** does not hold for `{v.system}`: {v.hoped} ({v.measured})." for v in hoped
-        ]
-        lines += [
-            f"  - **{v.claim}** does not hold for `{v.system}`: {v.measured}.{_edge(v)}"
-            for v in mine
-            if v.verdict == REFUTED and not v.as_hoped
-        ]
-        lines += [
-            f"  - **{v.claim}** for `{v.system}` cannot be told apart from its bar: {v.measured}.{_edge(v)}"
-            for v in mine
-            if v.verdict == INCONCLUSIVE
-        ]
+        lines += [f"  - As hoped, `{v.claim}` does not hold for `{v.system}`: {v.hoped}." for v in hoped]
+        if refuted := [v for v in mine if v.verdict == REFUTED and not v.as_hoped]:
+            lines.append(f"  - Do not hold: {_named(refuted)}.")
+        if inconclusive := [v for v in mine if v.verdict == INCONCLUSIVE]:
+            lines.append(f"  - Cannot tell: {_named(inconclusive)}.")
     if peers := verdicts["peers"]:
         systems = _and(sorted({f"`{v.system}`" for v in peers}))
         claims = _and(list(dict.fromkeys(f"`{v.claim}`" for v in peers)))
         lines.append(f"- {systems}, measured against the bars of {claims} for comparison: under Peers, in the details.")
     return lines or ["- Nothing to judge: this run measured no claim."]
+
+
+def _named(verdicts: Sequence[Verdict]) -> str:
+    """ "`claim` for `system` (at the edge of …)", each claim once with its systems."""
+    systems: dict[str, list[str]] = {}
+    for v in verdicts:
+        edge = f" (at the edge of {' and '.join(v.neighbours)})" if v.neighbours else ""
+        systems.setdefault(v.claim, []).append(f"`{v.system}`{edge}")
+    return "; ".join(f"`{claim}` for {_and(named)}" for claim, named in systems.items())
 
 
 def verdict_table(verdicts: Sequence[Verdict]) -> str:
@@ -109,7 +111,3 @@ def _plural(count: int, noun: str) -> str:
 
 def _and(parts: Sequence[str]) -> str:
     return ", ".join(parts[:-1]) + f" and {parts[-1]}" if len(parts) > 1 else "".join(parts)
-
-
-def _edge(verdict: Verdict) -> str:
-    return f" It stands at the edge of {' and '.join(verdict.neighbours)}." if verdict.neighbours else ""

@@ -110,12 +110,10 @@ def _p50s(results: RunResults, system: str) -> list[Measurement]:
 
 
 def _noisy_note(*rows: Measurement | None) -> str:
-    """Names each measurement behind a verdict whose timing passes disagreed beyond the noise."""
-    named = [
-        f"{m.system} at {m.n_docs:,} ({m.passes_text()})"
-        for m in {id(r): r for r in rows if r is not None and r.noisy}.values()
-    ]
-    return f"; NOISY timing: {'; '.join(named)}" if named else ""
+    """Names each measurement behind a verdict whose timing passes disagreed beyond the noise (a report lists their
+    pass medians with how the run was timed)."""
+    named = [f"{m.system} at {m.n_docs:,}" for m in {id(r): r for r in rows if r is not None and r.noisy}.values()]
+    return f"; NOISY timing: {', '.join(named)}" if named else ""
 
 
 def _latencies(*rows: Measurement) -> list[list[list[int]]]:

@@ -36,12 +36,14 @@ def test_quick_run_writes_a_full_report(quick_run):
         "claims.csv",
         "latency_vs_n.png",
         "recall_vs_latency.png",
-        "streaming.csv",
+        "streaming-agent-stream.csv",
+        "streaming-agent-loop.csv",
         "streaming.png",
     ):
         assert (out / name).is_file(), name
     report = (out / "report.md").read_text()
-    assert "## Published claims" in report and "needles-5of5" in report
+    assert report.index("## Reading") < report.index("### Published claims") < report.index("## Details")
+    assert "needles-5of5" in report and "NOT MEASURED" in report  # a quick run cannot judge the growth claims
     results = json.loads((out / "results.json").read_text())
     assert results["schema"] == 3 and results["run"]["machine"]["cpus"] >= 1
     assert results["run"]["plan"]["sizes"] == [1000, 10000] and results["run"]["plan"]["passes"] == 3
@@ -56,7 +58,8 @@ def test_quick_run_writes_a_full_report(quick_run):
     assert "claim / target" in done.stdout  # the summary table
     streamed = {(row["runbook"], row["system"]) for row in results["streaming"]}
     assert streamed == {("agent-stream", s) for s in STREAM_SYSTEMS} | {("agent-loop", s) for s in LOOP_SYSTEMS}
-    assert "## Streaming" in report and "agent-loop" in report
+    assert "### Streaming: `agent-stream`" in report and "### Streaming: `agent-loop`" in report
+    assert "the run took" in done.stdout and "load average" in done.stdout  # what it took, printed by the run
 
 
 @pytest.fixture(scope="module")
@@ -146,6 +149,8 @@ def test_a_run_shows_each_step_with_elapsed_time_when_not_on_a_terminal(quick_ru
     _, done = quick_run  # captured output is not a terminal
     steps = [line for line in done.stderr.splitlines() if re.match(r"\[\s*\d+\.\d s\] ", line)]
     assert any("scaling (fixed): build: kmeans N=10,000" in line for line in steps), done.stderr[-2000:]
+    counted = [line for line in steps if re.search(r"\(\d+/\d+; |still running", line)]
+    assert counted and all(re.search(r"; run: about (\d+ h )?\d+ (s|min) left\)", line) for line in counted)
     assert any("scaling (fixed): timing passes over" in line for line in steps)
     assert any("real text" in line for line in steps)
 

@@ -12,7 +12,7 @@ from harness.output.tables import Table, column
 
 QUERIED_BY = column("queried by", "query")
 STREAM_RECALL = (
-    "recall@10 against the exact dense neighbours of each held-out passage's vector among the cells live then (a "
+    "recall@10 against the exact dense neighbours of each held-out query's vector among the cells live then (a "
     "hit tied with the 10th neighbour counts). A system queried by text (`queried by` text or text + vector) "
     "ranks by the query's words as well, so against dense neighbours it reads lower by design: a different "
     "ranking, not lost neighbours (the engine's dense recall is `reference-dense`'s)."
