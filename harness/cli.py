@@ -29,7 +29,7 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True)
 
     run = commands.add_parser("run", help="run the benchmark and write a report under reports/")
-    run.add_argument("--quick", action="store_true", help="small sizes and fewer seeds (under a minute)")
+    run.add_argument("--quick", action="store_true", help="small sizes and fewer seeds: a smoke run")
     run.add_argument(
         "--dataset",
         type=DatasetSpec.parse,

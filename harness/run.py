@@ -14,12 +14,14 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any, cast
 
+import psutil
+
 from harness.data.dialogue import SPEAKER_CAPTIONS, TurnFormat
 from harness.data.spec import DatasetSpec
 from harness.measure import experiments  # noqa: F401  (registers the experiments)
 from harness.measure.experiment_registry import RunContext, selected
 from harness.measure.plan import RunPlan
-from harness.output.progress import progress
+from harness.output.progress import RunProgress
 from harness.output.report import summary_table, write_report
 from harness.output.results import Machine, RunInfo, RunResults, Sections
 from harness.verdicts.claims import UNMEASURED, evaluate
@@ -51,10 +53,15 @@ def run_benchmark(
     run_id = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
     out = out or REPORTS / run_id
     encoders = _encoders((encoder,) if encoder else plan.encoders)
-    context = RunContext(plan, encoders, dataset, systems, corpus, turn_format, stream_size, progress)
+    context = RunContext(plan, encoders, dataset, systems, corpus, turn_format, stream_size)
+    chosen = selected(context.data, only)
+    context.chosen = tuple(e.name for e in chosen)
+    progress = RunProgress({e.name: e.work(context) for e in chosen})
+    context.progress = progress
     sections: dict[str, list[Any]] = defaultdict(list)
-    for chosen in selected(context.data, only):
-        sections[chosen.section] += chosen.run(context)
+    for experiment in chosen:
+        with progress.experiment(experiment.name):
+            sections[experiment.section] += experiment.run(context)
     info = RunInfo(
         id=run_id,
         started=datetime.fromtimestamp(started, UTC).isoformat(),
@@ -67,6 +74,9 @@ def run_benchmark(
         encoders={name: e.name for name, e in encoders.items()},
         dataset=None if dataset is None else str(dataset),
         dataset_info=context.dataset_info,
+        load_average=psutil.getloadavg(),
+        took=progress.taken,
+        planned=progress.planned,
     )
     results = RunResults(run=info, **cast(Sections, sections))
     claims, targets = evaluate(results)
@@ -76,6 +86,7 @@ def run_benchmark(
     report = write_report(out, results)
     print(summary_table(results) if results.claims or results.targets else "")
     print(f"\nreport: {report}")
+    print(progress.summary(info.load_average))
     return report, results
 
 

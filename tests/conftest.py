@@ -8,10 +8,31 @@ import socket
 import pytest
 
 from reference.encoders import MockEncoder
+from tests.reliability.counts import REPORT as RELIABILITY_REPORT
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 SLOW_SUITES = ("tests/reliability/", "tests/integration/test_cli.py", "tests/integration/test_sleep_concurrency.py")
 """Crash, soak, fuzz, churn, the CLI's benchmark runs and the sleep races: most of the suite's time."""
+
+
+@pytest.hookimpl(trylast=True)  # after the tmp_path plugin has made its factory
+def pytest_configure(config: pytest.Config) -> None:
+    """Before any worker starts (xdist workers inherit the environment): the reliability counts go to this session's
+    temporary folder unless MAGBENCH_RELIABILITY_REPORT names a file, and ir_datasets (which ranx imports) makes its
+    folders there instead of in the home directory."""
+    if hasattr(config, "workerinput"):  # an xdist worker: the controller has chosen
+        return
+    session = config._tmp_path_factory.getbasetemp()
+    os.environ.setdefault(RELIABILITY_REPORT, str(session / "reliability.json"))
+    os.environ.setdefault("IR_DATASETS_HOME", str(session / "ir_datasets"))
+    os.environ.setdefault("IR_DATASETS_TMP", str(session / "ir_datasets-tmp"))
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """Name the reliability counts when this session wrote them."""
+    report = os.environ.get(RELIABILITY_REPORT)
+    if report and os.path.exists(report):
+        terminalreporter.write_line(f"reliability counts (what each reliability test ran): {report}")
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

@@ -14,7 +14,7 @@ import numpy as np
 
 from harness.data.corpus import Corpus
 from harness.data.evalset import EvalSet
-from harness.output.progress import progress
+from harness.output.progress import Progress, silent
 from reference.encoders import Encoder
 
 CACHE = Path("datasets") / "cache"
@@ -44,9 +44,21 @@ def encode_evalset(evalset: EvalSet, encoder: Encoder, *, cache: Path | None = C
     return evalset.with_vectors(docs, queries)
 
 
-def encode_corpus(corpus: Corpus, encoder: Encoder, *, cache: Path | None = CACHE, chunk: int = 2048) -> np.ndarray:
+def corpus_cache(corpus: Corpus, encoder: Encoder, cache: Path | None = CACHE) -> Path | None:
+    """Where the corpus's vectors are cached (None: not cached)."""
+    return None if cache is None else cache / f"corpus-{corpus.name}-{encoder.name}-{corpus.fingerprint}.npy"
+
+
+def encode_corpus(
+    corpus: Corpus,
+    encoder: Encoder,
+    *,
+    cache: Path | None = CACHE,
+    chunk: int = 2048,
+    progress: Progress = silent,
+) -> np.ndarray:
     """Unit vectors of every passage, encoded once per (corpus, encoder) and cached; progress per chunk."""
-    path = None if cache is None else cache / f"corpus-{corpus.name}-{encoder.name}-{corpus.fingerprint}.npy"
+    path = corpus_cache(corpus, encoder, cache)
     if path is not None and path.is_file():
         cached: np.ndarray = np.load(path)
         return cached

@@ -4,7 +4,8 @@ experiments from the registry (`selected`) instead of naming them in code.
 
 An experiment is a function of the `RunContext`, which holds what every experiment of a run reads: the plan,
 the data asked for, the encoders, the progress display, and the real-text corpus, loaded once for the
-experiments that share it.
+experiments that share it. It also says how long it plans to take (`work`), so that a run can tell its time left
+from its start (`harness.output.progress.RunProgress`).
 """
 
 from __future__ import annotations
@@ -42,6 +43,8 @@ class RunContext:
     stream_size: int | None = None
     progress: Progress = silent
     dataset_info: dict[str, Any] = field(default_factory=dict)
+    chosen: tuple[str, ...] = ()
+    """The experiments this run runs, by name (what one plans may depend on what runs before it)."""
 
     def __post_init__(self) -> None:
         if self.systems:
@@ -93,22 +96,30 @@ class Experiment:
     """The runs it belongs to."""
     measures: str
     run: Callable[[RunContext], list[Any]]
+    work: Callable[[RunContext], float]
+    """Its planned seconds for this run's plan and data on the machine the defaults were measured on (a run learns
+    its own machine's pace as it goes)."""
 
 
 EXPERIMENTS: dict[str, Experiment] = {}
 """Every registered experiment by name, in the order a run runs them."""
 
 
+UNPLANNED = 30.0
+"""The planned seconds of an experiment that does not say (`work`)."""
+
+
 def experiment(
-    name: str, *, section: str, data: Sequence[Data]
+    name: str, *, section: str, data: Sequence[Data], work: Callable[[RunContext], float] = lambda _: UNPLANNED
 ) -> Callable[[Callable[[RunContext], list[Any]]], Callable[[RunContext], list[Any]]]:
-    """Register the decorated function as an experiment; its docstring's first line says what it measures."""
+    """Register the decorated function as an experiment; its docstring's first line says what it measures, `work`
+    how many seconds it plans to take."""
 
     def register(run: Callable[[RunContext], list[Any]]) -> Callable[[RunContext], list[Any]]:
         if name in EXPERIMENTS:
             raise ValueError(f"experiment {name!r} is registered twice")
         measures = (run.__doc__ or "").strip().split("\n")[0]
-        EXPERIMENTS[name] = Experiment(name, section, frozenset(data), measures, run)
+        EXPERIMENTS[name] = Experiment(name, section, frozenset(data), measures, run, work)
         return run
 
     return register

@@ -26,6 +26,7 @@ from harness.data.generated import (
     updates_evalsets,
     vectors_evalset,
 )
+from harness.measure import work
 from harness.measure.experiment_registry import RunContext, experiment
 from harness.measure.metrics import (
     agreement,
@@ -36,7 +37,7 @@ from harness.measure.metrics import (
     recall_at_k,
     update_scores,
 )
-from harness.measure.plan import DIALOGUE_SYSTEMS, GROUPING_SYSTEMS, REGIMES, RunPlan
+from harness.measure.plan import DIALOGUE_SYSTEMS, GROUPING_SYSTEMS, NEEDLE_DOCS, NEEDLES, REGIMES, RunPlan
 from harness.measure.runbooks import agent_loop as loop_runbook
 from harness.measure.runbooks import agent_stream, dialogue_replay, expiring_stream
 from harness.measure.runner import Job, built, group_labels, measure_together, ranked_until
@@ -75,15 +76,15 @@ def _job(plan: RunPlan, system: str, evalset: EvalSet, encoder: str, *, sweep: b
     return Job(system, evalset, encoder, sweep=sweep, slow_down=slow_down, decides=decides_a_verdict(section, system))
 
 
-@experiment("scaling", section="scaling", data=["default"])
+@experiment("scaling", section="scaling", data=["default"], work=work.scaling)
 def scaling(context: RunContext) -> list[Measurement]:
-    """Latency and recall vs exact search as memory grows, over clustered vectors (100 topics at every size)."""
+    """Latency and recall vs exact search as memory grows, over clustered vectors (as many topics at every size)."""
     return _scaling(context.plan, context.plan.systems, context.progress, regime="fixed")
 
 
-@experiment("growing", section="growing", data=["default"])
+@experiment("growing", section="growing", data=["default"], work=work.growing)
 def growing(context: RunContext) -> list[Measurement]:
-    """Latency and recall as memory grows with its topics (one cluster per 1,000 vectors)."""
+    """Latency and recall as memory grows with its topics (clusters of one size, more of them)."""
     plan = context.plan
     return _scaling(plan, tuple(s for s in plan.growing_systems if s in plan.systems), context.progress, "growing")
 
@@ -105,20 +106,20 @@ def _scaling(plan: RunPlan, systems: tuple[str, ...], progress: Progress, regime
     return _timed(plan, jobs, progress, f"scaling ({regime})")
 
 
-@experiment("needles", section="needles", data=["default"])
+@experiment("needles", section="needles", data=["default"], work=work.needles)
 def needles(context: RunContext) -> list[Measurement]:
-    """The published case (200 documents, 5 needles, top 3) over several seeds and encoders."""
+    """The published case (a haystack with needles, top 3) over several seeds and encoders."""
     plan = context.plan
     results: list[Measurement] = []
     for encoder_name, encoder in context.encoders.items():
         for seed in context.progress(plan.needle_seeds, f"needles ({encoder_name})"):
-            evalset = encode_evalset(needles_evalset(200, 5, seed=seed), encoder)
+            evalset = encode_evalset(needles_evalset(NEEDLE_DOCS, NEEDLES, seed=seed), encoder)
             jobs = [_job(plan, system, evalset, encoder_name) for system in plan.needle_systems]
             results += _timed(plan, jobs)
     return results
 
 
-@experiment("grouping", section="grouping", data=["default"])
+@experiment("grouping", section="grouping", data=["default"], work=work.grouping)
 def grouping(context: RunContext) -> list[GroupingRow]:
     """ARI / NMI of each grouping system against the true topics of a topic haystack."""
     rows = []
@@ -141,7 +142,7 @@ def grouping(context: RunContext) -> list[GroupingRow]:
     return rows
 
 
-@experiment("judges", section="judges", data=["default"])
+@experiment("judges", section="judges", data=["default"], work=work.judges)
 def judges(context: RunContext, *, per_kind: int = 30, seeds: tuple[int, ...] = (0, 1, 2)) -> list[JudgeRow]:
     """Each available conflict judge's precision and recall on the labelled contradiction pairs."""
     from harness.data.generators.contradictions import contradiction_pairs
@@ -166,7 +167,7 @@ def judges(context: RunContext, *, per_kind: int = 30, seeds: tuple[int, ...] = 
     return rows
 
 
-@experiment("beir", section="beir", data=["beir"])
+@experiment("beir", section="beir", data=["beir"], work=work.dataset)
 def beir(context: RunContext) -> list[Measurement]:
     """Any BEIR-format directory: recall@10, MRR and nDCG@10 from its qrels, with latency."""
     assert context.dataset is not None
@@ -176,11 +177,11 @@ def beir(context: RunContext) -> list[Measurement]:
     return _timed(context.plan, jobs, context.progress, f"BEIR {evalset.name}")
 
 
-@experiment("realtext", section="realtext", data=["default", "beam"])
+@experiment("realtext", section="realtext", data=["default", "beam"], work=work.realtext)
 def realtext(context: RunContext) -> list[Measurement]:
     """Recall against exact search and latency on real text (held-out passages as vector queries)."""
     plan, corpus, encoder = context.plan, context.corpus, context.text_encoder
-    vectors = encode_corpus(corpus, encoder)
+    vectors = encode_corpus(corpus, encoder, progress=context.progress)
     room = len(corpus.passages) - plan.realtext_queries
     sizes = sorted({*(n for n in plan.realtext_sizes if n < room), room})
     jobs = []
@@ -207,11 +208,11 @@ def _corpus_info(corpus: Corpus, measured: list[Measurement]) -> dict[str, Any]:
     return facts | ({"sha256": corpus.sha256} if corpus.sha256 else {})
 
 
-@experiment("streaming", section="streaming", data=["default", "beam"])
+@experiment("streaming", section="streaming", data=["default", "beam"], work=work.streaming)
 def streaming(context: RunContext) -> list[StreamRow]:
     """Writes, deletes and searches interleaved over real text in its written order (a streaming runbook)."""
     plan, corpus, encoder = context.plan, context.corpus, context.text_encoder
-    vectors = encode_corpus(corpus, encoder)
+    vectors = encode_corpus(corpus, encoder, progress=context.progress)
     room = len(corpus.passages) - plan.stream_queries
     whole = len(corpus.passages) if context.data == "beam" else plan.stream_cells  # BEAM: every passage
     cells = min(room, context.stream_size or whole)
@@ -221,7 +222,7 @@ def streaming(context: RunContext) -> list[StreamRow]:
     return run_streams(book, data, plan.stream_systems, encoder.name, context.progress, options)
 
 
-@experiment("expiring-stream", section="streaming", data=["default", "beam"])
+@experiment("expiring-stream", section="streaming", data=["default", "beam"], work=work.expiring_stream)
 def expiring(context: RunContext) -> list[StreamRow]:
     """Replaces and expiry over real text in its written order (big-ann-benchmarks' expiration-time runbooks)."""
     plan, corpus, encoder = context.plan, context.corpus, context.text_encoder
@@ -233,7 +234,7 @@ def expiring(context: RunContext) -> list[StreamRow]:
     return run_streams(book, data, plan.stream_systems, encoder.name, context.progress, options)
 
 
-@experiment("agent-loop", section="streaming", data=["default"])
+@experiment("agent-loop", section="streaming", data=["default"], work=work.agent_loop)
 def agent_loop(context: RunContext) -> list[StreamRow]:
     """The agent's loop: write a turn, search for it, search again (synthetic notes, the mock encoder)."""
     plan = context.plan
@@ -244,7 +245,7 @@ def agent_loop(context: RunContext) -> list[StreamRow]:
     return run_streams(book, data, plan.loop_systems, encoder.name, context.progress)
 
 
-@experiment("serving", section="serving", data=["default"])
+@experiment("serving", section="serving", data=["default"], work=work.serving)
 def serving(context: RunContext) -> list[ServingRow]:
     """Many clients at once making agents' memory calls: the engine in process and through its MCP server."""
     from harness.measure.serving import serving_rows
@@ -253,7 +254,7 @@ def serving(context: RunContext) -> list[ServingRow]:
     return serving_rows(plan.serving_clients, plan.serving_calls, context.progress)
 
 
-@experiment("concurrency", section="concurrency", data=["default"])
+@experiment("concurrency", section="concurrency", data=["default"], work=work.concurrency)
 def concurrency(context: RunContext) -> list[ConcurrencyRow]:
     """QPS and p50 / p99 of 1–8 clients at once, searches alone and while writing, in process and through servers."""
     from harness.measure.concurrency import concurrency_rows
@@ -270,7 +271,7 @@ def concurrency(context: RunContext) -> list[ConcurrencyRow]:
     )
 
 
-@experiment("filtered", section="filtered", data=["default"])
+@experiment("filtered", section="filtered", data=["default"], work=work.filtered)
 def filtered(context: RunContext) -> list[FilterRow]:
     """Recall and latency of searches filtered to 1 % and 99 % of the documents, and in a scope of 1 %."""
     from harness.measure.filtered import filtered_rows
@@ -310,7 +311,7 @@ BULK, WHEN_DUE, AT_THE_END = "bulk", "online: when due", "online: at the end"
 by turn, the question asked as soon as its last evidence turn is written; turn by turn, asked at the end."""
 
 
-@experiment("dialogue", section="dialogue", data=["dialogue"])
+@experiment("dialogue", section="dialogue", data=["dialogue"], work=work.dataset)
 def dialogue(context: RunContext, *, k: int = 10) -> list[DialogueRow]:
     """Evidence recall per question of a dialogue benchmark, loaded in bulk and replayed online.
 
@@ -431,7 +432,7 @@ def _sessions(turns: list[str], session_of: Mapping[str, str]) -> list[str]:
     return list(dict.fromkeys(session_of[t] for t in turns))
 
 
-@experiment("knowledge-update", section="updates", data=["default", "dialogue"])
+@experiment("knowledge-update", section="updates", data=["default", "dialogue"], work=work.knowledge_update)
 def knowledge_update(context: RunContext, *, k: int = 10) -> list[UpdateRow]:
     """Facts that changed: the share whose current version a search ranks above its older ones (top 10).
 

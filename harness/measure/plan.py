@@ -12,8 +12,17 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-REGIMES: dict[str, Callable[[int], int]] = {"fixed": lambda n: 100, "growing": lambda n: max(1, n // 1_000)}
+FIXED_CLUSTERS = 100
+"""Clusters at every size in the "fixed" regime."""
+GROWING_CLUSTER = 1_000
+"""Vectors per cluster in the "growing" regime."""
+REGIMES: dict[str, Callable[[int], int]] = {
+    "fixed": lambda n: FIXED_CLUSTERS,
+    "growing": lambda n: max(1, n // GROWING_CLUSTER),
+}
 """Clusters at size N, per scaling regime."""
+NEEDLE_DOCS, NEEDLES = 200, 5
+"""The published needle case: a haystack of 200 documents holding 5 needles."""
 
 SCALING_SYSTEMS = ("reference", "reference-chroma", "flat-numpy", "flat-chroma", "kmeans", "faiss-ivf", "faiss-hnsw")
 NEEDLE_SYSTEMS = ("reference", "reference-no-entities", "flat-chroma", "flat-numpy", "kmeans")

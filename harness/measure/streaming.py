@@ -9,8 +9,8 @@ untimed `Write` keeps every core). Every answer is checked (`checking.check_hits
 counted, and any such hit fails the system's row. A replace writes the new versions with `upsert` where a system
 has it, else as a delete and an add (timed together, as big-ann-benchmarks' systems replace). A system that cannot
 delete skips a runbook that deletes or replaces, with the reason. Before its first runbook in a process, each
-system runs a short untimed warm-up on a throwaway instance (`warm`), so that what a process pays once is not timed
-as the first system's first steps.
+system runs a short untimed warm-up on a throwaway instance (`runner.warm`), so that what a process pays once is
+not timed as the first system's first steps.
 """
 
 from __future__ import annotations
@@ -30,15 +30,12 @@ from harness.data.generators.vectors import exact_top_k
 from harness.measure.checking import check_documents, check_hits
 from harness.measure.metrics import threshold_recall
 from harness.measure.runbooks import Checkpoint, FindOwn, Forget, Replace, Runbook, Search, Sleep, Step, Write
-from harness.measure.runner import one_core, open_system
+from harness.measure.runner import one_core, open_system, warm
 from harness.output.progress import Progress, silent
 from harness.output.results import Operation, StreamCheckpoint, StreamRow
 from harness.protocol import DeletingSystem, Document, MemorySystem, Query, SearchHit, UpdatingSystem, vector_of
 
 K = 10
-WARM_CELLS = 1_500
-"""Cells a warm-up writes: enough that the engine probes its groups rather than searching flat."""
-_warmed: set[str] = set()
 
 
 def ground_truth(runbook: Runbook, data: EvalSet) -> dict[str, np.ndarray]:
@@ -105,6 +102,7 @@ def replay(
     }
     with tempfile.TemporaryDirectory(prefix=f"magbench-stream-{spec.replace(':', '_')}-") as workdir:
         system = open_system(spec, data, encoder=encoder, workdir=Path(workdir), options=options)
+        row["query"] = query_kind(system)
         try:
             if any(isinstance(s, Forget | Replace) for s in runbook.steps) and "delete" not in system.capabilities:
                 return StreamRow(system=system.name, queries=runbook.queries, skipped="cannot delete", **row), []
@@ -115,30 +113,10 @@ def replay(
             system.close()
 
 
-def warm(spec: str, data: EvalSet, encoder: str, options: Mapping[str, Any] | None = None) -> None:
-    """Once per system and process, untimed, on a throwaway instance: every operation a runbook times, over the
-    first `WARM_CELLS` cells of the stream (compiled kernels load from their cache on first use: the engine's
-    first write in a process took 286 ms against 9 ms for its second, its first text search 49 ms against 0.4,
-    and the first system of a streaming run was timed paying them)."""
-    if spec in _warmed:
-        return
-    _warmed.add(spec)
-    docs, query = data.docs[:WARM_CELLS], data.queries[0]
-    with tempfile.TemporaryDirectory(prefix="magbench-warm-") as workdir:
-        system = open_system(spec, data, encoder=encoder, workdir=Path(workdir), options=options)
-        try:
-            system.add(docs[:-1])
-            system.add(docs[-1:])
-            system.search(query, k=K)
-            if "update" in system.capabilities:
-                cast(UpdatingSystem, system).upsert([dataclasses.replace(docs[0], id=docs[1].id)])
-            if "delete" in system.capabilities:
-                cast(DeletingSystem, system).delete([docs[-1].id])
-            if "consolidate" in system.capabilities:
-                system.consolidate()  # type: ignore[attr-defined]
-            system.search(query, k=K)
-        finally:
-            system.close()
+def query_kind(system: MemorySystem) -> str:
+    """What a system searches by when a query carries both a text and a vector (its declared capabilities)."""
+    uses = (("text", "text"), ("vector", "vectors"))
+    return " + ".join(kind for kind, capability in uses if capability in system.capabilities)
 
 
 class _Walk:

@@ -16,7 +16,7 @@ from pydantic import TypeAdapter, ValidationError
 
 from harness.measure.metrics import Agreement, EvidenceScores, GroupStats, LatencyStats, UpdateScores, latency_stats
 from harness.measure.plan import RunPlan
-from harness.verdicts.confidence import best_of_passes, noisy
+from harness.verdicts.confidence import REFUTED, best_of_passes, noisy
 
 SCHEMA_VERSION = 3
 """3: the streaming section. 2: per-pass latencies (`pass_latencies_ns`), typed rows for every section.
@@ -212,6 +212,8 @@ class StreamRow:
     queries: int
     description: str = ""
     """What the runbook does (`Runbook.description`)."""
+    query: str = ""
+    """What the system searched by: "vector", "text" or "text + vector" (`streaming.query_kind`)."""
     operations: list[Operation] = field(default_factory=list)
     checkpoints: list[StreamCheckpoint] = field(default_factory=list)
     deleted_returned: int = 0
@@ -333,11 +335,22 @@ class Verdict:
     neighbours: tuple[str, ...] = ()
     """Verdicts a rerun of the same code may read instead: the figure stands at an edge between them
     (`confidence.Judgement`)."""
+    hoped: str = ""
+    """Why the claim not holding for this system is the hoped-for result (empty: holding is)."""
+    peer: bool = False
+    """A peer measured against one of the engine's targets for comparison, not a target of its own."""
+
+    @property
+    def as_hoped(self) -> bool:
+        """The claim does not hold, and that is the hoped-for result."""
+        return bool(self.hoped) and self.verdict == REFUTED
 
     @property
     def shown(self) -> str:
-        """The verdict as a report prints it, naming the verdicts it stands at the edge of."""
-        return f"{self.verdict} (at the edge of {' and '.join(self.neighbours)})" if self.neighbours else self.verdict
+        """The verdict as a report prints it: whether that is the hoped-for result, and the verdicts it stands at
+        the edge of."""
+        shown = f"{self.verdict} (as hoped)" if self.as_hoped else self.verdict
+        return f"{shown} (at the edge of {' and '.join(self.neighbours)})" if self.neighbours else shown
 
 
 @dataclass(frozen=True)
@@ -377,6 +390,12 @@ class RunInfo:
     encoders: dict[str, str]
     dataset: str | None = None
     dataset_info: dict[str, Any] = field(default_factory=dict)
+    load_average: tuple[float, float, float] | None = None
+    """The machine's load average over the last 1, 5 and 15 minutes when the run ended (None: not recorded)."""
+    took: dict[str, float] = field(default_factory=dict)
+    """Seconds each experiment took."""
+    planned: dict[str, float] = field(default_factory=dict)
+    """Seconds each experiment planned (`Experiment.work`)."""
 
     def data_differences(self, other: RunInfo) -> list[str]:
         """What differs between the data two runs measured: each fact of it both runs recorded but where it was

@@ -11,7 +11,8 @@ Where every document of a write has a "date" in its metadata (a dialogue session
 `MemoryConfig` fields. `sleep_after_add=True` runs one sleep pass after every add (its time counts
 as build time). `concept_labels=True` labels each document with its concept instead of its group
 (the grouping experiment). `text_queries=False` searches with the query vector alone (the
-dense-only path); a query without text (synthetic vector sets) is always a vector query.
+dense-only path, which then does not declare the "text" capability); a query without text (synthetic vector sets)
+is always a vector query.
 """
 
 from __future__ import annotations
@@ -73,7 +74,9 @@ class ReferenceSystem:
         self.sleep_after_add = sleep_after_add
         self.concept_labels = concept_labels
         self.date_context = date_context
-        self.capabilities = BASE_CAPABILITIES | ({"persist"} if persist or server else set())
+        self.capabilities = (BASE_CAPABILITIES - ({"text"} if not text_queries else set())) | (
+            {"persist"} if persist or server else set()
+        )
         encoder = _GivenVectorsOnly(context.dim)
         make_config: Callable[..., MemoryConfig] = MemoryConfig.prototype if preset == "prototype" else MemoryConfig
         chroma_groups = preset == "default" and config.get("group_backend") == "chroma"
@@ -90,6 +93,9 @@ class ReferenceSystem:
         self._setting = tuple(sorted(self._default_params.items()))
         self._reads: dict[tuple[tuple[str, Any], ...], list[float]] = {}
         """Searches and vector bytes read in each query setting (the engine counts them over all settings)."""
+        self._counts_bytes = self.memory.config.group_backend == "numpy" and self.memory.config.probing == "budget"
+        """The engine counts the bytes of its compiled probe and of flat searches; Chroma's group collections read
+        their own index, and the seed's fixed group count searches groups uncounted."""
         self._counted = (0, 0.0)
 
     def add(self, docs: Sequence[Document]) -> None:
@@ -168,10 +174,14 @@ class ReferenceSystem:
         return [concept_of[group] for group in groups]
 
     def describe(self) -> dict[str, Any]:
-        """Figures a report shows next to this system's results; bytes read per search are the current setting's."""
+        """Figures a report shows next to this system's results; bytes read per search are the current setting's
+        (none where the engine does not count them)."""
         self._tally()
         searches, read = self._reads[self._setting]
-        return {**self.memory.stats().as_dict(), "bytes_read_per_search": read / searches if searches else 0.0}
+        stats = self.memory.stats().as_dict()
+        if not self._counts_bytes:
+            return {key: value for key, value in stats.items() if key != "bytes_read_per_search"}
+        return {**stats, "bytes_read_per_search": read / searches if searches else 0.0}
 
     def close(self) -> None:
         self.memory.close()

@@ -59,10 +59,24 @@ class Estimate:
     high: float
 
     def text(self, unit: str = "", digits: int = 2) -> str:
-        return f"{self.value:.{digits}f}{unit} (95% CI {self.low:.{digits}f}–{self.high:.{digits}f}{unit})"
+        """"1.23× (95% CI 1.10–1.40×)": with up to two more digits while the interval's ends would read alike
+        ("within ±…" when they still do), and "to" between ends that carry a minus sign."""
+        places = next((d for d in range(digits, digits + 3) if round(self.low, d) != round(self.high, d)), None)
+        if places is None:
+            most = digits + 2
+            return f"{_signed(self.value, most)}{unit} (95% CI within ±{0.5 * 10**-most:.{most + 1}f}{unit})"
+        low, high = _signed(self.low, places), _signed(self.high, places)
+        between = " to " if low.startswith("−") or high.startswith("−") else "–"
+        return f"{_signed(self.value, places)}{unit} (95% CI {low}{between}{high}{unit})"
 
     def scaled(self, factor: float) -> Estimate:
         return Estimate(self.value * factor, self.low * factor, self.high * factor)
+
+
+def _signed(value: float, digits: int) -> str:
+    """A figure with a true minus sign (a hyphen reads as a dash between an interval's ends), none on a zero."""
+    rounded = round(value, digits) + 0.0  # -0.0 + 0.0 is 0.0
+    return f"{rounded:.{digits}f}".replace("-", "−")
 
 
 @dataclass(frozen=True)

@@ -54,12 +54,14 @@ def test_quick_run_writes_a_full_report(quick_run):
         "claims.csv",
         "latency_vs_n.png",
         "recall_vs_latency.png",
-        "streaming.csv",
+        "streaming-agent-stream.csv",
+        "streaming-agent-loop.csv",
         "streaming.png",
     ):
         assert (out / name).is_file(), name
     report = (out / "report.md").read_text()
-    assert "## Published claims" in report and "needles-5of5" in report
+    assert report.index("## Reading") < report.index("### Published claims") < report.index("## Details")
+    assert "needles-5of5" in report and "NOT MEASURED" in report  # a quick run cannot judge the growth claims
     results = json.loads((out / "results.json").read_text())
     assert results["schema"] == 3 and results["run"]["machine"]["cpus"] >= 1
     assert results["run"]["plan"]["sizes"] == [1000, 10000] and results["run"]["plan"]["passes"] == 3
@@ -76,7 +78,8 @@ def test_quick_run_writes_a_full_report(quick_run):
     assert streamed == {(book, s) for s in STREAM_SYSTEMS for book in ("agent-stream", "expiring-stream")} | {
         ("agent-loop", s) for s in LOOP_SYSTEMS
     }
-    assert "## Streaming" in report and "agent-loop" in report
+    assert all(f"### Streaming: `{book}`" in report for book in ("agent-stream", "expiring-stream", "agent-loop"))
+    assert "the run took" in done.stdout and "load average" in done.stdout  # what it took, printed by the run
 
 
 @pytest.fixture(scope="module")
@@ -100,6 +103,7 @@ def test_compare_a_run_with_itself_passes_and_with_a_slowed_system_fails(beir_ru
     base, slowed = beir_runs
     same = magbench("compare", str(base), str(base))
     assert same.returncode == 0 and "0 regression(s)" in same.stdout and "Verdicts that changed" not in same.stdout
+    assert "| measurement" not in same.stdout  # no empty table when nothing changed
     failed = magbench("compare", str(base), str(slowed))
     assert failed.returncode == 1 and "REGRESSION" in failed.stdout
     assert re.search(r"regression\(s\) beyond noise and tolerance: .*beir:reference", failed.stdout), failed.stdout
@@ -165,6 +169,8 @@ def test_a_run_shows_each_step_with_elapsed_time_when_not_on_a_terminal(quick_ru
     _, done = quick_run  # captured output is not a terminal
     steps = [line for line in done.stderr.splitlines() if re.match(r"\[\s*\d+\.\d s\] ", line)]
     assert any("scaling (fixed): build: kmeans N=10,000" in line for line in steps), done.stderr[-2000:]
+    counted = [line for line in steps if re.search(r"\(\d+/\d+; |still running", line)]
+    assert counted and all(re.search(r"; run: about (\d+ h )?\d+ (s|min) left\)", line) for line in counted)
     assert any("scaling (fixed): timing passes over" in line for line in steps)
     assert any("real text" in line for line in steps)
 

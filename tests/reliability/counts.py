@@ -1,19 +1,23 @@
-"""Each reliability test records what it ran (trials, operations, inputs) in reports/reliability.json."""
+"""Each reliability test records what it ran (trials, operations, inputs) in one JSON file: the file
+MAGBENCH_RELIABILITY_REPORT names (by default in the test session's temporary folder, `tests/conftest.py`)."""
 
 from __future__ import annotations
 
 import fcntl
 import json
+import os
 from pathlib import Path
 from typing import Any
 
-REPORT = Path(__file__).resolve().parents[2] / "reports" / "reliability.json"
+REPORT = "MAGBENCH_RELIABILITY_REPORT"
+"""The variable that names the file."""
 
 
 def record(test: str, **counts: Any) -> None:
-    REPORT.parent.mkdir(exist_ok=True)
-    with open(REPORT.with_suffix(".lock"), "w") as lock:
+    report = Path(os.environ[REPORT])
+    report.parent.mkdir(parents=True, exist_ok=True)
+    with open(report.with_suffix(".lock"), "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # xdist workers write concurrently
-        data = json.loads(REPORT.read_text()) if REPORT.exists() else {}
+        data = json.loads(report.read_text()) if report.exists() else {}
         data[test] = counts
-        REPORT.write_text(json.dumps(data, indent=1, sort_keys=True))
+        report.write_text(json.dumps(data, indent=1, sort_keys=True))

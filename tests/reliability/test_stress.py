@@ -1,6 +1,6 @@
 """Stress: several writer and reader threads on one memory, in memory and on an embedded store, while sleep
 consolidates and applies supersessions. Every acknowledged write is what a later read returns, a deleted cell
-stays deleted, and a search in a scope returns only that scope; counts go to reports/reliability.json."""
+stays deleted, and a search in a scope returns only that scope; counts go to the reliability report (`counts.py`)."""
 
 from __future__ import annotations
 

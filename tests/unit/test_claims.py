@@ -171,3 +171,12 @@ def test_the_high_recall_target_judges_the_sweep_point_against_hnsw_and_ivf_at_e
     short = results(realtext=[*peers, measured("reference-dense", 51_551, 0.16, recall=0.96, params=target)])
     assert verdicts(short, "realtext-high-recall")["reference-dense"] == REFUTED  # fast, but below 0.97
     assert verdicts(results(realtext=peers), "realtext-high-recall")["reference-dense"] == UNMEASURED  # no sweep
+
+
+def test_the_engine_hopes_flat_rags_claim_fails_for_it_and_peers_are_no_targets():
+    [engine] = [v for v in CLAIMS[1].evaluate(RESULTS) if v.system == "reference"]
+    assert engine.verdict == REFUTED and engine.as_hoped and engine.shown == "NOT SUPPORTED (as hoped)"
+    [flat] = [v for v in CLAIMS[1].evaluate(RESULTS) if v.system == "flat-chroma"]
+    assert not flat.as_hoped and flat.shown == "NOT SUPPORTED"
+    fixed = next(c for c in TARGETS if c.id == "flat-latency-fixed")
+    assert {(v.system, v.peer) for v in fixed.evaluate(RESULTS)} == {("reference", False), ("faiss-ivf", True)}

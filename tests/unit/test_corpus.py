@@ -74,17 +74,3 @@ def test_held_out_queries_are_not_documents_and_their_truth_is_exact(stdlib):
     query = evalset.queries[0]
     scores = {d.id: float(d.vector @ query.vector) for d in evalset.docs}
     assert set(evalset.relevant()[0]) == set(sorted(scores, key=scores.get, reverse=True)[:10])
-
-
-def test_progress_off_a_terminal_prints_steps_and_a_heartbeat_during_a_long_step(monkeypatch, capsys):
-    import time
-
-    from harness.output import progress as module
-
-    monkeypatch.setattr(module, "HEARTBEAT", 0.05)
-    for _ in module.progress(["kmeans"], "scaling N=100,000"):
-        time.sleep(0.2)
-    lines = capsys.readouterr().err.splitlines()
-    assert "scaling N=100,000: kmeans (1/1)" in lines[0]
-    assert any("kmeans still running" in line for line in lines[1:-1])
-    assert lines[-1].endswith("scaling N=100,000: done")

@@ -2,12 +2,20 @@
 up, captions from the data, stable colours, compare that shows changes and refuses bad numbers."""
 
 import math
+import os
+import subprocess
+import sys
 
 import numpy as np
 import pytest
+from matplotlib.colors import to_rgb
 
-from harness.output.report import _color, _reading, _swept, _timing_lines
+from harness.measure.plan import REALTEXT_SYSTEMS, SCALING_SYSTEMS, STREAM_SYSTEMS
+from harness.output.plots import colour, marker
+from harness.output.reading import reading
+from harness.output.report import timing_lines
 from harness.output.results import ResultsFileError, RunResults, Verdict
+from harness.output.sections.timed import swept
 from harness.verdicts.claims import _interval_words, evaluate
 from harness.verdicts.compare import compare, render
 from harness.verdicts.confidence import Estimate, estimate, noisy, unsettled
@@ -46,7 +54,7 @@ def test_the_report_names_noisy_measurements_that_decide_verdicts_and_counts_the
         scaling=[measured("flat-chroma", 1_000, 1.0, pass_factors=jumpy)],
         needles=[measured("reference", 200, 0.3, pass_factors=jumpy), measured("kmeans", 200, 0.1, pass_factors=jumpy)],
     )
-    lines = _timing_lines(results)
+    lines = timing_lines(results)
     [named] = [line for line in lines if line.startswith("- **noisy measurements**")]
     assert "scaling `flat-chroma` at 1,000: pass medians 1, 1.2, 1.1, 5.8, 6 ms" in named
     assert "needles" not in named
@@ -65,11 +73,19 @@ def test_ratios_and_their_intervals_use_the_same_words():
     assert _interval_words(Estimate(1.2, 0.8, 1.5)) == "(95% CI 1.2× slower to 1.5× faster)"
 
 
+def test_an_interval_reads_as_two_numbers_whatever_their_signs_and_however_narrow():
+    slope = Estimate(-0.0101, -0.0102, -0.0100).text()
+    assert slope == "−0.0101 (95% CI −0.0102 to −0.0100)"  # what the report printed: "-0.01 (95% CI -0.01–-0.01)"
+    assert Estimate(-0.01, -0.01, -0.01).text() == "−0.0100 (95% CI within ±0.00005)"
+    assert Estimate(1.234, 1.1, 1.4).text("×") == "1.23× (95% CI 1.10–1.40×)"
+
+
 def test_the_reading_counts_every_verdict_including_the_unmeasured():
     verdicts = [Verdict("c", "s", v, "", "", "") for v in ("SUPPORTED", "NOT MEASURED", "INCONCLUSIVE", "NOT MEASURED")]
-    [line, *_] = _reading([], verdicts)
-    assert "Of 4 targets verdicts, 1 are supported, 0 are not supported, 1 are inconclusive" in line
-    assert "and 2 were not measured" in line
+    [line, *_] = reading(RunResults(run=run_info(), targets=verdicts))
+    assert "4 verdicts, 1 holds, 0 do not, 1 cannot be told apart from the bar (within 10%)" in line
+    assert "and 2 were not measured by this run." in line
+    assert "Of 4" not in line
 
 
 def test_the_sweep_caption_names_what_each_system_sweeps():
@@ -79,14 +95,32 @@ def test_the_sweep_caption_names_what_each_system_sweeps():
         measured("faiss-ivf", 100, 1.0, params={"nprobe": 4}),
         measured("kmeans", 100, 1.0, params={"nprobe": 4}),
     ]
-    caption = _swept(rows)
+    caption = swept(rows)
     assert "`probe_per_sqrt_n` for reference" in caption and "`ef_search` for faiss-hnsw" in caption
     assert "`nprobe` for faiss-ivf, kmeans" in caption and "group_top_k" not in caption
 
 
-def test_a_system_keeps_its_colour_in_every_plot():
-    assert _color("faiss-ivf") == _color("faiss-ivf") != _color("flat-numpy")
-    assert _color("my_module:make") == _color("my_module:make")
+def test_a_system_keeps_its_colour_and_marker_in_every_plot_of_every_process():
+    names = ["faiss-ivf", "my_module:make", "other:factory", "plugins.engine:build", "x:y", "reference-turns"]
+    here = " ".join(f"{colour(name)}{marker(name)}" for name in names)
+    code = f"from harness.output.plots import colour, marker; print(*(colour(n) + marker(n) for n in {names}))"
+    for seed in ("1", "2"):  # Python's own hash() of a name differs from process to process
+        env = {**os.environ, "PYTHONHASHSEED": seed}
+        elsewhere = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+        assert elsewhere.stdout.strip() == here
+
+
+def test_the_systems_drawn_together_read_apart_and_on_white():
+    for drawn in (SCALING_SYSTEMS, REALTEXT_SYSTEMS, STREAM_SYSTEMS):
+        assert len({colour(s) for s in drawn}) == len(drawn)
+    for system in {*SCALING_SYSTEMS, *REALTEXT_SYSTEMS, *STREAM_SYSTEMS, "my_module:make"}:
+        assert _contrast_on_white(colour(system)) >= 3.0, system  # WCAG's floor for lines and marks
+
+
+def _contrast_on_white(colour_spec: str) -> float:
+    linear = [c / 12.92 if c <= 0.03928 else ((c + 0.055) / 1.055) ** 2.4 for c in to_rgb(colour_spec)]
+    luminance = 0.2126 * linear[0] + 0.7152 * linear[1] + 0.0722 * linear[2]
+    return 1.05 / (luminance + 0.05)
 
 
 def results_with(*rows, claims=()):

@@ -45,22 +45,39 @@ def test_unsettled_timing_gets_more_passes_up_to_the_cap(monkeypatch, factors, e
 
 
 def test_queries_are_timed_on_one_core_and_builds_are_not(monkeypatch):
-    """BLAS (and OpenMP) pools are held to one thread while queries are timed, as ann-benchmarks does."""
-    from threadpoolctl import threadpool_info
+    """BLAS (and OpenMP) pools are held to one thread while queries are timed, as ann-benchmarks does; a build
+    keeps every thread the process has (three here, so that one thread reads as a pin)."""
+    from threadpoolctl import threadpool_info, threadpool_limits
 
-    threads: dict[str, set[int]] = {"timed": set()}
-    timed = runner._run_queries
+    def blas_threads() -> set[int]:
+        return {pool["num_threads"] for pool in threadpool_info() if pool["user_api"] == "blas"}
+
+    threads: dict[str, set[int]] = {"timed": set(), "built": set()}
+    timed, opened = runner._run_queries, runner.open_system
 
     def run_queries(*args, **kwargs):
-        threads["timed"].update(pool["num_threads"] for pool in threadpool_info() if pool["user_api"] == "blas")
+        threads["timed"] |= blas_threads()
         return timed(*args, **kwargs)
 
+    def open_system(*args, **kwargs):
+        system = opened(*args, **kwargs)
+        add = system.add
+
+        def counted_add(docs):
+            threads["built"] |= blas_threads()
+            return add(docs)
+
+        system.add = counted_add
+        return system
+
     monkeypatch.setattr(runner, "_run_queries", run_queries)
-    outside = {pool["num_threads"] for pool in threadpool_info() if pool["user_api"] == "blas"}
+    monkeypatch.setattr(runner, "open_system", open_system)
     evalset = vectors_evalset(300, queries=25, dim=16, clusters=5)
-    measure_together([Job("flat-numpy", evalset, "vectors")], passes=2)
+    with threadpool_limits(limits=3, user_api="blas"):
+        measure_together([Job("flat-numpy", evalset, "vectors")], passes=2)
+        assert blas_threads() == {3}  # as it was before
     assert threads["timed"] == {1}
-    assert {pool["num_threads"] for pool in threadpool_info() if pool["user_api"] == "blas"} == outside
+    assert threads["built"] == {3}
 
 
 def test_each_setting_answers_all_its_queries_back_to_back_in_an_order_that_rotates(monkeypatch):

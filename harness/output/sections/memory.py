@@ -1,0 +1,271 @@
+"""What a memory finds: needles, grouping against true topics, conflict judges, dialogue evidence, BEIR."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import asdict
+from typing import Any
+
+from harness.measure.plan import NEEDLE_DOCS, NEEDLES
+from harness.measure.tokens import BUDGETS
+from harness.output.formats import share
+from harness.output.results import DialogueRow, Measurement, RunResults
+from harness.output.sections.common import P50, SIZE, SYSTEM
+from harness.output.tables import Table, column
+
+
+def needles_headline(results: RunResults) -> list[Table]:
+    rows = needle_rows(results.needles)
+    if not rows:
+        return []
+    return [
+        Table(
+            "needles-headline",
+            f"Needles: {NEEDLES} in a haystack of {NEEDLE_DOCS} documents",
+            "How many needles each system put in its top 3, over every haystack (seed) of each encoder.",
+            (SYSTEM, column("encoder", "encoder"), column("in the top 3", "found_at_3", "needles")),
+            rows,
+            csv=False,
+        )
+    ]
+
+
+def needles(results: RunResults) -> list[Table]:
+    rows = needle_rows(results.needles)
+    if not rows:
+        return []
+    return [
+        Table(
+            "needles",
+            f"Needles: {NEEDLE_DOCS} documents, {NEEDLES} needles each, per encoder",
+            "A needle is a fact carrying an entity (e-mail, URL, file, code, place) asked about by a question; it is "
+            "found at k when its document is among the first k hits. MRR: the mean of 1 / the needle's rank.",
+            (
+                SYSTEM,
+                column("encoder", "encoder"),
+                column("haystacks", "haystacks"),
+                column("needles", "needles"),
+                column("found at 1", "found_at_1"),
+                column("found at 3", "found_at_3"),
+                column("found at 10", "found_at_10"),
+                column("MRR", "mrr", format=share),
+            ),
+            rows,
+        )
+    ]
+
+
+def needle_rows(needles: Sequence[Measurement]) -> list[dict[str, Any]]:
+    rows = []
+    for system, encoder in sorted({(m.system, m.encoder) for m in needles}):
+        mine = [m for m in needles if (m.system, m.encoder) == (system, encoder)]
+        rows.append(
+            {
+                "system": system,
+                "encoder": encoder,
+                "haystacks": len(mine),
+                "needles": sum(m.queries for m in mine),
+                **{f"found_at_{k}": sum(m.found_at[k] for m in mine) for k in (1, 3, 10)},
+                "mrr": sum(m.mrr * m.queries for m in mine) / sum(m.queries for m in mine),
+            }
+        )
+    return rows
+
+
+def grouping(results: RunResults) -> list[Table]:
+    if not results.grouping:
+        return []
+    return [
+        Table(
+            "grouping",
+            "Grouping against true topics (topic haystack)",
+            "ARI and NMI: agreement of each system's groups with the true topics (1: the same partition). k-means is "
+            "given the true number of topics; the reference engine finds its groups online with no k "
+            "(`reference-slept`: after one sleep pass). Its groups are sized for search (about 0.5·√N cells), so a "
+            "topic spans several groups: homogeneity near 1 with low completeness means pure but fragmented "
+            "groups, which ARI penalises. `reference-concepts` scores the layer above the groups after the same "
+            "sleep: groups gathered by Ward linkage of their centroids, cut at the largest gap (no k given).",
+            (
+                SYSTEM,
+                column("encoder", "encoder"),
+                column("documents", "docs"),
+                column("ARI", "ari", format=share),
+                column("NMI", "nmi", format=share),
+                column("homogeneity", "homogeneity", format=share),
+                column("completeness", "completeness", format=share),
+                column("groups", "groups"),
+                column("size (min / median / max)", "size_min", "size_median", "size_max"),
+                column("singletons", "singletons"),
+            ),
+            [g.row() for g in results.grouping],
+        )
+    ]
+
+
+def judges(results: RunResults) -> list[Table]:
+    if not results.judges:
+        return []
+    rows = [asdict(j) | {"missed": _counts(j.missed), "false_alarms": _counts(j.false_alarms)} for j in results.judges]
+    return [
+        Table(
+            "judges",
+            "Conflict judges on labelled faker pairs",
+            "Each seed's pairs are contradicting, consistent or unrelated; a pair is flagged when the judge names it "
+            "a conflict. Precision and recall of the flags against the contradicting pairs; `missed` and `false "
+            "alarms` count pairs by kind.",
+            (
+                column("judge", "judge"),
+                column("seed", "seed"),
+                column("pairs", "pairs"),
+                column("precision", "precision", format=share),
+                column("recall", "recall", format=share),
+                column("missed", "missed"),
+                column("false alarms", "false_alarms"),
+            ),
+            rows,
+        )
+    ]
+
+
+def _counts(by_kind: dict[str, int]) -> str:
+    return ", ".join(f"{kind} {count}" for kind, count in by_kind.items() if count) or "none"
+
+
+def beir(results: RunResults) -> list[Table]:
+    """The whole table: a BEIR run measures nothing else."""
+    if not results.beir:
+        return []
+    return [
+        Table(
+            "beir",
+            f"BEIR-format dataset `{results.beir[0].dataset}`",
+            "Recall@10 divides by the number of relevant documents (BEIR, MTEB); capped recall by min(10, relevant). "
+            "MRR and nDCG@10 from the qrels' grades; p50 and p95 of one query on one core.",
+            (
+                SYSTEM,
+                column("encoder", "encoder"),
+                SIZE,
+                column("recall@10", "recall_at_10", format=share),
+                column("capped recall@10", "capped_recall_at_10", format=share),
+                column("MRR", "mrr", format=share),
+                column("nDCG@10", "ndcg_at_10", format=share),
+                P50,
+                column("p95 (ms)", "latency_p95_ms"),
+            ),
+            [m.row() for m in results.beir],
+        )
+    ]
+
+
+def dialogue_headline(results: RunResults) -> list[Table]:
+    rows = [r for r in results.dialogue if r.mode == "bulk" and r.granularity == "turn" and r.subset == "answerable"]
+    if not rows:
+        return []
+    return [
+        Table(
+            "dialogue-headline",
+            "Dialogue memory: answerable questions, every turn loaded first",
+            "Evidence retrieval at k = 10, turn level: recall = the share of a question's evidence turns found. "
+            "Every mode, level and category is under Dialogue memory below.",
+            DIALOGUE,
+            [dialogue_fields(r) for r in rows],
+            csv=False,
+        )
+    ]
+
+
+DIALOGUE = (
+    SYSTEM,
+    column("questions", "n"),
+    column("recall@10", "recall", format=share),
+    column("recall_any@10 (hit)", "recall_any", format=share),
+    column("recall_all@10", "recall_all", format=share),
+    column("MRR", "mrr", format=share),
+    column("nDCG@10", "ndcg", format=share),
+    column("p50 (ms)", "p50_ms"),
+    column("tokens (top 10)", "tokens_at_10"),
+    *(column(f"recall@10 within {budget:,} tokens", f"budget_{budget}", format=share) for budget in BUDGETS),
+)
+
+
+def dialogue(results: RunResults) -> list[Table]:
+    if not results.dialogue:
+        return []
+    return [
+        Table(
+            "dialogue",
+            "Dialogue memory: one memory per conversation, evidence retrieval at k = 10",
+            "recall = share of a question's evidence found; recall_any = hit@10 (some evidence found); recall_all "
+            "= all of it. Session level ranks sessions by their best turn. Questions with no answer in the memory "
+            "(adversarial, abstention) are reported apart; `all questions` includes them as published figures do. "
+            "`memory`: `bulk` loads every turn before the questions (the published setup); `online: when due` "
+            "writes the conversation turn by turn and asks each question as soon as its last evidence turn is "
+            "written (questions due while at most k turns are written are left out: any system finds them all); "
+            "`online: at the end` asks every question of that memory after its last turn. p50 of one search on one "
+            "core; an online row's is that of the searches taken between writes. `session (ranked)`: the first 10 "
+            "sessions of a deeper ranking, a session ranked by its best turn. `tokens (top 10)`: the tokens of a "
+            "question's top 10 hits, counted as the run's header says; `within N tokens`: evidence recall when hits "
+            "are taken in rank order until a context of N tokens is spent (memories loaded in bulk, from a deeper "
+            "ranking).",
+            (
+                SYSTEM,
+                column("memory", "memory"),
+                column("level", "level"),
+                column("subset", "questions"),
+                *DIALOGUE[1:],
+            ),
+            [dialogue_fields(r) for r in results.dialogue],
+        )
+    ]
+
+
+def dialogue_fields(row: DialogueRow) -> dict[str, Any]:
+    scores = row.scores
+    return {
+        "system": row.system,
+        "memory": row.mode,
+        "level": row.granularity,
+        "questions": row.subset,
+        "n": scores.queries,
+        "recall": scores.recall,
+        "recall_any": scores.recall_any,
+        "recall_all": scores.recall_all,
+        "mrr": scores.mrr,
+        "ndcg": scores.ndcg,
+        "p50_ms": row.latency_p50_ms,
+        "tokens_at_10": row.tokens_at_10,
+        **{f"budget_{budget}": recall for budget, recall in row.budget_recall.items()},
+    }
+
+
+def updates(results: RunResults) -> list[Table]:
+    if not results.updates:
+        return []
+    return [
+        Table(
+            "updates",
+            "Knowledge updates: facts that changed, the current version against the older ones (top 10)",
+            "Each question asks for a fact stated again later with a new value (generated dialogues and fact streams, "
+            "or a LongMemEval file's knowledge-update questions); its versions are the turns that stated it. "
+            "`current first`: the current version is in the top 10 above every older version (the headline); "
+            "`current@1`: the first hit is the current version; `current found` / `stale found`: the current / "
+            "some older version in the top 10. `memory` mode ranks by importance, recency and conflicts as well; "
+            "`slept`: after one sleep pass (the conflict judge records contradictions; the older cell of one loses "
+            "`superseded_penalty` in memory mode). The memory's clock reads the time of the questions.",
+            (
+                SYSTEM,
+                column("data", "data"),
+                column("mode", "mode"),
+                column("slept", "slept"),
+                column("facts", "facts"),
+                column("current first", "current_first", format=share),
+                column("current@1", "current_at_1", format=share),
+                column("current found", "current_found", format=share),
+                column("stale found", "stale_found", format=share),
+            ),
+            [
+                {"system": r.system, "data": r.data, "mode": r.mode, "slept": r.slept, **asdict(r.scores)}
+                for r in results.updates
+            ],
+        )
+    ]

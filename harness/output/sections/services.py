@@ -1,0 +1,117 @@
+"""A memory as a service: many clients at once (`concurrency`) and filtered searches (`filtered`)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from harness.output.formats import share
+from harness.output.results import ConcurrencyRow, FilterRow, RunResults
+from harness.output.sections.common import SYSTEM
+from harness.output.tables import Table, column
+
+
+def concurrency(results: RunResults) -> list[Table]:
+    if not results.concurrency:
+        return []
+    plan, cpus = results.run.plan, results.run.machine.cpus
+    return [
+        Table(
+            "concurrency",
+            f"Concurrency: 1–{max(plan.concurrency_levels)} clients at once against one system ({cpus} cores here)",
+            f"This machine has {cpus} cores: past that many clients, more clients can only queue. Each level searches "
+            f"for {plan.concurrency_seconds:g} s with every client at once, over {plan.concurrency_cells:,} agents' "
+            f"notes (mock-encoder vectors); then the same while {plan.concurrency_write_rate:g} cells a second are "
+            "written, one a write (`writing`: as achieved). QPS: every client's searches over the time from the "
+            "common start to the last answer; p50 / p99 of each search, its wait for the others included. Clients of "
+            "a system in process are threads, and a system that does not declare `threads` is guarded by a "
+            "readers–writer lock, as a server on it would be; the engine's MCP server (`reference-mcp`, searched by "
+            "text) and a Chroma server (`chroma-server`) are searched by client processes of their own. Recall@10 "
+            "is against exact dense search over the cells written before each search began (`reference` and "
+            "`reference-mcp` rank text queries by words too); `short`: answers with fewer than 10 hits. Each level is "
+            "one window of time: on a shared machine, a burst of other load moves a level's figures.",
+            (
+                SYSTEM,
+                column("clients", "clients"),
+                column("clients are", "transport"),
+                column("QPS", "qps"),
+                column("p50 / p99 (ms)", "p50_ms", "p99_ms"),
+                column("recall@10", "recall_at_10", format=share),
+                column("writing: writes/s", "writing_writes_per_s"),
+                column("writing: QPS", "writing_qps"),
+                column("writing: p99 (ms)", "writing_p99_ms"),
+                column("writing: recall@10", "writing_recall_at_10", format=share),
+                column("short", "short"),
+            ),
+            _concurrency_rows(results.concurrency),
+            plot="concurrency.png",
+        )
+    ]
+
+
+def filtered(results: RunResults) -> list[Table]:
+    if not results.filtered:
+        return []
+    return [
+        Table(
+            "filtered",
+            "Filtered search: metadata filters matching 1 % and 99 % of the documents, and a scope of 1 %",
+            f"{results.run.plan.filter_cells:,} clustered vectors, each of 100 owners holding 1 % (at random): the "
+            "owner in a document's metadata for systems that declare `filters`, as its scope for those that declare "
+            "`scopes`. Recall@10 against exact search over the matching documents; `outside`: hits the restriction "
+            "does not match (any fails the row). Timed on one core like the scaling table.",
+            (
+                SYSTEM,
+                column("case", "case"),
+                column("restriction", "restriction"),
+                column("matching", "matching"),
+                column("recall@10 vs exact over the matching", "recall_at_10", format=share),
+                column("p50 / p99 (ms)", "p50_ms", "p99_ms"),
+                column("status", "status"),
+            ),
+            [_filter_fields(r) for r in results.filtered],
+        )
+    ]
+
+
+def _concurrency_rows(rows: list[ConcurrencyRow]) -> list[dict[str, Any]]:
+    """One line per system and level: searches alone beside searches while writing."""
+    writing = {(r.system, r.clients): r for r in rows if r.writes_per_s}
+    table = []
+    for row in rows:
+        if row.writes_per_s:
+            continue
+        during = writing.get((row.system, row.clients))
+        fields: dict[str, Any] = {
+            "system": row.system,
+            "clients": row.clients,
+            "transport": row.transport,
+            "qps": row.qps,
+            "p50_ms": row.p50_ms,
+            "p99_ms": row.p99_ms,
+            "recall_at_10": row.recall_at_10,
+            "short": row.short + (during.short if during else 0),
+        }
+        if during is not None:
+            fields |= {
+                "writing_writes_per_s": during.writes_per_s,
+                "writing_qps": during.qps,
+                "writing_p99_ms": during.p99_ms,
+                "writing_recall_at_10": during.recall_at_10,
+            }
+        table.append(fields)
+    return table
+
+
+def _filter_fields(row: FilterRow) -> dict[str, Any]:
+    if row.skipped:
+        return {"system": row.system, "case": row.case, "status": f"skipped: {row.skipped}"}
+    return {
+        "system": row.system,
+        "case": row.case,
+        "restriction": row.restriction,
+        "matching": row.matching,
+        "recall_at_10": row.recall_at_10,
+        "p50_ms": row.p50_ms,
+        "p99_ms": row.p99_ms,
+        "status": f"FAILED: {row.outside} hits outside the restriction" if row.outside else "ok",
+    }

@@ -1,0 +1,136 @@
+"""The streams: each runbook's operations, recall and checkpoints."""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+from typing import Any
+
+from harness.output.formats import percent, share
+from harness.output.results import RunResults, StreamRow
+from harness.output.sections.common import SYSTEM
+from harness.output.tables import Table, column
+
+QUERIED_BY = column("queried by", "query")
+STREAM_RECALL = (
+    "recall@10 against the exact dense neighbours of each held-out query's vector among the cells live then (a "
+    "hit tied with the 10th neighbour counts). A system queried by text (`queried by` text or text + vector) "
+    "ranks by the query's words as well, so against dense neighbours it reads lower by design: a different "
+    "ranking, not lost neighbours (the engine's dense recall is `reference-dense`'s)."
+)
+OPERATIONS = {
+    "write": "write",
+    "delete": "delete",
+    "search_after_write": "first search after a write",
+    "search": "search",
+    "find_own": "find own cell",
+}
+"""The timed operations a streaming table shows (p50 / p99 in ms), in order, and what it calls them."""
+
+
+def streaming_headline(results: RunResults) -> list[Table]:
+    rows = [r for r in results.streaming if r.runbook == "agent-stream" and not r.skipped]
+    if not rows:
+        return []
+    columns = (
+        SYSTEM,
+        QUERIED_BY,
+        column("recall@10 at the end", "recall_end", format=share),
+        column("search p50 (ms)", "search_p50_ms"),
+        column("first search after a write p50 (ms)", "search_after_write_p50_ms"),
+        column("written (cells/s)", "written_per_s"),
+        column("status", "status"),
+    )
+    return [
+        Table(
+            "streaming-headline",
+            f"Streaming real text: {rows[0].cells:,} cells written, searched and deleted in turns",
+            f"The agent-stream runbook; {STREAM_RECALL} Every operation and checkpoint is under Streaming below.",
+            columns,
+            [stream_fields(r) for r in rows],
+            csv=False,
+        )
+    ]
+
+
+def streaming(results: RunResults) -> list[Table]:
+    tables = []
+    for runbook in dict.fromkeys(r.runbook for r in results.streaming):
+        rows = [r for r in results.streaming if r.runbook == runbook]
+        fields = [stream_fields(r) for r in rows]
+        kinds = [kind for kind in OPERATIONS if any(f"{kind}_p50_ms" in f for f in fields)]
+        columns = [SYSTEM, QUERIED_BY, column("cells", "cells")]
+        for kind in kinds:
+            columns.append(column(f"{OPERATIONS[kind]} (ms, p50 / p99)", f"{kind}_p50_ms", f"{kind}_p99_ms"))
+            if kind == "write":
+                columns.append(column("written (cells/s)", "written_per_s"))
+        if any("sleep_s" in f for f in fields):
+            columns.append(column("sleep (s, all passes)", "sleep_s"))
+        if any(r.checkpoints for r in rows):
+            columns.append(
+                column("recall@10 (min / mean / end)", "recall_min", "recall_mean", "recall_end", format=share)
+            )
+        if any("found_own_at_1" in f for f in fields):
+            columns.append(column("own cell first", "found_own_at_1", format=percent))
+        columns.append(column("status", "status"))
+        recall = f" Recall: {STREAM_RECALL}" if any(r.checkpoints for r in rows) else ""
+        tables.append(
+            Table(
+                f"streaming-{runbook}",
+                f"Streaming: `{runbook}`",
+                f"{rows[0].description}. Each system runs the runbook on its own, every operation timed on one core "
+                "after an untimed warm-up; the first search after a write, delete or sleep is counted apart from a "
+                f"search with none before it. A system that returns a deleted cell FAILS.{recall}",
+                columns,
+                fields,
+                plot="streaming.png" if runbook == "agent-stream" else "",
+            )
+        )
+    checkpoints = [
+        {"runbook": r.runbook, "system": r.system, **asdict(c)} for r in results.streaming for c in r.checkpoints
+    ]
+    if checkpoints:
+        tables.append(
+            Table(
+                "stream_checkpoints",
+                "Streaming: checkpoints",
+                "At each checkpoint every held-out query is answered back to back (`search p50`); `between writes "
+                "p50`: the searches taken between writes since the previous checkpoint. Recall@10 as above.",
+                (
+                    column("runbook", "runbook"),
+                    SYSTEM,
+                    column("checkpoint", "label"),
+                    column("written", "written"),
+                    column("live", "live"),
+                    column("recall@10 vs exact dense", "recall_at_10", format=share),
+                    column("search p50 (ms)", "search_p50_ms"),
+                    column("between writes p50 (ms)", "between_p50_ms"),
+                    column("deleted returned", "deleted_returned"),
+                ),
+                checkpoints,
+            )
+        )
+    return tables
+
+
+def stream_fields(row: StreamRow) -> dict[str, Any]:
+    """One system through one runbook: each kind of operation's p50 and p99 (ms), writes in cells/s, sleep's
+    total, recall at the worst checkpoint, averaged over every checkpoint (as big-ann-benchmarks reports it) and at
+    the last."""
+    fields: dict[str, Any] = {"runbook": row.runbook, "system": row.system, "query": row.query, "cells": row.cells}
+    if row.skipped:
+        return fields | {"status": f"skipped: {row.skipped}"}
+    for operation in row.operations:
+        if operation.kind == "sleep":
+            fields["sleep_s"] = operation.total_s
+        elif operation.kind in OPERATIONS:
+            stats = operation.latency
+            fields |= {f"{operation.kind}_p50_ms": stats.p50_ms, f"{operation.kind}_p99_ms": stats.p99_ms}
+            if operation.kind == "write":
+                fields["written_per_s"] = round(operation.cells_per_s)
+    if row.checkpoints:
+        recalls = [c.recall_at_10 for c in row.checkpoints]
+        fields |= {"recall_min": min(recalls), "recall_mean": row.mean_recall, "recall_end": recalls[-1]}
+    if row.runbook == "agent-loop":
+        fields["found_own_at_1"] = row.found_own_at_1
+    fields["status"] = f"FAILED: returned {row.deleted_returned} deleted cells" if row.deleted_returned else "ok"
+    return fields

@@ -1,0 +1,263 @@
+"""The timed sections: synthetic scaling (topics fixed, topics growing), query-parameter sweeps, real text."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from harness.measure.plan import FIXED_CLUSTERS, GROWING_CLUSTER
+from harness.measure.runner import WARMUP_QUERIES
+from harness.output.formats import percent, share
+from harness.output.results import Measurement, RunResults
+from harness.output.sections.common import P50, RECALL, SIZE, SYSTEM
+from harness.output.tables import Column, Table, column
+
+ESTIMATED = column("estimated recall", "estimated_recall", format=share)
+BYTES_READ = column("bytes read / search", "bytes_read_per_search")
+TIMED: tuple[Column, ...] = (
+    SYSTEM,
+    SIZE,
+    P50,
+    column("p95 (ms)", "latency_p95_ms"),
+    column("p99 (ms)", "latency_p99_ms"),
+    column("QPS (1 core)", "latency_qps"),
+    column("pass spread", "pass_spread", format=percent),
+    RECALL,
+    ESTIMATED,
+    BYTES_READ,
+    column("build (s)", "build_s"),
+    column("ingest (cells/s)", "ingest_per_s"),
+    column("RSS (bytes/cell)", "rss_bytes_per_doc"),
+    column("groups", "groups"),
+)
+SWEPT: tuple[Column, ...] = (SYSTEM, SIZE, column("setting", "param"), P50, RECALL, ESTIMATED, BYTES_READ)
+TIMING = (
+    f"Latency: one query's wall time around `search` on one core, each setting's queries back to back after "
+    f"{WARMUP_QUERIES} untimed warm-up queries, pooled over the timing passes (`pass spread`: the slowest pass's "
+    "median over the fastest's, minus one); QPS = 1 / mean latency."
+)
+BUILD = (
+    "Build: adding every cell, on every core, after an untimed warm-up build of the same system (what a process "
+    "pays once, such as loading compiled code, is not any size's build); RSS per cell is approximate (– where "
+    "resident memory shrank)."
+)
+BYTES = (
+    "`bytes read / search`: the vector bytes the engine's dense stage read per query (int8 codes of centroids and "
+    "cells, the float32 vectors it rescored; a flat search reads every float32 vector, 4 bytes per dimension); "
+    "– where a system does not count them."
+)
+ESTIMATE = (
+    "`estimated recall`: the engine's own estimate of its recall@10 (its cells as queries, against exact search "
+    "over what it holds), by which it chose its probe margin for its `target_recall`."
+)
+
+
+def _timed_rows(measurements: Sequence[Measurement]) -> list[dict[str, Any]]:
+    return [_fields(m.row(), TIMED) for m in measurements if not m.params]
+
+
+def _swept_rows(measurements: Sequence[Measurement]) -> list[dict[str, Any]]:
+    return [{**_fields(m.row(), SWEPT), "param": _params(m)} for m in measurements if m.params]
+
+
+def _fields(row: dict[str, Any], columns: Sequence[Column]) -> dict[str, Any]:
+    return {key: row.get(key, "") for c in columns for key in c.keys}
+
+
+def _params(m: Measurement) -> str:
+    return ", ".join(f"{k}={v}" for k, v in m.params.items())
+
+
+def _largest(measurements: Sequence[Measurement]) -> list[Measurement]:
+    """The default-setting measurements at the section's largest size."""
+    defaults = [m for m in measurements if not m.params]
+    largest = max((m.n_docs for m in defaults), default=0)
+    return [m for m in defaults if m.n_docs == largest]
+
+
+def _versus_exact(measurements: Sequence[Measurement]) -> list[dict[str, Any]]:
+    """Each system's p50 and recall, and how many times faster than exact search (flat-numpy) on the same data."""
+    exact = next((m for m in measurements if m.system == "flat-numpy"), None)
+    return [
+        {
+            "system": m.system,
+            "n_docs": m.n_docs,
+            "latency_p50_ms": m.latency.p50_ms,
+            "recall_at_10": m.recall_at_10,
+            "estimated_recall": m.describe.get("estimated_recall", ""),
+            "faster_than_exact": exact.latency.p50_ms / m.latency.p50_ms if exact and m.latency.p50_ms else "",
+            "build_s": m.build_s,
+        }
+        for m in measurements
+    ]
+
+
+VERSUS_EXACT = (
+    SYSTEM,
+    P50,
+    column("× faster than exact", "faster_than_exact"),
+    RECALL,
+    ESTIMATED,
+    column("build (s)", "build_s"),
+)
+
+
+def scaling_headline(results: RunResults) -> list[Table]:
+    rows = _largest(results.scaling)
+    if not rows:
+        return []
+    return [
+        Table(
+            "scaling-headline",
+            f"Synthetic clusters at N = {rows[0].n_docs:,}",
+            f"{FIXED_CLUSTERS} clustered topics, {rows[0].queries} queries, k = 10: p50 of one query on one core; "
+            "`× faster than exact`: flat-numpy's p50 over the system's; recall@10 against exact search. Every "
+            "size, the sweep and the units are under Scaling below.",
+            VERSUS_EXACT,
+            _versus_exact(rows),
+            csv=False,
+        )
+    ]
+
+
+def scaling(results: RunResults) -> list[Table]:
+    plan = results.run.plan
+    rows = _timed_rows(results.scaling)
+    if not rows:
+        return []
+    queries = results.scaling[0].queries
+    return [
+        Table(
+            "scaling",
+            "Scaling (synthetic)",
+            f"{FIXED_CLUSTERS} clustered topics at every N (spread {plan.spread}), {queries} held-out queries, "
+            f"k = 10; recall@10 against exact search over the same vectors. {TIMING} {BUILD} {BYTES} {ESTIMATE}",
+            TIMED,
+            rows,
+            plot="latency_vs_n.png",
+        )
+    ]
+
+
+def growing(results: RunResults) -> list[Table]:
+    rows = _timed_rows(results.growing)
+    if not rows:
+        return []
+    return [
+        Table(
+            "growing",
+            "Scaling when topics multiply (synthetic)",
+            f"One cluster per {GROWING_CLUSTER:,} vectors, so only the number of groups grows with N; otherwise as "
+            "Scaling above.",
+            TIMED,
+            rows,
+        )
+    ]
+
+
+def sweep(results: RunResults) -> list[Table]:
+    rows = _swept_rows(results.scaling)
+    if not rows:
+        return []
+    return [
+        Table(
+            "sweep",
+            "Query-parameter sweep at the largest size (synthetic)",
+            f"Each row is one setting of a system's query parameter ({swept(results.scaling)}); its default "
+            "setting is its row in the Scaling table. Recall@10 against exact search; p50 on one core.",
+            SWEPT,
+            rows,
+            notes=same_at_every_setting(results.scaling),
+            plot="recall_vs_latency.png",
+        )
+    ]
+
+
+def realtext_headline(results: RunResults) -> list[Table]:
+    rows = _largest(results.realtext)
+    if not rows:
+        return []
+    return [
+        Table(
+            "realtext-headline",
+            f"Real text at N = {rows[0].n_docs:,} passages",
+            f"{rows[0].queries} held-out passages as vector queries ({rows[0].encoder}), k = 10: p50 of one query on "
+            "one core; recall@10 against exact dense search (BM25 and hybrid-rrf rank by words too: their recall "
+            "shows how differently they rank). Every size and the sweep are under Real text below.",
+            VERSUS_EXACT,
+            _versus_exact(rows),
+            csv=False,
+        )
+    ]
+
+
+def realtext(results: RunResults) -> list[Table]:
+    rows = _timed_rows(results.realtext)
+    if not rows:
+        return []
+    return [
+        Table(
+            "realtext",
+            "Real text",
+            f"Passages of a corpus as cells, {results.realtext[0].queries} held-out passages as vector queries, "
+            "recall@10 against exact dense search. Real embeddings have no tight clusters. `reference-dense` is the "
+            "engine queried with the vector alone; BM25 ranks by words, so its recall against exact dense "
+            f"neighbours shows how differently it ranks. {TIMING} {BUILD} {BYTES} {ESTIMATE}",
+            TIMED,
+            rows,
+        )
+    ]
+
+
+def realtext_sweep(results: RunResults) -> list[Table]:
+    rows = _swept_rows(results.realtext)
+    if not rows:
+        return []
+    return [
+        Table(
+            "realtext_sweep",
+            "Real text: query-parameter sweep at the largest size",
+            f"Each row is one setting of a system's query parameter ({swept(results.realtext)}); recall@10 against "
+            "exact dense search, p50 on one core.",
+            SWEPT,
+            rows,
+            notes=same_at_every_setting(results.realtext),
+            plot="realtext_recall_vs_latency.png",
+        )
+    ]
+
+
+def swept(measurements: Sequence[Measurement]) -> str:
+    """Which parameter each system sweeps, from the measurements themselves."""
+    systems_of: dict[str, list[str]] = {}
+    for m in measurements:
+        for name in m.params:
+            mine = systems_of.setdefault(f"`{name}`", [])
+            if m.system not in mine:
+                mine.append(m.system)
+    return "; ".join(f"{name} for {', '.join(systems)}" for name, systems in systems_of.items()) or "none swept"
+
+
+def same_at_every_setting(measurements: Sequence[Measurement]) -> list[str]:
+    """A note for each system whose sweep read the same recall and bytes at every setting: no setting changed
+    what it searched, so its points coincide (and why, when its own estimate already met every recall target)."""
+    notes = []
+    for system, n in dict.fromkeys((m.system, m.n_docs) for m in measurements if m.params):
+        points = [m for m in measurements if (m.system, m.n_docs) == (system, n) and m.params]
+        read = {(m.recall_at_10, m.describe.get("bytes_read_per_search")) for m in points}
+        if len(points) < 2 or len(read) > 1:
+            continue
+        [name] = points[0].params
+        values = [m.params[name] for m in points]
+        note = (
+            f"`{system}` at N = {n:,} read the same recall@10 ({points[0].recall_at_10:.3f}) and bytes at every "
+            f"`{name}` ({min(values)}–{max(values)}): no setting changed what it searched"
+        )
+        estimates = [m.describe.get("estimated_recall") for m in points]
+        if name == "target_recall" and all(isinstance(e, float) and e >= max(values) for e in estimates):
+            note += (
+                f"; its estimated recall at its narrowest probe margin ({min(e for e in estimates if e):.3f}) "
+                "already meets every target, so none widens the probe"
+            )
+        notes.append(note + ".")
+    return notes
