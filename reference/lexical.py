@@ -31,6 +31,7 @@ import numpy as np
 
 from . import kernels
 from .cells import with_room
+from .scopes import by_code
 
 STOP_WORDS = frozenset(
     "a an and are as at be but by for if in into is it no not of on or such that the their then there these they "
@@ -217,7 +218,7 @@ class LexicalIndex:
         if not len(rows):
             return
         self._position = with_room(self._position, int(rows.max()) + 1)
-        for scope, members in _by_scope(scopes):
+        for scope, members in by_code(scopes):
             mine = rows[members]
             size = self._sizes.get(scope, 0)
             positions = np.arange(size, size + len(mine))
@@ -229,7 +230,7 @@ class LexicalIndex:
 
     def remove(self, rows: np.ndarray, texts: Sequence[str], scopes: np.ndarray) -> None:
         """Take rows out (their `texts` as indexed and their scope codes)."""
-        for scope, members in _by_scope(scopes):
+        for scope, members in by_code(scopes):
             index = self._scopes[scope]
             index.remove(self._position[rows[members]], [texts[i] for i in members.tolist()])
             if not len(index):  # a scope emptied starts again from nothing
@@ -260,16 +261,6 @@ class LexicalIndex:
         within = None if allowed is None else lambda positions: allowed(rows_of[positions])
         positions, scores = self._scopes[scope].search(text, depth, within)
         return rows_of[positions], scores
-
-
-def _by_scope(scopes: np.ndarray) -> list[tuple[int, np.ndarray]]:
-    """Each scope code with the positions (ascending) that hold it."""
-    codes = np.asarray(scopes, dtype=np.int64)
-    if not len(codes):
-        return []
-    order = np.argsort(codes, kind="stable")
-    starts = np.flatnonzero(np.r_[True, codes[order][1:] != codes[order][:-1]])
-    return [(int(codes[order[a]]), order[a:b]) for a, b in zip(starts.tolist(), [*starts[1:].tolist(), len(codes)])]
 
 
 def _build(rows: np.ndarray, terms: np.ndarray, lengths: np.ndarray) -> _Segment:
