@@ -53,6 +53,7 @@ class RunContext:
                 realtext_systems=self.systems,
                 stream_systems=self.systems,
                 loop_systems=self.systems,
+                tenant_systems=self.systems,
             )
 
     @property

@@ -28,11 +28,12 @@ from .experiment_registry import RunContext, experiment
 from .metrics import agreement, check_cutoff, evidence_scores, group_stats, latency_stats
 from .plan import DIALOGUE_SYSTEMS, GROUPING_SYSTEMS, REGIMES, RunPlan
 from .progress import Progress, silent
-from .results import DialogueRow, GroupingRow, JudgeRow, Measurement, ServingRow, StreamRow
+from .results import DialogueRow, GroupingRow, JudgeRow, Measurement, ServingRow, StreamRow, TenantRow
 from .runbooks import agent_loop as loop_runbook
 from .runbooks import agent_stream, dialogue_replay
 from .runner import Job, group_labels, measure_together
 from .streaming import replay, run_streams
+from .tenants import run_tenants, tenant_data, tenant_runbook
 
 SECTION_OF_REGIME = {"fixed": "scaling", "growing": "growing"}
 """The results section a scaling regime fills."""
@@ -205,6 +206,14 @@ def agent_loop(context: RunContext) -> list[StreamRow]:
     data = encode_evalset(notes, encoder, cache=None)  # hashing is cheaper than the cache
     book = loop_runbook(plan.loop_cells, plan.loop_rounds, len(data.queries))
     return run_streams(book, data, plan.loop_systems, encoder.name, context.progress)
+
+
+@experiment("multi-tenant", section="tenants", data=["default"])
+def multi_tenant(context: RunContext) -> list[TenantRow]:
+    """Many users in one memory: interleaved writes, then one scope's searches against its cells alone."""
+    plan = context.plan
+    book = tenant_runbook(plan.tenant_scopes, plan.tenant_cells)
+    return run_tenants(book, tenant_data(book), plan.tenant_systems, "vectors", context.progress)
 
 
 @experiment("serving", section="serving", data=["default"])

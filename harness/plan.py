@@ -89,6 +89,10 @@ class RunPlan:
     serving_clients: int = 8
     serving_calls: int = 200
     """Calls each client of the serving experiment makes (`serving.client_script`)."""
+    tenant_scopes: int = 500
+    """Scopes of the multi-tenant runbook (`tenants.py`; `--tenants`), each of `tenant_cells` cells."""
+    tenant_cells: int = 100
+    tenant_systems: tuple[str, ...] = ("reference",)
     passes: int = 5
     """Timing passes over every system of a regime, interleaved (see `runner.measure_together`)."""
     max_passes: int = 12
@@ -110,6 +114,7 @@ class RunPlan:
             loop_rounds=10,
             serving_clients=4,
             serving_calls=50,
+            tenant_scopes=50,
             passes=3,
             max_passes=3,
         )

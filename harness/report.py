@@ -79,6 +79,7 @@ def write_report(out: Path, results: RunResults) -> Path:
         ],
         "judges": [asdict(j) for j in results.judges],
         "serving": [asdict(row) for row in results.serving],
+        "tenants": [row.row() for row in results.tenants],
         "claims": [asdict(v) for v in results.claims],
         "targets": [asdict(v) for v in results.targets],
     }
@@ -237,6 +238,17 @@ def _markdown(results: RunResults, tables: dict[str, list[dict[str, Any]]], plot
             "written (questions due while at most k turns are written are left out: any system finds them all); "
             "`online: at the end` asks every question of that memory after its last turn. An online row's p50 is "
             "that of the searches taken between writes.",
+        ),
+        (
+            "tenants",
+            "Many users in one memory (multi-tenant runbook)",
+            "Scopes written in interleaved turns of 1–5 cells (clustered 384-d vectors given with each write, faker "
+            "notes), then, in each probed scope, a text query (three words of one of its cells, with that cell's "
+            "vector) and a vector query, timed on one core in the shared memory and, one after the other, against "
+            "the same scope's cells in a memory of their own: `*_shared_over_alone` is the ratio of the medians. "
+            "Recall@10 is each probed scope's own vectors as queries against exact search over that scope; every "
+            "hit is checked to be of the scope searched. Resident memory: the process's growth over the writes, "
+            "against the raw float32 vectors. " + "; ".join(row.description for row in results.tenants[:1]),
         ),
         (
             "serving",

@@ -16,7 +16,8 @@ def names(data, only=None):
 
 def test_each_run_selects_the_experiments_of_its_data_in_registry_order():
     assert names("default") == [
-        "scaling", "growing", "needles", "grouping", "judges", "realtext", "streaming", "agent-loop", "serving",
+        "scaling", "growing", "needles", "grouping", "judges", "realtext", "streaming", "agent-loop", "multi-tenant",
+        "serving",
     ]  # fmt: skip
     assert names("beam") == ["realtext", "streaming"]
     assert names("dialogue") == ["dialogue"] and names("beir") == ["beir"]
