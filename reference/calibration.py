@@ -113,7 +113,9 @@ def commit_due(state: EngineState, config: MemoryConfig) -> None:
 
 
 def commit_all(state: EngineState, config: MemoryConfig) -> None:
-    """Every estimate made (or known) again for the configured target (under the write lock, when it changes)."""
+    """Every estimate made (or known) again for the configured target (under the write lock, when it changes); a
+    scope out of RAM is estimated when it loads."""
+    state.forget_probes_out_of_ram()
     for scope in state.estimated_scopes():
         setting = state.known_probe(config.target_recall, config.probe_margin, scope)
         setting = setting or calibrated(state, config, scope)

@@ -137,7 +137,9 @@ class CellularMemory:
             reuse_rows=bounded,
         )
         self._state.restore(cells, groups=store.group_bound() if bounded else 0)
-        self._resident = Residency(self._state, store, config.resident_cells)
+        self._resident = Residency(
+            self._state, store, config.resident_cells, lambda: calibration.commit_due(self._state, self.config)
+        )
         calibration.commit_due(self._state, config)
 
     # ---- writing -------------------------------------------------------------------------

@@ -32,8 +32,11 @@ Wanted = Sequence[str] | None
 class Residency:
     """Which scopes are in RAM, least recently used first, and how many times each was let go."""
 
-    def __init__(self, state: EngineState, store: CellStore, budget: int | None) -> None:
-        self._state, self._store, self._budget = state, store, budget
+    def __init__(
+        self, state: EngineState, store: CellStore, budget: int | None, loaded: Callable[[], None] = lambda: None
+    ) -> None:
+        self._state, self._store, self._budget, self._loaded = state, store, budget, loaded
+        """`loaded` runs under the write lock after scopes load (the recall estimates they make due)."""
         self._order: OrderedDict[str, None] = OrderedDict()
         self._generation: defaultdict[str, int] = defaultdict(int)
         self._touching = threading.Lock()
@@ -120,6 +123,7 @@ class Residency:
                     self.loads += 1
                     with self._touching:
                         self._order[name] = None
+            self._loaded()
             self._evict(keep=set(names))
         return {name: missing[name] for name, batch in found.items() if batch is None}
 

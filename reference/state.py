@@ -239,6 +239,11 @@ class EngineState:
             scope = next(iter(self._scopes))
         return self._probe_of.get(scope, self._initial)
 
+    def forget_probes_out_of_ram(self) -> None:
+        """Drop the estimates of scopes that hold no cell in RAM (`residency.py`): estimated again when they load."""
+        for scope in [scope for scope in self._probe_of if scope is not None and not self._scopes.count(scope)]:
+            del self._probe_of[scope]
+
     def estimated_scopes(self) -> list[int | None]:
         """The scopes that have a probing margin of their own (None: that of a search of every scope)."""
         return [scope for scope in self._probe_of if scope is None or self._scopes.count(scope)]

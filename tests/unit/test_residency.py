@@ -127,3 +127,23 @@ def test_resident_cells_needs_an_embedded_store():
     for wrong in (0, -1, 2.5, True):
         with pytest.raises(InvalidInputError, match="resident_cells"):
             MemoryConfig(resident_cells=wrong)
+
+
+def test_a_scope_is_estimated_when_it_loads_for_the_target_in_force(tmp_path):
+    """A scope large enough to be probed gets its recall estimate as it loads; one let go while the target changed
+    is estimated again for the new target when it comes back."""
+    data = np.random.default_rng(8).standard_normal((4_000, DIM)).astype(np.float32)
+    path = str(tmp_path / "store")
+    with CellularMemory(path, encoder=MockEncoder(DIM), config=MemoryConfig(resident_cells=2_500)) as memory:
+        memory.add([f"big {i}" for i in range(2_000)], vectors=data[:2_000], scope="big")
+        memory.add([f"other {i}" for i in range(2_000)], vectors=data[2_000:], scope="other")  # "big" goes
+        assert memory._state.scopes.count(memory._state.table.known_scope("big")) == 0
+        memory.set_search_options(target_recall=0.9)
+        assert memory.search(data[3], k=1, scope="big")[0].text == "big 3"
+        state = memory._state
+        code = state.table.known_scope("big")
+        estimated = state.probe_of(code).estimated_recall
+        assert estimated is not None and 0.9 <= estimated < 0.95  # made for 0.9: one for 0.95 would read above 0.95
+    with CellularMemory(path, encoder=MockEncoder(DIM), config=MemoryConfig(resident_cells=2_500)) as reopened:
+        reopened.search(data[3], k=1, scope="big")
+        assert reopened._state.probe_of(reopened._state.table.known_scope("big")).estimated_recall is not None
