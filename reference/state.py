@@ -111,7 +111,8 @@ class EngineState:
         """Searches run in parallel under the read lock; access counts are bumped under this one."""
         self._refine_start: dict[int, int] = {}
         self._dirty: set[int] = set()
-        self._touched: set[int] = set()
+        self._touched: dict[int, set[int]] = {}
+        """Each scope's groups that gained cells or changed since its last sleep."""
         self._version = 0
         self._closed = False
         self._reuse_rows = reuse_rows
@@ -264,7 +265,7 @@ class EngineState:
             self.store.update([replace(r, group_id=g) for r, g in zip(self.records(rows.tolist()), after.tolist())])
         self._groups.absorb(part)
         self.move(rows, after)
-        self._touched.update(np.unique(after).tolist())
+        self._touch(after)
         self._changed()
 
     def record_conflicts(self, conflicts: list[Conflict], now: float, judged: Mapping[str, int]) -> list[Conflict]:
@@ -315,12 +316,14 @@ class EngineState:
         """The groups (of `scope`; None: of every scope) that gained cells or changed since the last sleep (the
         ones a judge reads); taken off the list."""
         if scope is None:
-            touched, self._touched = self._touched, set()
-            return touched
-        groups = np.fromiter(self._touched, dtype=np.int64, count=len(self._touched))
-        taken = set(groups[self._groups.scopes[groups] == scope].tolist())
-        self._touched -= taken
-        return taken
+            touched, self._touched = self._touched, {}
+            return set().union(*touched.values())
+        return self._touched.pop(scope, set())
+
+    def _touch(self, groups: np.ndarray) -> None:
+        groups = np.unique(groups)
+        for scope, members in by_code(self._groups.scopes[groups], groups):
+            self._touched.setdefault(scope, set()).update(members.tolist())
 
     def _mark_dirty(self, rows: np.ndarray) -> None:
         """Note cells whose access counts or groups the store must be told of at the next flush (a memory
@@ -356,8 +359,7 @@ class EngineState:
         self.move(plan.moved_rows, plan.moved_to)
         self._mark_dirty(plan.moved_rows)  # split moves are persisted with the next flush
         self.insert(batch, found)
-        self._touched.update(np.unique(plan.groups).tolist())
-        self._touched.update(np.unique(plan.moved_to).tolist())
+        self._touch(np.r_[plan.groups, plan.moved_to])
         self._changed()
 
     def _changed(self) -> None:
