@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import functools
 import re
+import sys
 from collections import defaultdict
 
 _EMAIL = r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+"
@@ -60,7 +61,7 @@ def extract_entities(text: str) -> frozenset[str]:
             continue
         if value:
             found.add(value.lower())
-    return frozenset(found)
+    return frozenset(map(sys.intern, found))  # one string per entity, however many cells and scopes mention it
 
 
 @functools.cache

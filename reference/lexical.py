@@ -22,6 +22,7 @@ it is derived from the cells and rebuilt on open.
 from __future__ import annotations
 
 import re
+import sys
 import threading
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -54,7 +55,7 @@ class _Vocabulary(dict[str, int]):
     """Word → term id; looking up a new word gives it the next id."""
 
     def __missing__(self, word: str) -> int:
-        term = self[word] = len(self)
+        term = self[sys.intern(word)] = len(self)  # one string per word, however many scopes' vocabularies hold it
         return term
 
 
