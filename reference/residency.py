@@ -18,8 +18,9 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict, defaultdict
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import AbstractContextManager, contextmanager
+from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
+from types import TracebackType
 
 from .cells import CellBatch
 from .state import EngineState
@@ -53,14 +54,14 @@ class Residency:
         """The state's read lock, with these scopes (None: every scope) and those of these ids in RAM."""
         if self._budget is None:
             return self._state.reading()
-        return self._holding(self._state.reading, scopes, ids)
+        return _Holding(self, self._state.reading, scopes, ids)
 
     def writing(self, scopes: Wanted = None, ids: Sequence[str] = ()) -> AbstractContextManager[None]:
         """The state's write lock, with these scopes and those of these ids in RAM (the least recently used others
         let go past the budget)."""
         if self._budget is None:
             return self._state.writing()
-        return self._holding(self._state.writing, scopes, ids)
+        return _Holding(self, self._state.writing, scopes, ids)
 
     def count(self, scope: str | None) -> int:
         """Cells held (of `scope`: None, every scope), in RAM or not."""
@@ -79,26 +80,21 @@ class Residency:
             self._budget is not None and bool(self._store.scopes_of([cell_id]))
         )
 
-    @contextmanager
-    def _holding(
-        self, lock: Callable[[], AbstractContextManager[None]], scopes: Wanted, ids: Sequence[str]
-    ) -> Iterator[None]:
-        """`lock` held with the scopes wanted in RAM: those missing are loaded (and others let go) first, and if one
-        is let go before `lock` is taken, loaded again."""
-        while True:
-            names = self._names(scopes, ids)
-            empty = self._load(names)
-            with lock():
-                if all(name in self._order or empty.get(name) == self._generation[name] for name in names):
-                    with self._touching:
-                        for name in names:
-                            if name in self._order:
-                                self._order.move_to_end(name)
-                    yield
-                    return
+    def in_ram(self, names: list[str], empty: dict[str, int]) -> bool:
+        """Whether these scopes are in RAM (or were found empty in the store, and not let go since), each then marked
+        used now (under the engine's lock)."""
+        if not all(name in self._order or empty.get(name) == self._generation[name] for name in names):
+            return False
+        with self._touching:
+            for name in names:
+                if name in self._order:
+                    self._order.move_to_end(name)
+        return True
 
-    def _names(self, scopes: Wanted, ids: Sequence[str]) -> list[str]:
+    def names(self, scopes: Wanted, ids: Sequence[str]) -> list[str]:
         """The scopes a call needs: `scopes` (None: every scope held) and those of the stored ids not in RAM."""
+        if scopes is not None and not ids:
+            return list(scopes)
         row_of = self._state.table.row_of
         elsewhere = [cell_id for cell_id in ids if cell_id not in row_of]
         with self._touching:
@@ -106,7 +102,7 @@ class Residency:
         names += self._store.scopes_of(elsewhere).values() if elsewhere else []
         return list(dict.fromkeys(names))
 
-    def _load(self, names: list[str]) -> dict[str, int]:
+    def load(self, names: list[str]) -> dict[str, int]:
         """Bring these scopes into RAM, letting the least recently used others go past the budget; returns those
         the store holds nothing of, with their generations when found so (they are in RAM as they are: empty)."""
         with self._state.reading():
@@ -152,3 +148,40 @@ class Residency:
                 self._order[name] = None
                 self._order.move_to_end(name)
         self._evict(keep=set(scopes))
+
+
+class _Holding:
+    """`with residency.reading(...)` / `writing(...)`: the engine's lock held with the scopes a call needs in RAM;
+    those missing are loaded first (and others let go), and if one is let go before the lock is taken again, loaded
+    again. A plain object, as `state.reading()` is: a search takes it on every call."""
+
+    __slots__ = ("_held", "_ids", "_lock", "_residency", "_scopes")
+
+    def __init__(
+        self, residency: Residency, lock: Callable[[], AbstractContextManager[None]], scopes: Wanted, ids: Sequence[str]
+    ) -> None:
+        self._residency, self._lock, self._scopes, self._ids = residency, lock, scopes, ids
+        self._held: AbstractContextManager[None] | None = None
+
+    def __enter__(self) -> None:
+        residency, empty = self._residency, dict[str, int]()
+        while True:
+            names = residency.names(self._scopes, self._ids)
+            held = self._lock()
+            held.__enter__()
+            try:
+                if residency.in_ram(names, empty):
+                    self._held = held
+                    return
+            except BaseException:
+                held.__exit__(None, None, None)
+                raise
+            held.__exit__(None, None, None)
+            empty = residency.load(names)
+
+    def __exit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None
+    ) -> None:
+        assert self._held is not None
+        held, self._held = self._held, None
+        held.__exit__(kind, error, trace)
