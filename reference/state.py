@@ -391,7 +391,7 @@ class EngineState:
         self._scopes.add(rows, scopes, self.table.stamp[rows])
         self.index.add(batch.groups, rows, batch.vectors)
         self._episodes.add(rows, batch.episodes, scopes)
-        beyond = self._metadata.add(rows, batch.metadata)
+        beyond = self._metadata.add(rows, batch.metadata, scopes)
         if beyond:
             named = [self.table.ids[row] for row in beyond[:5]]
             log.warning(
@@ -411,7 +411,7 @@ class EngineState:
         if self._lexical is not None:
             self._lexical.remove(rows, self._seen_texts(rows), self.table.scope[rows])
         self._episodes.remove(rows)
-        self._metadata.remove(rows, [self.table.metadata[row] for row in rows.tolist()])
+        self._metadata.remove(rows, [self.table.metadata[row] for row in rows.tolist()], self.table.scope[rows])
         for row in rows.tolist():
             self.entities.remove(row)
             self._dirty.discard(row)
@@ -461,7 +461,8 @@ class EngineState:
         if where is None:
             rows = table.live_rows() if code is None else np.sort(self.scope_rows(code))
         else:
-            rows = np.fromiter(sorted(self._metadata.matching(where)), dtype=np.int64)
+            scoped = None if code is None else self.scope_rows(code)
+            rows = np.fromiter(sorted(self._metadata.matching(where, code, scoped)), dtype=np.int64)
         keep = np.ones(len(rows), dtype=bool)
         if code is not None:
             keep &= table.scope[rows] == code

@@ -259,3 +259,21 @@ def test_an_entity_lookup_reads_its_own_scope(mock_encoder):
         assert list(state.entities.matches(frozenset({"maria lopez"}), code)) == [state.table.row_of[alice]]
         assert len(state.entities.matches(frozenset({"maria lopez"}))) == 4
         memory.check_invariants()
+
+
+def test_a_filter_within_a_scope_reads_that_scopes_postings(mock_encoder):
+    with CellularMemory(encoder=mock_encoder) as memory:
+        alice = memory.add([f"alice {i}" for i in range(6)], metadata=[{"n": i, "tag": "x"} for i in range(6)],
+                           scope="user:alice")  # fmt: skip
+        memory.add([f"bob {i}" for i in range(6)], metadata=[{"n": i, "tag": "x"} for i in range(6)], scope="user:bob")
+        for where in ({"tag": "x"}, {"tag": {"$ne": "y"}}, {"n": {"$gte": 3}}, {"$or": [{"n": 1}, {"n": {"$lt": 1}}]}):
+            hits = memory.search("alice", k=10, scope="user:alice", where=where)
+            assert hits and {h.id for h in hits} <= set(alice)
+        state = memory._state
+        code = state.table.known_scope("user:alice")
+        rows = state.scope_rows(code)
+        matched = state._metadata.matching({"n": {"$gte": 3}}, code, rows)
+        assert matched == {state.table.row_of[cell] for cell in alice[3:]}
+        assert len(state._metadata.matching({"n": {"$gte": 3}})) == 6  # every scope's
+        memory.delete(alice[:2])
+        memory.check_invariants()
