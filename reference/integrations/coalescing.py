@@ -31,7 +31,7 @@ Restriction = tuple[int, str, str | None, str]
 class _Caller:
     """One search waiting for its hits, or handed a batch to run (`lead`)."""
 
-    query: str
+    query: str | Any
     woken: threading.Event = field(default_factory=threading.Event)
     hits: list[Hit] | None = None
     error: BaseException | None = None
@@ -59,7 +59,7 @@ class SearchCoalescer:
             return sum(len(queue) for queue in self._queued.values())
 
     def search(
-        self, query: str, k: int, *, mode: Mode = "similarity", scope: str | None = None, where: Any = None
+        self, query: str | Any, k: int, *, mode: Mode = "similarity", scope: str | None = None, where: Any = None
     ) -> list[Hit]:
         """As `CellularMemory.search(query, k, mode=, scope=, where=)`, answered with others where they wait."""
         key = _restriction(k, mode, scope, where)
