@@ -23,7 +23,6 @@ from .clustering import GroupState, LeaderClustering
 from .concepts import Concept, concepts_of
 from .config import SEARCH_OPTIONS, MemoryConfig
 from .consolidation import ConsolidationReport
-from .embedded import EmbeddedStore, open_embedded
 from .encoders import Encoder, make_encoder
 from .entities import EntityIndex, extract_entities
 from .errors import InvalidInputError, MagneticError, NotFoundError
@@ -33,13 +32,12 @@ from .index import ChromaGroupIndex, GroupIndex, NumpyGroupIndex
 from .ingest import NewCells
 from .judges import Conflict, ConflictJudge, OfflineJudge
 from .lexical import LexicalIndex
-from .ownership import Lease, open_server
 from .residency import Residency
 from .scoring import Clock, system_clock
 from .search import Candidates, Mode, SearchPipeline
 from .state import EngineState
 from .stats import MemoryStats, memory_stats
-from .store import CellStore, NullStore, StoreIdentity
+from .store import StoreIdentity, open_store
 from .validation import (
     check_episode,
     check_ids,
@@ -116,16 +114,11 @@ class CellularMemory:
             bound=config.group_bound,
         )
         self._search = SearchPipeline(config)
-        self._embedded: EmbeddedStore | None = None
-        self._lease: Lease | None = None
-        store: CellStore = NullStore()
         identity = StoreIdentity(self.dim, self.encoder.name, check_encoder)
-        cells = None
-        if path is not None:
-            self._embedded, cells = open_embedded(path, config.namespace, identity, load=not bounded)
-            store = self._embedded.store
-        elif client is not None:
-            self._lease, store, cells = open_server(client, config.namespace, identity, config.lease_seconds)
+        self._store, cells = open_store(
+            path, client, config.namespace, identity, lease_seconds=config.lease_seconds, load=not bounded
+        )
+        store = self._store.store
         table = CellTable(self.dim, keep_vectors=config.group_backend == "chroma", speaker_key=config.speaker_key)
         self._state = EngineState(
             table=table,
@@ -135,7 +128,7 @@ class CellularMemory:
             lexical=LexicalIndex() if config.lexical else None,
             store=store,
             probe=calibration.initial(config),
-            fence=None if self._lease is None else self._lease.check,
+            fence=None if self._store.lease is None else self._store.lease.check,
             reuse_rows=bounded,
         )
         self._state.restore(cells, groups=store.group_bound() if bounded else 0)
@@ -505,10 +498,7 @@ class CellularMemory:
             try:
                 state.close()
             finally:
-                if self._embedded is not None:  # a client passed in stays open: it is the caller's
-                    self._embedded.close()
-                if self._lease is not None:
-                    self._lease.release()
+                self._store.close()
 
     def __enter__(self) -> CellularMemory:
         return self

@@ -99,7 +99,7 @@ class EngineState:
         self.table, self.index, self.entities, self.store = table, index, entities, store
         self.fence = fence
         """Called before every read and write: raises when this process may no longer serve the store's cells
-        (a lease on a Chroma server, `ownership.py`)."""
+        (a lease on a Chroma server, `store/lease.py`)."""
         self._initial = probe
         self._probe_of: dict[int | None, ProbeSetting] = {}
         """The probing margin of each scope (None: of a search of every scope), where it was estimated."""

@@ -31,8 +31,8 @@ from typing import Any, Literal
 
 import numpy as np
 
-from .cells import CellBatch, CellRecord, ConflictNote
-from .errors import BackendUnavailableError, StoreDamagedError
+from ..cells import CellBatch, CellRecord, ConflictNote
+from ..errors import BackendUnavailableError, StoreDamagedError
 
 SIDECAR = "magbench.sqlite3"
 Write = Literal["add", "delete", "update", "rebuild"]
