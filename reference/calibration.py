@@ -30,9 +30,11 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from . import kernels
 from .config import MemoryConfig
 from .index import NumpyGroupIndex, ProbeLimits
+from .kernels.jit import rows32
+from .kernels.quantize import quantized
+from .kernels.scan import keep_best
 
 if TYPE_CHECKING:
     from .state import EngineState
@@ -169,7 +171,7 @@ def calibrated(state: EngineState, config: MemoryConfig, scope: int | None = Non
     ):
         return ProbeSetting(config.probe_margin, None, cells, turnover=turnover, scope=scope)
     sample = np.sort(np.random.default_rng(cells).choice(rows, min(SAMPLE, len(rows)), replace=False))
-    queries = kernels.rows32(index.vectors_of(sample))
+    queries = rows32(index.vectors_of(sample))
     kth = _kth_exact_scores(index, rows, queries, sample)
     groups = state.groups.active_ids(scope)
     centroids = _held_back_centroids(state, groups, sample, queries)
@@ -221,7 +223,7 @@ def _held_back_centroids(
     sums = state.groups.sums[groups].astype(np.float64)
     np.add.at(sums, np.searchsorted(groups, state.table.group[sample]), -queries)
     norms = np.linalg.norm(sums, axis=1, keepdims=True)
-    codes: tuple[np.ndarray, np.ndarray] = kernels.quantized(kernels.rows32(sums / np.where(norms > 0, norms, 1.0)))
+    codes: tuple[np.ndarray, np.ndarray] = quantized(rows32(sums / np.where(norms > 0, norms, 1.0)))
     return codes
 
 
@@ -232,8 +234,8 @@ def _kth_exact_scores(index: NumpyGroupIndex, rows: np.ndarray, queries: np.ndar
     step = max(1, EXACT_SCORES // len(queries))
     for start in range(0, len(rows), step):
         chunk = rows[start : start + step]
-        scores = kernels.rows32(queries @ index.vectors_of(chunk).T)
-        kernels.keep_best(best_scores, best_rows, scores, chunk, sample)  # a cell is not its own neighbour
+        scores = rows32(queries @ index.vectors_of(chunk).T)
+        keep_best(best_scores, best_rows, scores, chunk, sample)  # a cell is not its own neighbour
     kth: np.ndarray = best_scores.min(axis=1)
     return kth
 

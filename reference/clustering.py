@@ -13,8 +13,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import kernels
 from .cells import grown
+from .kernels.grouping import add_by_group, two_means, unit_rows
+from .kernels.jit import rows32
+from .kernels.quantize import quantized
 from .scopes import by_code
 
 
@@ -78,7 +80,7 @@ class GroupState:
             return view.centroids_of(self.sums)
 
     def active_centroid_codes(self, scope: int | None = None) -> tuple[np.ndarray, np.ndarray]:
-        """`active_centroids(scope)` as int8 codes and scales (`kernels.quantized`), cached alike: what a probe
+        """`active_centroids(scope)` as int8 codes and scales (`kernels.quantize.quantized`), cached alike: what a probe
         orders groups by, a quarter of the bytes (BEAM passages, 537 groups: 0.04 ms a probe at margin 0
         against 0.05 ms from the float32 centroids, recall@10 unchanged). Made on first use: ingest, which
         reads the centroids after every chunk, never needs them."""
@@ -147,7 +149,7 @@ class GroupState:
         group_ids = np.asarray(group_ids, dtype=np.int64)
         if not len(group_ids):
             return
-        kernels.add_by_group(self.sums, group_ids, kernels.rows32(vectors), float(sign))
+        add_by_group(self.sums, group_ids, rows32(vectors), float(sign))
         groups, counts = np.unique(group_ids, return_counts=True)
         self._counts[groups] += sign * counts
         emptied = groups[self._counts[groups] == 0]
@@ -238,20 +240,20 @@ class _View:
 
     def centroids_of(self, sums: np.ndarray) -> np.ndarray:
         if self.centroids is None:
-            self.centroids, self.codes = kernels.unit_rows(sums, self.ids), None
+            self.centroids, self.codes = unit_rows(sums, self.ids), None
         elif self.stale:
             changed = np.fromiter(self.stale, dtype=np.int64, count=len(self.stale))
             at = np.searchsorted(self.ids, changed)
-            self.centroids[at] = kernels.unit_rows(sums, changed)
+            self.centroids[at] = unit_rows(sums, changed)
             if self.codes is not None:
-                self.codes[0][at], self.codes[1][at] = kernels.quantized(self.centroids[at])
+                self.codes[0][at], self.codes[1][at] = quantized(self.centroids[at])
         self.stale.clear()
         return self.centroids
 
     def codes_of(self, sums: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         centroids = self.centroids_of(sums)
         if self.codes is None:
-            self.codes = kernels.quantized(centroids)
+            self.codes = quantized(centroids)
         return self.codes
 
 
@@ -540,13 +542,13 @@ def kmeans_steps(
 
 
 def split_in_two(vectors: np.ndarray, *, iterations: int = 8) -> np.ndarray:
-    """A 2-means split of unit rows (`kernels.two_means`); True marks the second part. Rows that 2-means
+    """A 2-means split of unit rows (`kernels.grouping.two_means`); True marks the second part. Rows that 2-means
     cannot part (identical vectors) are split evenly, which keeps groups bounded.
 
     Hand-written rather than scikit-learn's KMeans, which took 32 ms per 600-row split here: ingest
     splits hundreds of groups.
     """
-    part = kernels.two_means(kernels.rows32(vectors), iterations)
+    part = two_means(rows32(vectors), iterations)
     if not part.any():
         part = np.arange(len(vectors)) >= len(vectors) // 2
     return part

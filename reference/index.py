@@ -18,9 +18,12 @@ from typing import TYPE_CHECKING, NamedTuple, Protocol
 
 import numpy as np
 
-from . import kernels
 from .cells import with_room
 from .chroma import ephemeral_client, guarded
+from .kernels.arena import append_rows, copy_segments
+from .kernels.jit import rows32
+from .kernels.probe import probe_for
+from .kernels.scan import scan
 
 if TYPE_CHECKING:
     from chromadb.api.models.Collection import Collection
@@ -87,7 +90,7 @@ class ProbedMany(NamedTuple):
 
 
 class ProbeLimits(NamedTuple):
-    """Where budget probing stops (`kernels.probe_for`): it keeps the best `depth` cells, reads at least `floor`
+    """Where budget probing stops (`kernels.probe.probe_for`): it keeps the best `depth` cells, reads at least `floor`
     cells and at most `budget` (whole groups), and past the floor reads a group only if its centroid scores
     at least the k-th best cell so far minus `margin`."""
 
@@ -108,7 +111,7 @@ class NumpyGroupIndex:
     is full, or segments left behind by moves fill a quarter of its used part, it is rebuilt compactly; the
     unwritten rest of a segment costs no resident memory (the arena is zeroed lazily by the OS). The float32
     vectors are kept once, by row (`by_row`): flat search reads them in one pass, and a probe rescores its
-    best candidates from them (`kernels.probe_for`), so every score a search returns is exact. The cell table
+    best candidates from them (`kernels.probe.probe_for`), so every score a search returns is exact. The cell table
     keeps no copy with this backend.
 
     The codes are a quarter of the float32 bytes, and a probe's scan costs less than half as much: the same
@@ -136,7 +139,7 @@ class NumpyGroupIndex:
         this VM), so callers pass arrays they do not write to afterwards."""
         if not len(rows):
             return
-        vectors = kernels.rows32(vectors)
+        vectors = rows32(vectors)
         self._slot_of = with_room(self._slot_of, int(rows.max()) + 1)
         in_order = one_run(rows)
         if not len(self.by_row) and in_order and rows[0] == 0 and vectors.flags.owndata:
@@ -156,9 +159,7 @@ class NumpyGroupIndex:
         outgrown = needed > self.capacities[targets]
         if outgrown.any():
             self._grow(targets[outgrown], needed[outgrown])
-        kernels.append_rows(
-            self.codes, self.scales, self.rows, self._slot_of, self.starts, self.sizes, groups, rows, vectors
-        )
+        append_rows(self.codes, self.scales, self.rows, self._slot_of, self.starts, self.sizes, groups, rows, vectors)
 
     def remove(self, groups: np.ndarray, rows: np.ndarray) -> None:
         for group, row in zip(groups.tolist(), rows.tolist()):
@@ -195,9 +196,7 @@ class NumpyGroupIndex:
 
     def scan(self, groups: np.ndarray, query: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Every cell of these groups with its exact cosine (no per-group top-k)."""
-        found: tuple[np.ndarray, np.ndarray] = kernels.scan(
-            self.by_row, self.rows, self.starts, self.sizes, groups, query
-        )
+        found: tuple[np.ndarray, np.ndarray] = scan(self.by_row, self.rows, self.starts, self.sizes, groups, query)
         return found
 
     def probe(
@@ -211,8 +210,8 @@ class NumpyGroupIndex:
         """Budget probing over `groups`, ordered by their quantized centroids (codes and scales, row i for
         `groups[i]`: `GroupState.active_centroid_codes`): the best `limits.depth` cells read, rescored exactly
         from the best `limits.depth + k` by their codes (but for those whose codes rule them out), best first.
-        The rule is `kernels.probe_for`'s."""
-        found = self.probe_many(groups, centroids, kernels.rows32(query).reshape(1, -1), k, limits)
+        The rule is `kernels.probe.probe_for`'s."""
+        found = self.probe_many(groups, centroids, rows32(query).reshape(1, -1), k, limits)
         return Probed(found.rows, found.scores, found.bytes_read)
 
     def probe_many(
@@ -226,7 +225,7 @@ class NumpyGroupIndex:
         """`probe` for each row of `queries` (C-contiguous float32), in one compiled call that holds no GIL."""
         if not queries.flags.writeable:  # a read-only view (`vectors_of`) would compile, and cache, another variant
             queries = queries.copy()
-        rows, scores, ends, read, rescored = kernels.probe_for(self.dim)(
+        rows, scores, ends, read, rescored = probe_for(self.dim)(
             self.codes, self.scales, self.by_row, self.rows, self.starts, self.sizes, groups, *centroids, queries,
             k, limits.depth, limits.depth + k, limits.floor, limits.budget, limits.margin,
         )  # fmt: skip
@@ -274,7 +273,7 @@ class NumpyGroupIndex:
     ) -> None:
         """Copy each group's slots into `codes`, `scales` and `rows` from slot `at[i]` on, and point the groups
         and their cells there."""
-        kernels.copy_segments(
+        copy_segments(
             self.codes, self.scales, self.rows, self.starts, self.sizes, groups, at, codes, scales, rows, self._slot_of
         )
         self.starts[groups] = at

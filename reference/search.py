@@ -9,7 +9,7 @@ small enough that probing would cost more (`MemoryConfig.flat_is_cheaper`) is se
 also exact. With `top_k` probing the best `group_top_k` groups are taken,
 and a flat search fills in when fewer than `k` candidates score above `min_score` (the seed design).
 Stage 2 scores the chosen groups' cells. The `numpy` index runs stages 1 and 2 as one compiled call
-over its arena (`kernels.probe_for`), taking the k-th best score as each group is read, and for a batch of vector
+over its arena (`kernels.probe.probe_for`), taking the k-th best score as each group is read, and for a batch of vector
 queries one call for them all, which holds no GIL (`SearchPipeline.ranked_many`: searches from several threads
 run at once, each holding the GIL only for its Python around that call); the `chroma`
 index queries one group at a time (the k-th best taken once, after the first `probe_per_k` · k
@@ -35,13 +35,14 @@ from typing import Literal, NamedTuple
 
 import numpy as np
 
-from . import kernels
 from .calibration import ProbeSetting
 from .config import MemoryConfig
 from .episodes import EpisodeIndex
 from .filters import EVERYTHING, Within
 from .fusion import calibrated_scores, reciprocal_rank
 from .index import GroupIndex, NumpyGroupIndex, ProbeLimits, similarities, top_k
+from .kernels.context import with_context
+from .kernels.jit import rows32
 from .scoring import Clock, memory_scores
 from .state import EngineState
 from .turns import with_turn_form
@@ -137,7 +138,7 @@ class SearchPipeline:
             return [self.run(state, *each, within) for each in zip(queries, repeat(k), query_entities, query_texts)]
         assert isinstance(state.index, NumpyGroupIndex)
         matrix = queries[probed[0]][None, :] if len(probed) == 1 else np.stack([queries[i] for i in probed])
-        many = state.index.probe_many(route.groups, route.centroid_codes, kernels.rows32(matrix), k, route.limits)
+        many = state.index.probe_many(route.groups, route.centroid_codes, rows32(matrix), k, route.limits)
         state.counters.count(flat=False, searches=len(probed), bytes_read=many.bytes_read)
         if len(queries) == 1 and not within.restricts:
             return [Candidates(many.rows, many.scores)]
@@ -229,7 +230,7 @@ class SearchPipeline:
         if not len(rows) or not (config.episode_weight or config.neighbour_weight):
             return scores
         before, after = episodes.neighbours(rows)
-        scored: np.ndarray = kernels.with_context(
+        scored: np.ndarray = with_context(
             rows, scores, episodes.code[rows], before, after, config.episode_weight, config.neighbour_weight
         )
         return scored

@@ -12,8 +12,8 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from . import kernels
 from .errors import DimensionMismatchError, InvalidInputError
+from .kernels import rows as row_kernels
 
 MAX_TEXT_CHARS = 1_000_000
 CHECK_BLOCK = 4096
@@ -92,11 +92,11 @@ def check_interval(seconds: Any) -> float:
 
 
 def unit_vector(vector: Any, *, dim: int, what: str = "query vector") -> np.ndarray:
-    """One vector, L2-normalised: the fast path for a query (`kernels.unit_vector`: its float64 sum of
+    """One vector, L2-normalised: the fast path for a query (`kernels.rows.unit_vector`: its float64 sum of
     squares is NaN, infinite or zero exactly when the vector is unusable); anything unusual goes through
     `unit_rows`."""
     if isinstance(vector, np.ndarray) and vector.ndim == 1 and vector.shape[0] == dim and vector.dtype.char in "fd":
-        unit, usable = kernels.unit_vector(vector)
+        unit, usable = row_kernels.unit_vector(vector)
         if usable:
             return unit
     first: np.ndarray = unit_rows(vector, dim=dim, what=what)[0]

@@ -13,7 +13,7 @@ A prefetch (`llvm.prefetch`, on any CPU; it never faults and changes no result) 
 before the scan reaches it: a probe reads a few dozen groups' segments of the arena in centroid order, each a
 jump the hardware's prefetchers cannot foresee. On a synthetic arena (31 random segments of 96 rows of 384 codes,
 20 MB) a scan took 12.9 ns a row, 5.4 with each row fetched 8 to 24 rows ahead; in the probe over BEAM's arena
-it gained far less (`kernels.AHEAD`), for reasons not measured here.
+it gained far less (`probe.AHEAD`), for reasons not measured here.
 """
 
 from __future__ import annotations
