@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .cells import grown
+from .config import MemoryConfig
 from .kernels.grouping import add_by_group, two_means, unit_rows
 from .kernels.jit import rows32
 from .kernels.quantize import quantized
@@ -329,6 +330,17 @@ class LeaderClustering:
     target: Callable[[int], int]
     capacity: Callable[[int], int] = lambda cells: 2**62
     bound: Callable[[int], int] = lambda cells: 2**62
+
+    @classmethod
+    def of(cls, config: MemoryConfig) -> LeaderClustering:
+        """The clustering a memory of `config` writes with."""
+        return cls(
+            join_threshold=config.join_threshold,
+            chunk=config.ingest_chunk,
+            target=config.target_groups,
+            capacity=config.group_capacity,
+            bound=config.group_bound,
+        )
 
     def assign(
         self,

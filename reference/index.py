@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, NamedTuple, Protocol
 
 import numpy as np
 
-from .cells import with_room
+from .cells import CellTable, with_room
 from .chroma import ephemeral_client, guarded
 from .kernels.arena import append_rows, copy_segments
 from .kernels.jit import rows32
@@ -408,3 +408,11 @@ class ChromaGroupIndex:
         self._resident.clear()
         self._members.clear()
         self._client.close()
+
+
+def group_index(backend: str, namespace: str, dim: int, table: CellTable) -> GroupIndex:
+    """Where groups' cells are searched: NumPy blocks in memory (`numpy`: the only copy of the vectors), or a
+    Chroma collection per group (`chroma`: the table keeps the vectors)."""
+    if backend == "chroma":
+        return ChromaGroupIndex(namespace, lambda rows: table.vectors[rows])
+    return NumpyGroupIndex(dim)

@@ -1,6 +1,6 @@
 """Writing cells: the write path beside `search.py` (reading) and `sleep.py` (consolidating).
 
-The facade checks and encodes what is written outside the lock (`NewCells`); here, under the write lock,
+A write's arguments are checked and encoded outside the lock (`checked_cells`, making `NewCells`); under the write lock,
 the clustering plans the cells' groups within their scopes and the state commits them: new cells with
 `EngineState.commit_write`, cells written again under ids the memory holds (`update`, an upsert) with
 `EngineState.commit_replace`, grouped as if their old versions were gone and stored in one replacing write.
@@ -16,20 +16,36 @@ import gc
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
-from typing import Any, NamedTuple
+from datetime import datetime
+from typing import Any
 
 import numpy as np
 
 from .calibration import K
-from .cells import CellBatch, CellRecord, ConflictNote
+from .cells import CellBatch, CellRecord, ConflictNote, new_ids, seen_text
 from .clustering import Assignment, GroupPart, LeaderClustering, Members, Placement, kmeans_steps
 from .config import MemoryConfig
+from .encoders import Encoder
 from .entities import extract_entities
 from .episodes import inferred_names
 from .errors import InvalidInputError
+from .history import kept_of
 from .scopes import by_code
+from .scoring import Clock
 from .state import EngineState
-from .validation import check_free
+from .validation import (
+    check_episode,
+    check_free,
+    check_importance,
+    check_metadata,
+    check_new_ids,
+    check_same_length,
+    check_scope,
+    check_texts_per_item,
+    check_timestamp,
+    per_item,
+    unit_rows,
+)
 
 
 @dataclass(frozen=True)
@@ -75,6 +91,52 @@ class NewCells:
             pick(self.histories) if self.histories else [],
             pick(self.conflicts) if self.conflicts else [],
         )
+
+
+def checked_cells(
+    texts: list[str],
+    *,
+    vectors: Any,
+    kind: str,
+    importance: float | Sequence[float] | None,
+    metadata: Mapping[str, Any] | Sequence[Mapping[str, Any]] | None,
+    timestamps: Sequence[float | datetime] | None,
+    ids: Sequence[str] | None,
+    context: str | Sequence[str] | None,
+    episode: str | Sequence[str] | None,
+    scope: str | Sequence[str],
+    config: MemoryConfig,
+    encoder: Encoder,
+    clock: Clock,
+    taken: Mapping[str, int] | None,
+) -> NewCells:
+    """`CellularMemory.add`'s arguments (its `texts` checked already) as cells to write: checked, so that a mistake
+    raises before anything is written, and encoded unless `vectors` are given. Ids in `taken` are refused here, and
+    again under the lock (`commit`)."""
+    count = len(texts)
+    for name, values in (("vectors", vectors), ("timestamps", timestamps), ("ids", ids)):
+        check_same_length(name, values, count)
+    importances = per_item("importance", importance, count, config.importance_of(kind), check_importance)
+    metadatas = per_item("metadata", metadata, count, dict[str, Any](), check_metadata)
+    if context is not None:
+        contexts = check_texts_per_item("context", context, count)
+        metadatas = [{**m, "context": c} for m, c in zip(metadatas, contexts)]
+    times = [clock()] * count if timestamps is None else [check_timestamp(t) for t in timestamps]
+    check_new_ids(ids, taken=taken)
+    if vectors is None:
+        vectors = encoder.encode([seen_text(text, meta) for text, meta in zip(texts, metadatas)])
+    return NewCells(
+        ids=list(ids) if ids is not None else new_ids(count),
+        texts=texts,
+        vectors=unit_rows(vectors, dim=encoder.dim),
+        kinds=[kind] * count,
+        importance=importances,
+        timestamps=times,
+        metadata=metadatas,
+        scopes=per_item("scope", scope, count, "", check_scope),
+        entities=[extract_entities(text) for text in texts],
+        episodes=None if episode is None else per_item("episode", episode, count, "", check_episode),
+    )
 
 
 SETTLE_SHARE = 0.25
@@ -181,8 +243,8 @@ def cells_of(records: Sequence[CellRecord], *, histories: list[list[dict[str, An
 def rewrite_kept(
     state: EngineState, clustering: LeaderClustering, cells: NewCells, *, now: float, keep_episode: bool
 ) -> None:
-    """Cells written again under ids the memory holds (under the write lock), keeping what `kept_of` says a
-    cell keeps of its old self, and, with `keep_episode`, its episode."""
+    """Cells written again under ids the memory holds (under the write lock), keeping what `history.kept_of` says
+    a cell keeps of its old self, and, with `keep_episode`, its episode."""
     rows = state.rows_of(cells.ids)
     old = state.records(rows.tolist())
     kept = kept_of(old, cells.texts, now)
@@ -193,23 +255,6 @@ def rewrite_kept(
         episodes=[r.episode for r in old] if keep_episode else cells.episodes,
     )
     rewrite(state, clustering, rows, cells)
-
-
-class Kept(NamedTuple):
-    """Per cell written again: its history and its conflicts."""
-
-    histories: list[list[dict[str, Any]]]
-    conflicts: list[list[ConflictNote]]
-
-
-def kept_of(old: Sequence[CellRecord], texts: Sequence[str], now: float) -> Kept:
-    """What cells `old` keep when written again with `texts` at `now`: each its history, with its old text
-    added when the text changes, and its conflicts while its text stays (a new text drops them on both cells,
-    `EngineState.commit_replace`: they were judged on the old text, and the next sleep pass judges the new one)."""
-    changed = {r.id for r, text in zip(old, texts) if r.text != text}
-    histories = [[*r.history, {"text": r.text, "replaced": now}] if r.id in changed else r.history for r in old]
-    conflicts = [[] if r.id in changed else [note for note in r.conflicts if note.other not in changed] for r in old]
-    return Kept(histories, conflicts)
 
 
 def write(

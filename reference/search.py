@@ -83,6 +83,31 @@ class SearchPipeline:
         self._routes: tuple[tuple[object, ...], dict[tuple[int | None, int, int], Route]] = ((), {})
         """The routes made since the memory last changed (`EngineState.version`), by scope, k and depth."""
 
+    def answered(
+        self,
+        state: EngineState,
+        queries: Sequence[np.ndarray],
+        k: int,
+        query_entities: Sequence[frozenset[str]],
+        query_texts: Sequence[str | None],
+        within: Within,
+        *,
+        mode: Mode,
+        clock: Clock,
+    ) -> list[Candidates]:
+        """Each query's candidates ranked for `mode`, their reads noted in the access counts (call under the
+        state's read lock). No similarity score reads the access counts, so a batch's are noted once; in memory
+        mode each query's reads are noted before the next is scored, which they may lift."""
+        if mode == "similarity":
+            found = self.ranked_many(state, queries, k, query_entities, query_texts, within)
+            state.note_access(found[0].rows if len(found) == 1 else np.concatenate([f.rows for f in found]))
+            return found
+        found = []
+        for query, entities, text in zip(queries, query_entities, query_texts):
+            found.append(self.ranked(state, query, k, entities, mode=mode, query_text=text, clock=clock, within=within))
+            state.note_access(found[-1].rows)
+        return found
+
     def ranked(
         self,
         state: EngineState,
