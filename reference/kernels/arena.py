@@ -48,7 +48,7 @@ def copy_segments(
 ) -> None:
     """Copy each group's segment (`groups[i]`, its `sizes` slots from `starts`) into `to_codes`, `to_scales`
     and `to_rows` from slot `at[i]` on, and point `slot_of` at the copies. Source and target segments do not
-    overlap. A slice copy per group (a NumPy gather of every row took 20 ms per 100K rows here)."""
+    overlap. A slice copy per group, cheaper than a NumPy gather of every row."""
     for i in range(len(groups)):
         start, size, target = starts[groups[i]], sizes[groups[i]], at[i]
         to_codes[target : target + size] = codes[start : start + size]

@@ -32,8 +32,8 @@ def unit_rows(sums: np.ndarray, ids: np.ndarray) -> np.ndarray:
 @compiled
 def two_means(vectors: np.ndarray, iterations: int) -> np.ndarray:
     """A 2-means split of unit rows; True marks the second part. A row goes to the mean it has the larger
-    dot product with (the means are not normalised: on BEAM's passages normalising them cost 0.006 of
-    recall@10 after sleep). Seeded with the row farthest from the mean and the row farthest from that
+    dot product with (the means are not normalised: normalising them lowered the recall of real text
+    after sleep). Seeded with the row farthest from the mean and the row farthest from that
     one; stops when no row changes part or a part would be empty (then every row is False). Each step
     is one pass: a row's side is the sign of its dot with the difference of the two means, and the
     second part's sum is gathered on the way (BLAS took two calls and a copy a step, and its threads

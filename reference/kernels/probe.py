@@ -15,22 +15,20 @@ from .quantize import code_dot, code_sum, quantized
 RESCORE_ERRORS = 8.0
 """A cell read is rescored unless its code score lies this many standard errors of quantization below the
 `depth`-th best exact score so far: codes err by `scale / √12` per unit of each vector's norm (uniform
-rounding), and over 9,000 BEAM pairs the measured errors had that standard deviation (0.98 of it) and
-reached 4.1 of them at most; about 9 of 20 rescorings are skipped there."""
+rounding), so this many of them is a wide margin over the largest error real text shows, and a cell ruled out
+cannot reach the best `depth`."""
 
 
 AHEAD = 16
-"""Cells a probe's prefetch runs ahead of its reads, in its order of reading (`intrinsics.prefetch_row`). BEAM
-passages at target recall 0.97, same process, best of 7 passes, against no prefetch: 69.1 and 70.9 against 75.7
-and 75.6 µs a search; 6 ahead gained 4 %, 32 and 48 no more than 16."""
+"""Cells a probe's prefetch runs ahead of its reads, in its order of reading (`intrinsics.prefetch_row`): far
+enough for a row to arrive before it is read, near enough that it is still cached when it is."""
 
 
 @functools.cache
 def probe_for(dim: int) -> Callable[..., tuple[np.ndarray, np.ndarray, np.ndarray, int, int]]:
     """The budget probe, compiled for `dim`-component vectors: with the length of its dot products a constant,
-    the compiler unrolls them. With the heaps' lowest score held in a register as well (BEAM passages, 384-d,
-    one core, the same cells found): 0.095 against 0.108 ms a probe at recall@10 0.98, 0.073 against 0.078 ms
-    at 0.97. Compiled once per dimension and install (about 1.5 s), like the other kernels. Codes are multiplied
+    the compiler unrolls them; the heaps' lowest score is held in a register as well. Compiled once per dimension
+    and install, like the other kernels. Codes are multiplied
     by the CPU's VNNI instruction where it has one, else by `code_dot`: the same integers; each cell's codes are
     prefetched `AHEAD` cells before they are read (`intrinsics.py`). It probes a matrix of queries in one call,
     the GIL released throughout: a search from several threads holds the GIL only for its Python around it."""
@@ -147,8 +145,9 @@ ORDER_STEPS = 65_535
 def descending(scores: np.ndarray) -> np.ndarray:
     """The positions of `scores`, highest first, each score rounded down to one of `ORDER_STEPS` + 1 steps of
     their range (so a later score is at most one step, 1/65,535 of the range, above an earlier one; equal
-    steps keep their positions' order). A radix sort in two passes of 8-bit digits: over 537 centroid
-    scores, 3 µs against 9 µs for a max-heap built and popped 35 times (its sifts branch on every comparison)."""
+    steps keep their positions' order). A radix sort in two passes of 8-bit digits: faster over a memory's
+    centroid scores than a max-heap built and popped for the groups a probe reads (its sifts branch on every
+    comparison)."""
     order = np.arange(len(scores))
     if len(scores) < 2:
         return order

@@ -33,8 +33,7 @@ def quantize_into(vector: np.ndarray, codes: np.ndarray, scales: np.ndarray, slo
 @inlined
 def _largest_magnitude(vector: np.ndarray) -> np.float32:
     """The largest |component| of a float32 vector, found on the bits (a float's magnitude orders as its bits
-    without the sign do, and integer maxima vectorise where a float maximum is a chain of dependent steps):
-    57 against 357 ns a 384-component row in the level-1 cache."""
+    without the sign do, and integer maxima vectorise where a float maximum is a chain of dependent steps)."""
     bits = vector.view(np.int32)
     top = np.int32(0)
     for j in range(len(bits)):

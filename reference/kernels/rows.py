@@ -10,8 +10,8 @@ from .jit import brief, brief_strict
 @brief_strict
 def unit_vector(vector: np.ndarray) -> tuple[np.ndarray, bool]:
     """`vector` at unit length, as float32, its squares summed in float64; False when that sum is NaN,
-    infinite or zero (no direction to keep). A query's check and normalisation in one call: NumPy's
-    widening, dot product, division and narrowing cost 3–5 µs of a 40 µs search."""
+    infinite or zero (no direction to keep). A query's check and normalisation in one call, where NumPy's
+    widening, dot product, division and narrowing would be a noticeable share of a search."""
     square = 0.0
     for j in range(len(vector)):
         square += np.float64(vector[j]) * np.float64(vector[j])
@@ -26,7 +26,7 @@ def unit_vector(vector: np.ndarray) -> tuple[np.ndarray, bool]:
 
 @brief
 def count_reads(access: np.ndarray, rows: np.ndarray) -> None:
-    """`access[row] += 1` for each of `rows`, in place (0.3 µs for a search's ten rows; NumPy's indexed
-    increment took 1.2 µs)."""
+    """`access[row] += 1` for each of `rows`, in place (cheaper than NumPy's indexed increment for a
+    search's few rows)."""
     for row in rows:
         access[row] += 1
