@@ -82,9 +82,8 @@ class GroupState:
 
     def active_centroid_codes(self, scope: int | None = None) -> tuple[np.ndarray, np.ndarray]:
         """`active_centroids(scope)` as int8 codes and scales (`kernels.quantize.quantized`), cached alike: what a probe
-        orders groups by, a quarter of the bytes (BEAM passages, 537 groups: 0.04 ms a probe at margin 0
-        against 0.05 ms from the float32 centroids, recall@10 unchanged). Made on first use: ingest, which
-        reads the centroids after every chunk, never needs them."""
+        orders groups by, a quarter of the bytes of the float32 centroids, at the same recall. Made on first use:
+        ingest, which reads the centroids after every chunk, never needs them."""
         view = self._view(scope)
         with self._making:
             return view.codes_of(self.sums)
@@ -435,8 +434,8 @@ class _Plan:
 
     def split_oversized(self, capacity: int, bound: int, scope: int, *, done: np.ndarray | slice) -> None:
         """Split every group of `scope` above `capacity` in two until none is (or `bound` groups of it exist);
-        `done`: the positions of this write assigned so far (a slice from 0 when they are all its first ones:
-        read in place, each round costs a million-cell write 0.8 against 4 ms at its end)."""
+        `done`: the positions of this write assigned so far (a slice from 0 when they are all its first ones, read
+        in place rather than gathered)."""
         while self.state.n_active(scope) < bound:
             over = np.flatnonzero((self.state.counts > capacity) & (self.state.scopes == scope))
             if not len(over):
@@ -486,8 +485,8 @@ NEAREST_AMONG = 32
 """Past `EXACT_STEP_UP_TO` groups, a k-means step looks for each cell's nearest centroid among the centroids
 nearest its own group's (its group's included) instead of all of them."""
 EXACT_STEP_UP_TO = 2048
-"""Groups up to which a k-means step scores every cell against every centroid: beyond, that product (a
-million cells against 2,642 centroids: 2 TFLOP) would cost a step more than the write that grouped them."""
+"""Groups up to which a k-means step scores every cell against every centroid: beyond, that product (every cell
+against every centroid) would cost a step more than the write that grouped them."""
 
 
 def nearest_groups(
@@ -557,7 +556,7 @@ def split_in_two(vectors: np.ndarray, *, iterations: int = 8) -> np.ndarray:
     """A 2-means split of unit rows (`kernels.grouping.two_means`); True marks the second part. Rows that 2-means
     cannot part (identical vectors) are split evenly, which keeps groups bounded.
 
-    Hand-written rather than scikit-learn's KMeans, which took 32 ms per 600-row split here: ingest
+    Hand-written rather than scikit-learn's KMeans, whose per-call overhead dominates a split this small: ingest
     splits hundreds of groups.
     """
     part = two_means(rows32(vectors), iterations)

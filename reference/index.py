@@ -49,8 +49,7 @@ def similarities(rows: np.ndarray, query: np.ndarray) -> np.ndarray:
     """Inner product of one query with every row (cosine, for unit vectors).
 
     `np.vecdot` streams the rows once; on rows that are not in cache, which is the usual case for a
-    group block, it ran twice as fast as BLAS gemv (`rows @ query`) here: 77 vs 165 µs for a block
-    of 1,000 × 384 float32, and 8.5 vs 18.7 ms for 100,000 rows.
+    group block, it is faster than BLAS gemv (`rows @ query`).
     """
     scores: np.ndarray = np.vecdot(rows, query)
     return scores
@@ -114,10 +113,8 @@ class NumpyGroupIndex:
     best candidates from them (`kernels.probe.probe_for`), so every score a search returns is exact. The cell table
     keeps no copy with this backend.
 
-    The codes are a quarter of the float32 bytes, and a probe's scan costs less than half as much: the same
-    groups of BEAM passages (51,851 MiniLM vectors, one core) took 26 ns a cell against 59 ns over float32;
-    rescoring the best `depth + k` by the float32 vectors kept the recall@10 of every margin tried
-    (0.917–0.991) to the third decimal.
+    The codes are a quarter of the float32 bytes, and a probe's scan over them costs less than half as much;
+    rescoring the best `depth + k` by the float32 vectors keeps the recall of a float32 scan.
     """
 
     def __init__(self, dim: int) -> None:
@@ -135,8 +132,8 @@ class NumpyGroupIndex:
 
     def add(self, groups: np.ndarray, rows: np.ndarray, vectors: np.ndarray) -> None:
         """Index new rows' vectors in their groups. The first write into an empty index keeps `vectors` as its
-        store of vectors by row (no copy: a million-cell write spent 0.3–4 s faulting in a fresh 1.5 GB copy on
-        this VM), so callers pass arrays they do not write to afterwards."""
+        store of vectors by row (no copy: faulting in a fresh copy of a large write's vectors costs more than the
+        write), so callers pass arrays they do not write to afterwards."""
         if not len(rows):
             return
         vectors = rows32(vectors)
@@ -293,7 +290,7 @@ class ChromaGroupIndex:
     (least recently used are dropped). Groups are built as they are added while there is room; a
     group that is not resident is rebuilt on demand from the memory's vectors (`vectors_of(rows)`).
     Membership is kept here, never only in Chroma. Every Chroma call runs under one lock: embedded
-    Chroma 1.5.9 answered short in about 1% of group queries run from several threads at once.
+    Chroma can answer short when group queries run from several threads at once.
     """
 
     def __init__(self, namespace: str, vectors_of: Callable[[np.ndarray], np.ndarray], capacity: int | None = None):
@@ -310,9 +307,9 @@ class ChromaGroupIndex:
     def add(self, groups: np.ndarray, rows: np.ndarray, vectors: np.ndarray) -> None:
         """Record membership; resident groups (and new ones while there is room) get the vectors now.
 
-        Chroma indexes new vectors on a collection's first query after a write (10–40 ms per group
-        at 25K cells, against about 1 ms once indexed), so one probe query per group written here
-        moves that cost from the first searches to ingest.
+        Chroma indexes new vectors on a collection's first query after a write, which costs that query many
+        times an indexed one, so one probe query per group written here moves that cost from the first searches
+        to ingest.
         """
         for group in np.unique(groups).tolist():
             mask = groups == group

@@ -144,15 +144,10 @@ SETTLE_SHARE = 0.25
 (up to `sleep_rounds` steps over every cell) costs it in proportion to its own size: a bulk load settles, a turn's
 few cells never do."""
 REFINED_PER_CELL = 4
-"""Stored cells a write that does not settle refines per cell it writes (`refining`). Written 100 at a time and
-settled at every fourfold growth instead, BEAM passages (51,551; 300 held-out ones as queries, exact scores, the
-probe's rule) ended with groups fitting their cells at a mean cosine of 0.6755 and recall@10 0.968 at margin 0.25,
-against 0.6947 and 0.981 written at once; and the write that grew the memory fourfold took 0.35–1.6 s against
-1.7 ms for the others. Refining 1, 2, 4 or 8 cells per cell written: 0.6794, 0.6873, 0.6875 and 0.6916, recall
-0.977, 0.981, 0.979 and 0.981 (no write above 0.14 s: a recall estimate, `calibration.py`). Checked on the
-standard library's documentation (6,642 passages, not tuned on): online with fourfold settles 0.6186 and 0.968,
-refining 4: 0.6287 and 0.969, written at once 0.6371 and 0.972. Writes of 100 cells into 20,000 take 3.8 ms
-against 1.9 (one cell: 0.73 against 0.46 ms), the price of the groups staying settled."""
+"""Stored cells a write that does not settle refines per cell it writes (`refining`): enough that a memory built a
+few cells at a time keeps groups that fit their cells nearly as well as one written at once, at a cost per write
+that stays in proportion to its own size (settling only at each growth of the memory would make the rare write
+that settles slow)."""
 
 
 def settle_due(config: MemoryConfig, cells: int, written: int) -> bool:
@@ -319,14 +314,9 @@ def settled(
     """`plan` (made on `part.state`) and then k-means steps over the stored `rows` (live, ascending), those the
     plan's splits move and the new cells (`vectors`, of scopes `scopes`), within each scope's planned groups
     (`kmeans_steps`: up to `rounds[scope]`, fewer once at most a `share` of the cells moves). Online
-    grouping assigns a cell against the centroids of its moment, which move as groups fill and split. BEAM passages
-    in one write (51,551; 300 held-out ones as queries, exact scores, the probe's rule): after one step, margin 0.25
-    gave recall@10 0.974 reading 3,620 cells a query; after ten steps (`sleep_rounds`), 0.977 reading 2,595 at
-    margin 0.225, as after a sleep pass. At target 0.97 a search took 0.095 against 0.111 ms (same process, best of
-    7 passes). The steps are the write's cost: the BEAM write took 5.8 against 3.2 s, 100,000 synthetic cells (648
-    groups, every centroid scored) 21-24K against 41-50K cells/s, a million (the nearest 32 centroids scored) 4 s
-    more (1.4 s a step). Steps that score only those 32 after the first one saved that time at 100,000 cells but not
-    the search's: 0.103 ms on BEAM, as after one step. Sleep does more (merges, splits, conflict judging)."""
+    grouping assigns a cell against the centroids of its moment, which move as groups fill and split; the steps
+    bring the groups to where a sleep pass would, so that a probe reads fewer cells for the same recall, at the
+    cost of a slower write. Sleep does more (merges, splits, conflict judging)."""
     groups = plan.state  # the plan's own copy
     live = np.union1d(rows, plan.moved_rows)
     live_scopes = state.table.scope[live]
@@ -394,10 +384,9 @@ _LIBC = ctypes.CDLL(None)
 def large_write(large: bool) -> Iterator[None]:
     """Around a write (`large`: of more than a chunk of cells), pause the cyclic garbage collector during it and
     hand the pages it freed back to the OS after it (glibc's `malloc_trim`; elsewhere nothing). The collector's
-    full passes over the objects such a write makes cost 1–4 s of a million-cell write here; its cycles, if
-    any, are collected once it resumes. The chunk temporaries (each chunk's scores against every centroid:
-    21 MB at a million cells) are freed into the heap, which kept them resident: 0.15× the raw vectors after
-    a million-cell write, 0 after the trim."""
+    full passes over the objects such a write makes are a large share of its time; its cycles, if any, are
+    collected once it resumes. The chunk temporaries (each chunk's scores against every centroid) are freed into
+    the heap, which would keep them resident without the trim."""
     if not large:
         yield
         return

@@ -37,7 +37,7 @@ log = logging.getLogger(__name__)
 
 class _Reading:
     """`with state.reading():` acquires the read side of the state's lock and checks the state is open (a plain
-    object: a search takes it on every call, and a generator-based context manager cost it about 1 µs)."""
+    object: a search takes it on every call, and a generator-based context manager costs more)."""
 
     def __init__(self, state: EngineState) -> None:
         self._state = state

@@ -38,8 +38,8 @@ def check_texts(texts: Any) -> list[str]:
 
 def plain_strings(items: list[Any]) -> bool:
     """Whether every item is a non-empty str without NUL that UTF-8 can encode, tested a block at a time
-    (a few calls per block, not several per item: a million-cell write spent 2.5 s checking one text at a
-    time). When it is False, the per-item checks name the culprit."""
+    (a few calls per block, not several per item, which a million-cell write would feel). When it is False, the
+    per-item checks name the culprit."""
     for start in range(0, len(items), CHECK_BLOCK):
         block = items[start : start + CHECK_BLOCK]
         try:
