@@ -74,6 +74,9 @@ def build_parser() -> argparse.ArgumentParser:
         type=positive_int,
         help="cells of the streaming runbooks (default 4,000 in the default run; every passage with beam:DIR)",
     )
+    run.add_argument(
+        "--tenants", type=positive_int, help="scopes of the multi-tenant runbook, 100 cells each (default 500)"
+    )
     run.add_argument("--encoder", choices=ENCODER_NAMES, help="one encoder instead of the plan's (mock and minilm)")
     run.add_argument("--systems", help="comma-separated registry names or module:factory specs")
     run.add_argument("--out", type=Path, help="report directory (default reports/<timestamp>)")
@@ -223,6 +226,8 @@ def _run(args: argparse.Namespace, argv: list[str] | None) -> int:
             plan = replace(plan, passes=args.passes)
         if args.max_passes is not None:
             plan = replace(plan, max_passes=args.max_passes)
+        if args.tenants is not None:
+            plan = replace(plan, tenant_scopes=args.tenants)
         run_benchmark(
             plan,
             out=args.out,

@@ -17,7 +17,9 @@ text (`TURNOVER`).
 
 It runs when the cells written or deleted since the last estimate reach `TURNOVER` times the cells it was
 made over (and on open), and after every sleep pass, which regroups. Only the `numpy` group index probes by
-this rule.
+this rule. Each scope large enough to be probed has an estimate of its own, made over its own cells and groups
+(a scoped search probes only them), and a memory of several scopes one more for a search of every scope
+(`EngineState.probe_of`).
 """
 
 from __future__ import annotations
@@ -86,25 +88,78 @@ class ProbeSetting:
     reach: int = 1
     """The multiple of the candidate budget (`MemoryConfig.probe_candidates`) in force."""
     turnover: int = 0
-    """`EngineState.turnover` when it was estimated."""
+    """`EngineState.turnover` of its scope when it was estimated."""
+    scope: int | None = None
+    """The scope it was estimated over (None: every scope)."""
 
 
 def initial(config: MemoryConfig) -> ProbeSetting:
     return ProbeSetting(config.probe_margin)
 
 
-def due(setting: ProbeSetting, config: MemoryConfig, state: EngineState) -> bool:
-    """Whether the memory has changed enough since the last estimate to make a new one."""
-    changed = state.turnover - setting.turnover
+def due(config: MemoryConfig, state: EngineState, scope: int | None) -> bool:
+    """Whether the scope (None: the memory) has changed enough since its last estimate to make a new one."""
+    setting = state.probe_of(scope)
+    changed = state.turnover(scope) - (setting.turnover if setting.scope == scope else 0)
     return config.target_recall is not None and changed >= TURNOVER * max(setting.cells, 1)
 
 
-def calibrated(state: EngineState, config: MemoryConfig) -> ProbeSetting:
+def commit_due(state: EngineState, config: MemoryConfig) -> None:
+    """New estimates for the scopes whose cells written or deleted since the last call made them due (under the
+    write lock). A search of every scope estimates its own when it needs it (`refresh_every_scope`)."""
+    for scope in state.take_changed_scopes():
+        if due(config, state, scope):
+            state.commit_probe(calibrated(state, config, scope), config.target_recall, config.probe_margin, scope)
+
+
+def commit_all(state: EngineState, config: MemoryConfig) -> None:
+    """Every estimate made (or known) again for the configured target (under the write lock, when it changes); a
+    scope out of RAM is estimated when it loads."""
+    state.forget_probes_out_of_ram()
+    for scope in state.estimated_scopes():
+        setting = state.known_probe(config.target_recall, config.probe_margin, scope)
+        setting = setting or calibrated(state, config, scope)
+        state.commit_probe(setting, config.target_recall, config.probe_margin, scope)
+
+
+def refresh_every_scope(state: EngineState, config: MemoryConfig) -> None:
+    """In a memory of several scopes, the estimate a search of every scope probes by, made when such a search
+    finds it due, not by the writes into one scope (in a memory of one scope, that scope's serves)."""
+    with state.reading():
+        if len(state.scopes) < 2 or not due(config, state, None):
+            return
+    estimate_again(state, config, [None])
+
+
+def estimate_after_sleep(state: EngineState, config: MemoryConfig, scope: int | None) -> None:
+    """The estimates a sleep pass (of `scope`; None: of every scope) regrouped, made again."""
+    if config.target_recall is not None:
+        with state.reading():
+            scopes: list[int | None] = state.estimated_scopes() if scope is None else [scope]
+        estimate_again(state, config, scopes)
+
+
+def estimate_again(state: EngineState, config: MemoryConfig, scopes: list[int | None]) -> None:
+    """New estimates for these scopes: made under the read lock (searches go on), committed under the write lock,
+    made again there if a write came in between."""
+    with state.reading():
+        version = state.version
+        settings = [calibrated(state, config, scope) for scope in scopes]
+    with state.writing():
+        if state.version != version:  # written to meanwhile: estimated on what it holds now
+            settings = [calibrated(state, config, scope) for scope in scopes]
+        for scope, setting in zip(scopes, settings):
+            state.commit_probe(setting, config.target_recall, config.probe_margin, scope)
+
+
+def calibrated(state: EngineState, config: MemoryConfig, scope: int | None = None) -> ProbeSetting:
     """The configured margin or the first wider one of `MARGINS` that meets the target with `CONFIDENCE`,
     narrowed toward the last one short of it; when even the widest falls short, the widest with the budget
     doubled until it meets the target, reaches the whole memory (searched flat: exact) or `MAX_REACH`. The
-    configured margin, unestimated, when probing would not run (a memory searched flat)."""
-    cells = len(state.table)
+    configured margin, unestimated, when probing would not run (a memory searched flat). Over the cells and groups
+    of `scope` (None: of every scope), against exact search over them."""
+    rows = state.table.live_rows() if scope is None else np.sort(state.scope_rows(scope))
+    cells, turnover = len(rows), state.turnover(scope)
     index = state.index
     if (
         config.target_recall is None
@@ -112,12 +167,11 @@ def calibrated(state: EngineState, config: MemoryConfig) -> ProbeSetting:
         or config.flat_is_cheaper(K, cells)
         or cells <= K + 1
     ):
-        return ProbeSetting(config.probe_margin, None, cells, turnover=state.turnover)
-    rows = state.table.live_rows()
+        return ProbeSetting(config.probe_margin, None, cells, turnover=turnover, scope=scope)
     sample = np.sort(np.random.default_rng(cells).choice(rows, min(SAMPLE, len(rows)), replace=False))
     queries = kernels.rows32(index.vectors_of(sample))
     kth = _kth_exact_scores(index, rows, queries, sample)
-    groups = state.groups.active_ids(None)
+    groups = state.groups.active_ids(scope)
     centroids = _held_back_centroids(state, groups, sample, queries)
     spread = NormalDist().inv_cdf(CONFIDENCE) / np.sqrt(len(sample))
 
@@ -154,9 +208,9 @@ def calibrated(state: EngineState, config: MemoryConfig) -> ProbeSetting:
     while not met and reach < MAX_REACH:  # the widest margin falls short: the budget ends the probes
         reach *= 2
         if config.flat_is_cheaper(K, cells, reach):  # searched flat at this reach: exact
-            return ProbeSetting(margin, 1.0, cells, reach, turnover=state.turnover)
+            return ProbeSetting(margin, 1.0, cells, reach, turnover=turnover, scope=scope)
         recall, met = estimate(margin, reach)
-    return ProbeSetting(margin, recall, cells, reach, turnover=state.turnover)
+    return ProbeSetting(margin, recall, cells, reach, turnover=turnover, scope=scope)
 
 
 def _held_back_centroids(

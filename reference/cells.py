@@ -1,7 +1,9 @@
 """Cells in columns: `CellBatch` for a write or a load, `CellTable` for everything in memory.
 
 Table rows are append-only; a deleted row is marked dead and skipped, so row numbers stay
-stable for the group and entity indexes that point at them.
+stable for the group and entity indexes that point at them. A memory that keeps only some scopes in RAM
+(`residency.py`) hands the rows of the cells it lets go back to the table (`release`), which fills them again
+first; each filling of a row has a stamp of its own, so a plan that read a row can tell it still holds what it read.
 """
 
 from __future__ import annotations
@@ -148,6 +150,11 @@ class CellTable:
         """Earlier texts of the rows that were updated."""
         self.scope = np.zeros(0, dtype=np.int32)
         """Each row's scope, as a code into `scope_names` (0: the default scope "")."""
+        self.stamp = np.zeros(0, dtype=np.int64)
+        """Each row's filling, numbered: a row released and filled again has another stamp."""
+        self._stamps = 0
+        self._free: list[int] = []
+        """Rows released (`release`), filled before new ones."""
         self.scope_names: list[str] = [""]
         self._scope_code: dict[str, int] = {"": 0}
         self.row_of: dict[str, int] = {}
@@ -161,35 +168,51 @@ class CellTable:
         return self._size
 
     def append(self, batch: CellBatch) -> np.ndarray:
-        """Add one row per cell of `batch`; returns their row numbers."""
-        start, stop = self._size, self._size + len(batch)
+        """Add one row per cell of `batch` (released rows first, ascending, then new ones); returns their row
+        numbers, in the batch's order."""
+        count, reused = len(batch), min(len(batch), len(self._free))
+        start, stop = self._size, self._size + count - reused
+        rows: np.ndarray | slice = slice(start, stop)
+        if reused:
+            taken, self._free = sorted(self._free[-reused:]), self._free[:-reused]
+            rows = np.r_[taken, start:stop]
         self._reserve(stop)
         if self.keep_vectors:
-            self.vectors[start:stop] = batch.vectors
-        self.group[start:stop] = batch.groups
-        self.importance[start:stop] = batch.importance
-        self.timestamp[start:stop] = batch.timestamps
-        self.access[start:stop] = batch.access
-        self.alive[start:stop] = True
-        self.superseded[start:stop] = (
+            self.vectors[rows] = batch.vectors
+        self.group[rows] = batch.groups
+        self.importance[rows] = batch.importance
+        self.timestamp[rows] = batch.timestamps
+        self.access[rows] = batch.access
+        self.alive[rows] = True
+        self.stamp[rows] = np.arange(self._stamps, self._stamps + count)
+        self._stamps += count
+        self.superseded[rows] = (
             [superseded(row_conflicts) for row_conflicts in batch.conflicts] if any(batch.conflicts) else False
         )
-        self.asks[start + np.flatnonzero([asks(text) for text in batch.texts])] = True  # no page written for none
+        numbered = np.arange(start, stop) if isinstance(rows, slice) else rows
+        if reused:  # new rows are zero already (no page written for them)
+            self.asks[numbered[:reused]], self.speaker[numbered[:reused]] = False, 0
+        self.asks[numbered[np.flatnonzero([asks(text) for text in batch.texts])]] = True
         if self.speaker_key is not None and any(batch.metadata):
             key = self.speaker_key
-            self.speaker[start:stop] = _codes(
+            self.speaker[rows] = _codes(
                 [speaker_word(m, key) for m in batch.metadata], self._speaker_code, self.speaker_words
             )
-        self.ids.extend(batch.ids)
-        self.texts.extend(batch.texts)
-        self.kinds.extend(batch.kinds)
-        self.metadata.extend(map(stored_metadata, batch.metadata))
-        self.conflicts.update((start + i, list(notes)) for i, notes in enumerate(batch.conflicts) if notes)
-        self.history.update((start + i, list(texts)) for i, texts in enumerate(batch.histories) if texts)
-        self.scope[start:stop] = self.scope_codes(batch.scopes)
-        self.row_of.update(zip(batch.ids, range(start, stop)))
+        metadata = list(map(stored_metadata, batch.metadata))
+        listed = numbered.tolist()
+        for i, row in enumerate(listed[:reused]):
+            self.ids[row], self.texts[row], self.kinds[row] = batch.ids[i], batch.texts[i], batch.kinds[i]
+            self.metadata[row] = metadata[i]
+        self.ids.extend(batch.ids[reused:])
+        self.texts.extend(batch.texts[reused:])
+        self.kinds.extend(batch.kinds[reused:])
+        self.metadata.extend(metadata[reused:])
+        self.conflicts.update((listed[i], list(notes)) for i, notes in enumerate(batch.conflicts) if notes)
+        self.history.update((listed[i], list(texts)) for i, texts in enumerate(batch.histories) if texts)
+        self.scope[rows] = self.scope_codes(batch.scopes)
+        self.row_of.update(zip(batch.ids, listed))
         self._size = stop
-        return np.arange(start, stop)
+        return numbered
 
     def scope_codes(self, names: Sequence[str]) -> np.ndarray:
         """The codes of these scopes, new ones given codes."""
@@ -208,6 +231,15 @@ class CellTable:
         for row in rows:
             self.alive[row] = False
             del self.row_of[self.ids[row]]
+
+    def release(self, rows: Iterable[int]) -> None:
+        """Hand dead rows back, to be filled again by later cells (their texts and fields let go now)."""
+        for row in rows:
+            self.ids[row] = self.texts[row] = ""
+            self.metadata[row] = NO_METADATA
+            self.conflicts.pop(row, None)
+            self.history.pop(row, None)
+            self._free.append(row)
 
     def live_rows(self) -> np.ndarray:
         """Row numbers of all live cells, in insertion order."""
@@ -259,6 +291,7 @@ class CellTable:
         self.asks = grown(self.asks, new_capacity)
         self.speaker = grown(self.speaker, new_capacity)
         self.scope = grown(self.scope, new_capacity)
+        self.stamp = grown(self.stamp, new_capacity)
 
 
 def superseded(conflicts: Sequence[ConflictNote]) -> bool:

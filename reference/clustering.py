@@ -7,33 +7,39 @@ state, so the caller commits both only after everything else in the write has su
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import threading
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
 from . import kernels
 from .cells import grown
+from .scopes import by_code
 
 
 class GroupState:
     """Per-group running sums, member counts and scopes; a group with count 0 is empty (deleted or merged).
 
     A group holds the cells of one scope (its `scope` code): scopes partition the memory, so a search or a
-    sleep in one scope works on its groups alone. Slots live in buffers that grow geometrically, so
-    founding or splitting one group at a time does not copy every sum; `sums` and `counts` are views of
-    the slots in use.
+    sleep in one scope works on its groups alone, and what a search reads of them (`active_ids`, centroids and
+    their codes, sizes) is cached per scope and made again only for the scopes a change touched. Slots live in
+    buffers that grow geometrically, so founding or splitting one group at a time does not copy every sum; `sums`
+    and `counts` are views of the slots in use. A write plans on a `part` (its scopes' groups alone) and the
+    state takes the plan back with `absorb`, so a write costs its own scopes' groups, not the memory's.
     """
 
     def __init__(self, sums: np.ndarray, counts: np.ndarray, scopes: np.ndarray | None = None) -> None:
         self._sums, self._counts, self._n = sums, counts, len(counts)
         self._scopes = np.zeros(len(counts), dtype=np.int32) if scopes is None else scopes
-        self._cache: dict[str, np.ndarray] = {}
-        self._stale: set[int] = set()
-        """Groups whose cached centroid row is out of date (their sums changed, their membership did not)."""
-        self._scoped_codes: dict[int, tuple[np.ndarray, np.ndarray]] = {}
-        """Per scope of a memory that holds several: its rows of the centroid codes and scales, cut out once
-        until the codes change (a mask and a copy per query cost a search in one of two scopes 14 of 123 µs)."""
+        self._slots: dict[int, set[int]] = {}
+        """Each scope's slots (the groups it was ever given)."""
+        for scope, slots in by_code(self.scopes):
+            self._slots[scope] = set(slots.tolist())
+        self._views: dict[int | None, _View] = {}
+        """What searches read of each scope's live groups (None: of every scope's), made on first use."""
+        self._making = threading.Lock()
+        """Views are made and refreshed by searches, which run at once under the engine's read lock."""
 
     @classmethod
     def empty(cls, dim: int) -> GroupState:
@@ -61,72 +67,73 @@ class GroupState:
         return len(self.active_ids(scope))
 
     def active_ids(self, scope: int | None = None) -> np.ndarray:
-        """Ids of the non-empty groups (of `scope`; None: of every scope), cached until the state changes."""
-        if "active" not in self._cache:
-            self._cache["active"] = np.flatnonzero(self.counts)
-        return self._cache["active"][self._in_scope(scope)]
-
-    def _in_scope(self, scope: int | None) -> slice | np.ndarray:
-        """Positions into the active groups of those of `scope` (all of them, as a slice, when every group is
-        of it), cached until the set of groups changes."""
-        if scope is None:
-            return slice(None)
-        key = f"in scope {scope}"
-        if key not in self._cache:
-            self._cache[key] = np.flatnonzero(self.scopes[self._cache["active"]] == scope)
-        positions = self._cache[key]
-        return slice(None) if len(positions) == len(self._cache["active"]) else positions
+        """Ids of the non-empty groups (of `scope`; None: of every scope), ascending, cached until they change."""
+        return self._view(scope).ids
 
     def active_centroids(self, scope: int | None = None) -> np.ndarray:
         """Centroids of the non-empty groups (of `scope`), row i for group `active_ids(scope)[i]` (cached; a
         write that leaves the set of groups as it was recomputes only the rows of the groups it changed)."""
-        self.active_ids()
-        return self._all_centroids()[self._in_scope(scope)]
+        view = self._view(scope)
+        with self._making:
+            return view.centroids_of(self.sums)
 
     def active_centroid_codes(self, scope: int | None = None) -> tuple[np.ndarray, np.ndarray]:
         """`active_centroids(scope)` as int8 codes and scales (`kernels.quantized`), cached alike: what a probe
         orders groups by, a quarter of the bytes (BEAM passages, 537 groups: 0.04 ms a probe at margin 0
         against 0.05 ms from the float32 centroids, recall@10 unchanged). Made on first use: ingest, which
         reads the centroids after every chunk, never needs them."""
-        self.active_ids()
-        centroids = self._all_centroids()
-        if "centroid_codes" not in self._cache:
-            self._cache["centroid_codes"], self._cache["centroid_scales"] = kernels.quantized(centroids)
-        codes, scales = self._cache["centroid_codes"], self._cache["centroid_scales"]
-        where = self._in_scope(scope)
-        if scope is None or isinstance(where, slice):
-            return codes, scales
-        if scope not in self._scoped_codes:
-            self._scoped_codes[scope] = codes[where], scales[where]
-        return self._scoped_codes[scope]
-
-    def _all_centroids(self) -> np.ndarray:
-        cached = self._cache.get("active_centroids")
-        if cached is None or self._stale:
-            self._scoped_codes.clear()
-        if cached is None:
-            cached = self._cache["active_centroids"] = kernels.unit_rows(self.sums, self.active_ids())
-            self._cache.pop("centroid_codes", None)
-        elif self._stale:
-            changed = np.fromiter(self._stale, dtype=np.int64, count=len(self._stale))
-            at = np.searchsorted(self.active_ids(), changed)
-            cached[at] = kernels.unit_rows(self.sums, changed)
-            if "centroid_codes" in self._cache:
-                self._cache["centroid_codes"][at], self._cache["centroid_scales"][at] = kernels.quantized(cached[at])
-        self._stale.clear()
-        return cached
+        view = self._view(scope)
+        with self._making:
+            return view.codes_of(self.sums)
 
     def active_sizes(self, scope: int | None = None) -> np.ndarray:
         """Cell counts of the non-empty groups (of `scope`), in `active_ids(scope)` order (cached)."""
-        if "active_sizes" not in self._cache:
-            self._cache["active_sizes"] = self.counts[self.active_ids()]
-        return self._cache["active_sizes"][self._in_scope(scope)]
+        view = self._view(scope)
+        if view.sizes is None:
+            view.sizes = self.counts[view.ids]
+        return view.sizes
+
+    def _view(self, scope: int | None) -> _View:
+        view = self._views.get(scope)
+        if view is not None:
+            return view
+        with self._making:
+            if scope is None:
+                ids = np.flatnonzero(self.counts)
+            else:
+                slots = np.fromiter(self._slots.get(scope, ()), dtype=np.int64)
+                ids = np.sort(slots[self.counts[slots] > 0])
+            view = self._views[scope] = _View(ids)
+            return view
 
     def copy(self) -> GroupState:
+        """A copy to plan on (its cached views copied too: a plan reads the centroids at once)."""
         twin = GroupState(self.sums.copy(), self.counts.copy(), self.scopes.copy())
-        twin._cache = {name: cached.copy() for name, cached in self._cache.items()}
-        twin._stale = set(self._stale)
+        twin._views = {scope: view.copy(view.ids) for scope, view in self._views.items()}
         return twin
+
+    def part(self, scopes: Iterable[int]) -> GroupPart:
+        """The live groups of these scopes as a state of their own, to plan a write or a sleep on: it costs
+        their groups, not the memory's (`absorb` takes it back)."""
+        wanted = sorted(set(scopes))
+        ids = np.concatenate([self.active_ids(scope) for scope in wanted]) if wanted else np.zeros(0, np.int64)
+        ids = np.sort(ids)
+        own = GroupState(self.sums[ids].copy(), self.counts[ids].copy(), self.scopes[ids].copy())
+        if len(wanted) == 1 and wanted[0] in self._views:  # one scope's cached centroids serve the part too
+            own._views[None] = own._views[wanted[0]] = self._views[wanted[0]].copy(np.arange(len(ids)))
+        return GroupPart(own, ids, self.n_slots)
+
+    def absorb(self, part: GroupPart) -> None:
+        """Take back a part planned on (`part.state` as the plan left it): its groups' sums and counts, and the
+        groups it founded, numbered from `part.first_new` (no group was founded here since the part was made)."""
+        own, held = part.state, len(part.ids)
+        if self.n_slots != part.first_new:
+            raise ValueError("groups were founded since this part was made; plan it again")
+        self.new_slots(own.n_slots - held, own.scopes[held:])
+        changed = np.r_[part.ids, np.arange(part.first_new, self._n)]
+        self._sums[changed] = own.sums
+        self._counts[changed] = own.counts
+        self._changed(changed)
 
     def add_members(self, group_ids: np.ndarray, vectors: np.ndarray) -> None:
         """Add vectors to the groups' sums (groups must exist)."""
@@ -135,24 +142,28 @@ class GroupState:
     def remove_members(self, group_ids: np.ndarray, vectors: np.ndarray) -> None:
         """Subtract vectors from their groups; a group left empty gets an exact zero sum."""
         self._add(group_ids, vectors, -1)
-        self.sums[self.counts == 0] = 0.0
 
     def _add(self, group_ids: np.ndarray, vectors: np.ndarray, sign: int) -> None:
         group_ids = np.asarray(group_ids, dtype=np.int64)
+        if not len(group_ids):
+            return
         kernels.add_by_group(self.sums, group_ids, kernels.rows32(vectors), float(sign))
-        self.counts[:] += sign * np.bincount(group_ids, minlength=self._n)
-        self._changed(np.unique(group_ids))
+        groups, counts = np.unique(group_ids, return_counts=True)
+        self._counts[groups] += sign * counts
+        emptied = groups[self._counts[groups] == 0]
+        self._sums[emptied] = 0.0
+        self._changed(groups)
 
     def _changed(self, groups: np.ndarray) -> None:
-        """Invalidate what the change of these groups' sums made stale: everything when one of them was
-        founded or emptied, else their centroid rows and sizes."""
-        cached = self._cache.get("active")
-        if cached is None or len(cached) != np.count_nonzero(self.counts) or not self.counts[groups].all():
-            self._cache.clear()
-            self._stale.clear()
+        """Drop what the change of these groups' sums made stale, in the views of their scopes and of every scope:
+        a view whose set of live groups changed (one founded or emptied) is made again, else only its sizes and
+        the centroid rows of these groups."""
+        if not len(groups):
             return
-        self._cache.pop("active_sizes", None)
-        self._stale.update(groups.tolist())
+        for scope, members in [(None, groups), *by_code(self._scopes[groups], groups)]:
+            view = self._views.get(scope)
+            if view is not None and not view.refresh(members, self.counts):
+                del self._views[scope]
 
     def move_members(self, source: int, target: int, vectors: np.ndarray) -> None:
         """Move vectors from one group to another (one sum, no grouping pass)."""
@@ -166,12 +177,18 @@ class GroupState:
         self._changed(np.asarray([source, target]))
 
     def set_scopes(self, groups: np.ndarray, scopes: np.ndarray) -> None:
-        """Give existing groups their scopes (restoring a memory from its cells)."""
+        """Give existing groups their scopes (restoring cells from the store)."""
+        groups = np.asarray(groups, dtype=np.int64)
+        scopes = np.broadcast_to(np.asarray(scopes, dtype=np.int32), groups.shape)
+        for scope, members in by_code(self._scopes[groups], groups):
+            self._slots.get(scope, set()).difference_update(members.tolist())
+            self._views.pop(scope, None)
         self._scopes[groups] = scopes
-        self._cache.clear()
+        self._register(groups, scopes)
+        self._views.pop(None, None)
 
-    def new_slots(self, count: int, scope: int = 0) -> None:
-        """Append `count` empty groups of `scope`."""
+    def new_slots(self, count: int, scope: int | np.ndarray = 0) -> None:
+        """Append `count` empty groups of `scope` (one code, or one per group)."""
         needed = self._n + count
         if needed > len(self._counts):
             capacity = max(needed, 2 * len(self._counts), 64)
@@ -179,9 +196,93 @@ class GroupState:
                 grown(column[: self._n], capacity) for column in (self._sums, self._counts, self._scopes)
             )
         self._scopes[self._n : needed] = scope
+        self._register(np.arange(self._n, needed), self._scopes[self._n : needed])
         self._n = needed
-        self._cache.clear()
-        self._stale.clear()
+
+    def _register(self, groups: np.ndarray, scopes: np.ndarray) -> None:
+        """Note these groups among their scopes' slots (their views, made without them, are dropped)."""
+        for scope, members in by_code(scopes, groups):
+            self._slots.setdefault(scope, set()).update(members.tolist())
+            self._views.pop(scope, None)
+
+
+class _View:
+    """What searches read of one scope's live groups (or every scope's): their ids, and, made on first use, their
+    sizes, centroids and centroid codes; `stale` names the groups whose sums changed since (same members)."""
+
+    def __init__(self, ids: np.ndarray) -> None:
+        self.ids = ids
+        self.sizes: np.ndarray | None = None
+        self.centroids: np.ndarray | None = None
+        self.codes: tuple[np.ndarray, np.ndarray] | None = None
+        self.stale: set[int] = set()
+
+    def copy(self, ids: np.ndarray) -> _View:
+        """This view over other ids (the same groups numbered otherwise), its arrays copied."""
+        twin = _View(ids)
+        if self.centroids is not None and not self.stale:
+            twin.centroids = self.centroids.copy()
+            if self.codes is not None:
+                twin.codes = (self.codes[0].copy(), self.codes[1].copy())
+        return twin
+
+    def refresh(self, groups: np.ndarray, counts: np.ndarray) -> bool:
+        """Note a change of these groups' sums; False when the set of live groups changed (the view is void)."""
+        at = np.searchsorted(self.ids, groups).clip(max=max(len(self.ids) - 1, 0))
+        if not counts[groups].all() or not len(self.ids) or (self.ids[at] != groups).any():
+            return False
+        self.sizes = None
+        if self.centroids is not None:
+            self.stale.update(groups.tolist())
+        return True
+
+    def centroids_of(self, sums: np.ndarray) -> np.ndarray:
+        if self.centroids is None:
+            self.centroids, self.codes = kernels.unit_rows(sums, self.ids), None
+        elif self.stale:
+            changed = np.fromiter(self.stale, dtype=np.int64, count=len(self.stale))
+            at = np.searchsorted(self.ids, changed)
+            self.centroids[at] = kernels.unit_rows(sums, changed)
+            if self.codes is not None:
+                self.codes[0][at], self.codes[1][at] = kernels.quantized(self.centroids[at])
+        self.stale.clear()
+        return self.centroids
+
+    def codes_of(self, sums: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        centroids = self.centroids_of(sums)
+        if self.codes is None:
+            self.codes = kernels.quantized(centroids)
+        return self.codes
+
+
+@dataclass(frozen=True)
+class GroupPart:
+    """Some scopes' live groups as a state of their own (`state`): its group i < len(ids) is group `ids[i]` of the
+    whole, and a group it founds, i >= len(ids), becomes group `first_new + i - len(ids)`."""
+
+    state: GroupState
+    ids: np.ndarray
+    first_new: int
+
+    def whole(self, local: np.ndarray) -> np.ndarray:
+        """The whole state's ids of these groups of the part."""
+        local = np.asarray(local, dtype=np.int64)
+        held = len(self.ids)
+        if not held:
+            return self.first_new + local
+        found: np.ndarray = np.where(local < held, self.ids[local.clip(max=held - 1)], self.first_new + local - held)
+        return found
+
+    def local(self, whole: np.ndarray) -> np.ndarray:
+        """The part's ids of these groups of the whole (each one of the part's, or founded after `first_new`)."""
+        whole = np.asarray(whole, dtype=np.int64)
+        found: np.ndarray = np.where(
+            whole < self.first_new, np.searchsorted(self.ids, whole), len(self.ids) + whole - self.first_new
+        )
+        return found
+
+    def with_state(self, state: GroupState) -> GroupPart:
+        return GroupPart(state, self.ids, self.first_new)
 
 
 Members = Callable[[int], tuple[np.ndarray, np.ndarray]]
@@ -196,6 +297,23 @@ class Assignment:
     moved_rows: np.ndarray
     moved_to: np.ndarray
     state: GroupState
+
+
+@dataclass(frozen=True)
+class Placement:
+    """A planned write in the whole state's group ids: each new cell's group, the stored cells it moves and
+    where, and the part (its scopes' groups as the write leaves them) that the state absorbs."""
+
+    groups: np.ndarray
+    moved_rows: np.ndarray
+    moved_to: np.ndarray
+    part: GroupPart
+
+    @classmethod
+    def of(cls, plan: Assignment, part: GroupPart) -> Placement:
+        """`plan`, made on `part.state`, in the whole state's ids."""
+        done = part.with_state(plan.state)
+        return cls(done.whole(plan.groups), plan.moved_rows, done.whole(plan.moved_to), done)
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -46,10 +46,11 @@ def concept_labels(centroids: np.ndarray, sizes: np.ndarray, *, limit: int) -> n
     return renumbered
 
 
-def concepts_of(groups: GroupState, *, limit: int) -> list[Concept]:
-    """The concepts of the live groups, numbered in order of their first group id."""
-    active = groups.active_ids()
-    labels = concept_labels(groups.active_centroids(), groups.active_sizes(), limit=limit)
+def concepts_of(groups: GroupState, *, limit: int, scope: int | None = None) -> list[Concept]:
+    """The concepts of the live groups (of `scope`; None: of every scope), numbered in order of their first group
+    id."""
+    active = groups.active_ids(scope)
+    labels = concept_labels(groups.active_centroids(scope), groups.active_sizes(scope), limit=limit)
     members = [active[labels == concept] for concept in range(int(labels.max(initial=-1)) + 1)]
     return [Concept(number, ids.tolist(), int(groups.counts[ids].sum())) for number, ids in enumerate(members)]
 

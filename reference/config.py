@@ -171,6 +171,10 @@ class MemoryConfig:
     lease_seconds: float = 5.0
     ingest_chunk: int = 2048
     concept_limit: int = 2048
+    resident_cells: int | None = None
+    """With an embedded store, keep at most about this many cells in RAM: the scopes in use stay, the least
+    recently used go, and a scope out of RAM loads from the store when a call needs it (`residency.py`). None:
+    every cell in RAM."""
 
     def __post_init__(self) -> None:
         at_least = {name: bound for bound, names in AT_LEAST.items() for name in names}
@@ -187,6 +191,12 @@ class MemoryConfig:
             "kind_importance values must be in [0, 1]": all(0 <= v <= 1 for v in self.kind_importance.values()),
             "speaker_key must be None or a non-empty string": self.speaker_key is None
             or (isinstance(self.speaker_key, str) and bool(self.speaker_key)),
+            "resident_cells must be None or an int >= 1": self.resident_cells is None
+            or (
+                isinstance(self.resident_cells, int)
+                and not isinstance(self.resident_cells, bool)
+                and self.resident_cells >= 1
+            ),
             "target_recall must be None or in (0, 1]": self.target_recall is None
             or (isinstance(self.target_recall, int | float) and 0 < self.target_recall <= 1),
         }

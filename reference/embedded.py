@@ -69,6 +69,25 @@ class EmbeddedCellStore:
         self._next_seq = self.sidecar.last_seq() + 1
         return cells
 
+    def open_unloaded(self) -> None:
+        """Ready to write without loading any cell (a memory that loads scopes as they are used, `residency.py`)."""
+        self._next_seq = self.sidecar.last_seq() + 1
+
+    def load_scope(self, scope: str) -> CellBatch | None:
+        return self.sidecar.load_scope(self.dim, scope)
+
+    def count(self, scope: str | None = None) -> int:
+        return self.sidecar.count(scope)
+
+    def scopes(self) -> list[str]:
+        return self.sidecar.scopes()
+
+    def scopes_of(self, ids: Sequence[str]) -> dict[str, str]:
+        return self.sidecar.scopes_of(ids)
+
+    def group_bound(self) -> int:
+        return self.sidecar.group_bound()
+
     def take_over_texts(self, updates: Mapping[str, str]) -> None:
         """A store of an earlier version kept its texts in Chroma's documents (and an update in flight its new
         texts in the mark, `updates`): copy them into the sidecar once."""
@@ -138,8 +157,11 @@ class EmbeddedStore:
             self.lock.release()
 
 
-def open_embedded(path: str, namespace: str, identity: StoreIdentity) -> tuple[EmbeddedStore, CellBatch | None]:
-    """Open the embedded store at `path` (repairing what a crash left) and read its cells."""
+def open_embedded(
+    path: str, namespace: str, identity: StoreIdentity, *, load: bool = True
+) -> tuple[EmbeddedStore, CellBatch | None]:
+    """Open the embedded store at `path` (repairing what a crash left) and read its cells (with `load`; without,
+    none: they are read scope by scope, `EmbeddedCellStore.load_scope`)."""
     root = Path(path)
     if root.exists() and not root.is_dir():
         raise InvalidInputError(f"{root} is a file, not a folder: give a folder path for the embedded store")
@@ -150,9 +172,9 @@ def open_embedded(path: str, namespace: str, identity: StoreIdentity) -> tuple[E
         new_sidecar = not (root / SIDECAR).exists()
         sidecar = Sidecar(root)
         undo.callback(sidecar.close)
-        client, store, cells = _open_repairing(root, namespace, identity, sidecar, new_sidecar)
+        client, store, cells = _open_repairing(root, namespace, identity, sidecar, new_sidecar, load)
         undo.pop_all()
-    return EmbeddedStore(lock, client, store), cells
+    return EmbeddedStore(lock, client, store), cells if load else None
 
 
 def _claim(root: Path) -> FileLock:
@@ -169,7 +191,7 @@ def _claim(root: Path) -> FileLock:
 
 
 def _open_repairing(
-    root: Path, namespace: str, identity: StoreIdentity, sidecar: Sidecar, new_sidecar: bool
+    root: Path, namespace: str, identity: StoreIdentity, sidecar: Sidecar, new_sidecar: bool, load: bool
 ) -> tuple[Any, EmbeddedCellStore, CellBatch | None]:
     marks = sidecar.in_flight()
     if marks:
@@ -180,6 +202,9 @@ def _open_repairing(
         if new_sidecar and store.cells.count():
             _take_over_fields(client, namespace, identity, sidecar)
         store.take_over_texts({})
+        if not load:
+            store.open_unloaded()
+            return client, store, None
         return client, store, store.load()
     except VectorSegmentUnreadableError as error:
         log.warning("%s; rebuilding it", error)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import functools
 import re
+import sys
 from collections import defaultdict
 
 _EMAIL = r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+"
@@ -60,7 +61,7 @@ def extract_entities(text: str) -> frozenset[str]:
             continue
         if value:
             found.add(value.lower())
-    return frozenset(found)
+    return frozenset(map(sys.intern, found))  # one string per entity, however many cells and scopes mention it
 
 
 @functools.cache
@@ -92,36 +93,47 @@ def _looks_like_file(value: str) -> bool:
 
 
 class EntityIndex:
-    """Exact-match index entity → rows (and, through the rows, groups)."""
+    """Exact-match index entity → rows, per scope: a scoped lookup reads its own scope's rows alone."""
 
     def __init__(self) -> None:
-        self._rows: dict[str, set[int]] = defaultdict(set)
-        self._entities_of: dict[int, frozenset[str]] = {}
+        self._rows: dict[str, dict[int, set[int]]] = defaultdict(dict)
+        """Entity → scope code → the rows of that scope mentioning it."""
+        self._entities_of: dict[int, tuple[int, frozenset[str]]] = {}
 
     def __len__(self) -> int:
         return len(self._rows)
 
-    def add(self, row: int, entities: frozenset[str]) -> None:
+    def add(self, row: int, entities: frozenset[str], scope: int = 0) -> None:
         if entities:
-            self._entities_of[row] = entities
+            self._entities_of[row] = (scope, entities)
             for entity in entities:
-                self._rows[entity].add(row)
+                self._rows[entity].setdefault(scope, set()).add(row)
 
     def remove(self, row: int) -> None:
-        for entity in self._entities_of.pop(row, ()):
-            rows = self._rows[entity]
-            rows.discard(row)
-            if not rows:
-                del self._rows[entity]
+        scope, entities = self._entities_of.pop(row, (0, frozenset()))
+        for entity in entities:
+            by_scope = self._rows[entity]
+            by_scope[scope].discard(row)
+            if not by_scope[scope]:
+                del by_scope[scope]
+                if not by_scope:
+                    del self._rows[entity]
 
     def rows(self) -> set[int]:
         """Every row that has entities indexed."""
         return set(self._entities_of)
 
-    def matches(self, entities: frozenset[str]) -> dict[int, int]:
-        """Rows mentioning any of `entities`, with how many of them each mentions."""
+    def scope_of(self, row: int) -> int | None:
+        """The scope a row with entities was indexed under (None: it has none)."""
+        held = self._entities_of.get(row)
+        return None if held is None else held[0]
+
+    def matches(self, entities: frozenset[str], scope: int | None = None) -> dict[int, int]:
+        """Rows (of `scope`; None: of any) mentioning any of `entities`, with how many of them each mentions."""
         counts: dict[int, int] = defaultdict(int)
         for entity in entities:
-            for row in self._rows.get(entity, ()):
-                counts[row] += 1
+            by_scope = self._rows.get(entity, {})
+            for rows in by_scope.values() if scope is None else [by_scope.get(scope, set())]:
+                for row in rows:
+                    counts[row] += 1
         return dict(counts)

@@ -5,9 +5,10 @@
 several keys means all of them. Values are strings, numbers or booleans (a boolean is never equal to a
 number); the ranges compare numbers. `$ne` and `$nin` match cells that have the key with another value.
 
-`MetadataIndex` keeps, for every top-level key of the cells' metadata, the rows holding each value and, for
-numbers, a column of values by row, so a filter costs the rows it matches, not a scan of every cell's
-metadata. Rows are the table's; the index is derived from the cells and rebuilt on open.
+`MetadataIndex` keeps, for every top-level key of the cells' metadata, the rows holding each value, per scope, and,
+for numbers, a column of values by row, so a filter costs the rows it matches, not a scan of every cell's metadata,
+and a filter within a scope the rows of that scope alone. Rows are the table's; the index is derived from the cells
+and rebuilt on open.
 """
 
 from __future__ import annotations
@@ -91,26 +92,26 @@ def _key(value: Scalar) -> tuple[bool, Scalar]:
 
 
 class MetadataIndex:
-    """Top-level metadata values → rows, and numbers by row, per key."""
+    """Top-level metadata values → scope → rows, and numbers by row, per key."""
 
     def __init__(self) -> None:
-        self._rows: dict[str, dict[tuple[bool, Scalar], set[int]]] = defaultdict(lambda: defaultdict(set))
+        self._rows: dict[str, dict[tuple[bool, Scalar], dict[int, set[int]]]] = defaultdict(lambda: defaultdict(dict))
         self._numbers: dict[str, np.ndarray] = {}
         self._indexed = np.zeros(0, dtype=bool)
         """Which rows are indexed (a column, not a set: a million Python ints cost more than the vectors' codes)."""
 
-    def add(self, rows: np.ndarray, metadatas: Sequence[Mapping[str, Any]]) -> list[int]:
-        """Index these rows; returns those holding a number beyond what a store holds (a store written before
-        metadata was checked), which filters compare by equality only."""
+    def add(self, rows: np.ndarray, metadatas: Sequence[Mapping[str, Any]], scopes: np.ndarray) -> list[int]:
+        """Index these rows (of these scope codes); returns those holding a number beyond what a store holds (a store
+        written before metadata was checked), which filters compare by equality only."""
         end = int(rows.max()) + 1 if len(rows) else 0
         beyond = []
         self._indexed = with_room(self._indexed, end)
         self._indexed[rows] = True
-        for row, metadata in zip(rows.tolist(), metadatas):
+        for row, metadata, scope in zip(rows.tolist(), metadatas, scopes.tolist()):
             for key, value in metadata.items():
                 if not isinstance(value, Scalar):
                     continue
-                self._rows[key][_key(value)].add(row)
+                self._rows[key][_key(value)].setdefault(scope, set()).add(row)
                 if isinstance(value, int | float) and not isinstance(value, bool):
                     column = with_room(self._numbers.get(key, np.zeros(0)), end, fill=math.nan)
                     column[row] = value if _storable_number(value) else math.nan
@@ -119,12 +120,17 @@ class MetadataIndex:
                         beyond.append(row)
         return beyond
 
-    def remove(self, rows: np.ndarray, metadatas: Sequence[Mapping[str, Any]]) -> None:
+    def remove(self, rows: np.ndarray, metadatas: Sequence[Mapping[str, Any]], scopes: np.ndarray) -> None:
         self._indexed[rows] = False
-        for row, metadata in zip(rows.tolist(), metadatas):
+        for row, metadata, scope in zip(rows.tolist(), metadatas, scopes.tolist()):
             for key, value in metadata.items():
                 if isinstance(value, Scalar):
-                    self._rows[key][_key(value)].discard(row)
+                    by_scope = self._rows[key][_key(value)]
+                    by_scope[scope].discard(row)
+                    if not by_scope[scope]:
+                        del by_scope[scope]
+                        if not by_scope:
+                            del self._rows[key][_key(value)]
                     if key in self._numbers and row < len(self._numbers[key]):
                         self._numbers[key][row] = math.nan
 
@@ -132,32 +138,41 @@ class MetadataIndex:
         """The indexed rows, ascending."""
         return np.flatnonzero(self._indexed)
 
-    def matching(self, where: Mapping[str, Any]) -> set[int]:
-        """The indexed rows that match a checked filter."""
+    def matching(self, where: Mapping[str, Any], scope: int | None = None, rows: np.ndarray | None = None) -> set[int]:
+        """The indexed rows (of `scope`, whose live rows are `rows`; None: of every scope) that match a checked
+        filter."""
         found: set[int] | None = None
         for key, condition in where.items():
             if key == "$and":
-                part = set.intersection(*(self.matching(w) for w in condition))
+                part = set.intersection(*(self.matching(w, scope, rows) for w in condition))
             elif key == "$or":
-                part = set.union(*(self.matching(w) for w in condition))
+                part = set.union(*(self.matching(w, scope, rows) for w in condition))
             else:
                 [(operator, value)] = condition.items() if isinstance(condition, Mapping) else [("$eq", condition)]
-                part = self._clause(key, operator, value)
+                part = self._clause(key, operator, value, scope, rows)
             found = part if found is None else found & part
         return found or set()
 
-    def _clause(self, key: str, operator: str, value: Any) -> set[int]:
+    def _clause(self, key: str, operator: str, value: Any, scope: int | None, rows: np.ndarray | None) -> set[int]:
         postings = self._rows.get(key, {})
+
+        def held(by_scope: dict[int, set[int]]) -> set[int]:
+            return set().union(*by_scope.values()) if scope is None else by_scope.get(scope, set())
+
         if operator in ("$eq", "$in"):
             values = value if operator == "$in" else [value]
-            return set().union(*(postings.get(_key(v), set()) for v in values))
+            return set().union(*(held(postings.get(_key(v), {})) for v in values))
         if operator in ("$ne", "$nin"):
             values = {_key(v) for v in (value if operator == "$nin" else [value])}
-            return set().union(*(rows for held, rows in postings.items() if held not in values))
+            return set().union(*(held(by_scope) for other, by_scope in postings.items() if other not in values))
         column = self._numbers.get(key, np.zeros(0))
+        if scope is not None and rows is not None:  # the scope's rows alone
+            rows = rows[rows < len(column)]
+            column = column[rows]
         with np.errstate(invalid="ignore"):
             mask = {"$gt": column > value, "$gte": column >= value, "$lt": column < value, "$lte": column <= value}
-        return set(np.flatnonzero(mask[operator]).tolist())
+        found = np.flatnonzero(mask[operator])
+        return set((found if scope is None or rows is None else rows[found]).tolist())
 
 
 @dataclass(frozen=True)

@@ -224,6 +224,8 @@ class NumpyGroupIndex:
         limits: ProbeLimits,
     ) -> ProbedMany:
         """`probe` for each row of `queries` (C-contiguous float32), in one compiled call that holds no GIL."""
+        if not queries.flags.writeable:  # a read-only view (`vectors_of`) would compile, and cache, another variant
+            queries = queries.copy()
         rows, scores, ends, read, rescored = kernels.probe_for(self.dim)(
             self.codes, self.scales, self.by_row, self.rows, self.starts, self.sizes, groups, *centroids, queries,
             k, limits.depth, limits.depth + k, limits.floor, limits.budget, limits.margin,

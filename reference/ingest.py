@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import ctypes
 import gc
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from typing import Any, NamedTuple
@@ -22,11 +22,12 @@ import numpy as np
 
 from .calibration import K
 from .cells import CellBatch, CellRecord, ConflictNote
-from .clustering import Assignment, LeaderClustering, kmeans_steps
+from .clustering import Assignment, GroupPart, LeaderClustering, Members, Placement, kmeans_steps
 from .config import MemoryConfig
 from .entities import extract_entities
 from .episodes import inferred_names
 from .errors import InvalidInputError
+from .scopes import by_code
 from .state import EngineState
 from .validation import check_free
 
@@ -104,17 +105,18 @@ def _kept_settled(config: MemoryConfig, cells: int) -> bool:
     return config.settle and config.adaptive and not config.flat_is_cheaper(K, cells)
 
 
-def refining(state: EngineState, config: MemoryConfig, start: int, written: int) -> tuple[np.ndarray, int]:
-    """The live rows a write of `written` cells that does not settle refines, and where the next write's window
-    starts: `REFINED_PER_CELL` rows per cell written from row `start` on, round the table (none where settling is
-    off or the memory is searched flat). Round after round every stored cell is stepped again toward its nearest
-    centroid, as the centroids move with what is written."""
-    size = state.table.size
-    if not size or not _kept_settled(config, len(state.table)):
-        return np.zeros(0, dtype=np.int64), start
-    span = min(size, REFINED_PER_CELL * written)
-    rows = (start + np.arange(span)) % size
-    return np.sort(rows[state.table.alive[rows]]), (start + span) % size
+def refining(state: EngineState, config: MemoryConfig, scope: int, written: int) -> np.ndarray:
+    """The live rows of `scope` that a write of `written` cells into it that does not settle refines (ascending):
+    `REFINED_PER_CELL` rows per cell written, from where the last write's window ended, round the scope's rows
+    (none where settling is off or the scope is searched flat). Round after round every stored cell is stepped
+    again toward its nearest centroid, as the centroids move with what is written."""
+    live = state.scope_rows(scope)
+    if not len(live) or not _kept_settled(config, len(live)):
+        return np.zeros(0, dtype=np.int64)
+    start = state.refine_start(scope) % len(live)
+    span = min(len(live), REFINED_PER_CELL * written)
+    state.commit_refine_start(scope, (start + span) % len(live))
+    return np.sort(live[(start + np.arange(span)) % len(live)])
 
 
 def commit(
@@ -145,13 +147,17 @@ def commit(
             )
         rewrite_kept(state, clustering, again, now=now, keep_episode=keep_episode)
     if fresh:
-        size = len(state.table) + len(fresh)
-        settle = settle_due(config, size, len(fresh))
-        refine = None
-        if not settle:
-            refine, following = refining(state, config, state.refine_start, len(fresh))
-            state.commit_refine_start(following)
-        write(state, clustering, config, cells.take(fresh), settle=settle, refine=refine)
+        new = cells.take(fresh)
+        rounds, stepped = {}, [np.zeros(0, dtype=np.int64)]
+        for scope, count in zip(*np.unique(state.scope_codes(new.scopes), return_counts=True)):
+            scope, count = int(scope), int(count)
+            if settle_due(config, state.scopes.count(scope) + count, count):  # every cell of the scope
+                rounds[scope] = config.sleep_rounds
+                stepped.append(state.scope_rows(scope))
+            elif len(window := refining(state, config, scope, count)):
+                rounds[scope] = 1
+                stepped.append(window)
+        write(state, clustering, config, new, rounds=rounds, rows=np.unique(np.concatenate(stepped)))
 
 
 def cells_of(records: Sequence[CellRecord], *, histories: list[list[dict[str, Any]]] | None = None) -> NewCells:
@@ -201,12 +207,8 @@ def kept_of(old: Sequence[CellRecord], texts: Sequence[str], now: float) -> Kept
     added when the text changes, and its conflicts while its text stays (a new text drops them on both cells,
     `EngineState.commit_replace`: they were judged on the old text, and the next sleep pass judges the new one)."""
     changed = {r.id for r, text in zip(old, texts) if r.text != text}
-    histories = [
-        [*r.history, {"text": r.text, "replaced": now}] if r.id in changed else r.history for r in old
-    ]
-    conflicts = [
-        [] if r.id in changed else [note for note in r.conflicts if note.other not in changed] for r in old
-    ]
+    histories = [[*r.history, {"text": r.text, "replaced": now}] if r.id in changed else r.history for r in old]
+    conflicts = [[] if r.id in changed else [note for note in r.conflicts if note.other not in changed] for r in old]
     return Kept(histories, conflicts)
 
 
@@ -216,37 +218,62 @@ def write(
     config: MemoryConfig,
     cells: NewCells,
     *,
-    settle: bool,
-    refine: np.ndarray | None = None,
+    rounds: Mapping[int, int],
+    rows: np.ndarray,
 ) -> None:
-    """Commit new cells (their ids are free), grouped and, when `settle`, settled (`settled`, with sleep's
-    `sleep_rounds` and `sleep_settled`), else one k-means step over them and the stored rows `refine`; an episode
-    left to inference continues the last write's when it comes within `episode_gap_s` seconds."""
-    if cells.episodes is None:
-        previous = state.last_written()
-        cells = replace(cells, episodes=inferred_names(cells.ids, cells.timestamps, previous, config.episode_gap_s))
+    """Commit new cells (their ids are free), grouped on their scopes' groups alone (`GroupState.part`), and
+    settled (`settled`: `rounds` k-means steps per scope, over its new cells and its stored `rows`); an episode
+    left to inference continues that of the scope's cell written last when it comes within `episode_gap_s`
+    seconds."""
     scopes = state.scope_codes(cells.scopes)
-    plan = clustering.assign(state.groups, cells.vectors, members=state.members, scopes=scopes)
-    if settle:
-        plan = settled(state, plan, cells.vectors, scopes, rounds=config.sleep_rounds, share=config.sleep_settled)
-    elif refine is not None and len(refine):
-        plan = settled(state, plan, cells.vectors, scopes, rounds=1, share=config.sleep_settled, rows=refine)
-    state.commit_write(_batch(cells, plan.groups), plan, cells.entities)
+    if cells.episodes is None:
+        names = [""] * len(cells)
+        for scope, positions in by_code(scopes):
+            mine = positions.tolist()
+            inferred = inferred_names(
+                [cells.ids[i] for i in mine],
+                [cells.timestamps[i] for i in mine],
+                state.last_written(scope),
+                config.episode_gap_s,
+            )
+            for i, name in zip(mine, inferred):
+                names[i] = name
+        cells = replace(cells, episodes=names)
+    part = state.groups.part(np.unique(scopes).tolist())
+    plan = clustering.assign(part.state, cells.vectors, members=_members(state, part), scopes=scopes)
+    if rounds:
+        plan = settled(state, part, plan, cells.vectors, scopes, rows, rounds=rounds, share=config.sleep_settled)
+    placed = Placement.of(plan, part)
+    state.commit_write(_batch(cells, placed.groups), placed, cells.entities)
+
+
+def _members(state: EngineState, part: GroupPart, leaving: set[int] | None = None) -> Members:
+    """The rows and vectors of a group of `part` (by its id there), but those `leaving`."""
+
+    def members(group: int) -> tuple[np.ndarray, np.ndarray]:
+        found, vectors = state.members(int(part.whole(np.asarray([group]))[0]))
+        if not leaving:
+            return found, vectors
+        staying = np.fromiter((row not in leaving for row in found.tolist()), dtype=bool, count=len(found))
+        return found[staying], vectors[staying]
+
+    return members
 
 
 def settled(
     state: EngineState,
+    part: GroupPart,
     plan: Assignment,
     vectors: np.ndarray,
     scopes: np.ndarray,
+    rows: np.ndarray,
     *,
-    rounds: int,
+    rounds: Mapping[int, int],
     share: float,
-    rows: np.ndarray | None = None,
 ) -> Assignment:
-    """`plan` and then k-means steps over every cell of the scopes it writes to (of `rows`, live rows ascending,
-    when given, and those the plan's splits move), stored and new (`vectors`, of scopes `scopes`), within each
-    scope's planned groups (`kmeans_steps`: up to `rounds`, fewer once at most a `share` of the cells moves). Online
+    """`plan` (made on `part.state`) and then k-means steps over the stored `rows` (live, ascending), those the
+    plan's splits move and the new cells (`vectors`, of scopes `scopes`), within each scope's planned groups
+    (`kmeans_steps`: up to `rounds[scope]`, fewer once at most a `share` of the cells moves). Online
     grouping assigns a cell against the centroids of its moment, which move as groups fill and split. BEAM passages
     in one write (51,551; 300 held-out ones as queries, exact scores, the probe's rule): after one step, margin 0.25
     gave recall@10 0.974 reading 3,620 cells a query; after ten steps (`sleep_rounds`), 0.977 reading 2,595 at
@@ -256,21 +283,19 @@ def settled(
     more (1.4 s a step). Steps that score only those 32 after the first one saved that time at 100,000 cells but not
     the search's: 0.103 ms on BEAM, as after one step. Sleep does more (merges, splits, conflict judging)."""
     groups = plan.state  # the plan's own copy
-    live = state.table.live_rows() if rows is None else np.union1d(rows, plan.moved_rows)
+    live = np.union1d(rows, plan.moved_rows)
     live_scopes = state.table.scope[live]
-    keep = np.isin(live_scopes, scopes)
-    live, live_scopes = live[keep], live_scopes[keep]
-    before = state.table.group[live]
+    before = part.local(state.table.group[live])
     now = before.copy()  # after the plan's splits
     now[np.searchsorted(live, plan.moved_rows)] = plan.moved_to
     stored = state.index.vectors_of(live)
     stored_to, new_to = now.copy(), plan.groups.copy()
-    for scope in np.unique(scopes).tolist():
+    for scope, steps in rounds.items():
         mine, theirs = _in(live_scopes, scope), _in(scopes, scope)
         stored_to[mine], new_to[theirs] = kmeans_steps(
             groups,
             [(stored[mine], now[mine]), (vectors[theirs], plan.groups[theirs])],
-            rounds=rounds,
+            rounds=steps,
             settled=share,
             scope=scope,
         )
@@ -287,17 +312,12 @@ def _in(codes: np.ndarray, scope: int) -> slice | np.ndarray:
 def rewrite(state: EngineState, clustering: LeaderClustering, rows: np.ndarray, cells: NewCells) -> None:
     """Commit cells written again under the ids `rows` hold now, grouped as if their old versions were gone
     (no split moves them; their groups' sums lose them first)."""
-    groups = state.groups.copy()
-    groups.remove_members(state.table.group[rows], state.index.vectors_of(rows))
-    leaving = set(rows.tolist())
-
-    def members(group: int) -> tuple[np.ndarray, np.ndarray]:
-        found, vectors = state.members(group)
-        staying = np.fromiter((row not in leaving for row in found.tolist()), dtype=bool, count=len(found))
-        return found[staying], vectors[staying]
-
-    plan = clustering.assign(groups, cells.vectors, members=members, scopes=state.scope_codes(cells.scopes))
-    state.commit_replace(rows, _batch(cells, plan.groups), plan, cells.entities)
+    scopes = state.scope_codes(cells.scopes)
+    part = state.groups.part(np.unique(np.r_[scopes, state.table.scope[rows]]).tolist())
+    part.state.remove_members(part.local(state.table.group[rows]), state.index.vectors_of(rows))
+    members = _members(state, part, leaving=set(rows.tolist()))
+    placed = Placement.of(clustering.assign(part.state, cells.vectors, members=members, scopes=scopes), part)
+    state.commit_replace(rows, _batch(cells, placed.groups), placed, cells.entities)
 
 
 def _batch(cells: NewCells, groups: np.ndarray) -> CellBatch:

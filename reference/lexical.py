@@ -23,6 +23,7 @@ it is derived from the cells and rebuilt on open.
 from __future__ import annotations
 
 import re
+import sys
 import threading
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -34,6 +35,7 @@ from bm25s.stopwords import STOPWORDS_EN_PLUS
 
 from . import kernels
 from .cells import with_room
+from .scopes import by_code
 
 STOP_WORDS = frozenset(STOPWORDS_EN_PLUS)
 """NLTK's English stop words, the list `bm25s` removes with stopwords="en_plus"."""
@@ -59,7 +61,7 @@ class _Vocabulary(dict[str, int]):
     """Word → term id; looking up a new word gives it the next id."""
 
     def __missing__(self, word: str) -> int:
-        term = self[word] = len(self)
+        term = self[sys.intern(word)] = len(self)  # one string per word, however many scopes' vocabularies hold it
         return term
 
 
@@ -223,7 +225,7 @@ class LexicalIndex:
         if not len(rows):
             return
         self._position = with_room(self._position, int(rows.max()) + 1)
-        for scope, members in _by_scope(scopes):
+        for scope, members in by_code(scopes):
             mine = rows[members]
             size = self._sizes.get(scope, 0)
             positions = np.arange(size, size + len(mine))
@@ -235,7 +237,7 @@ class LexicalIndex:
 
     def remove(self, rows: np.ndarray, texts: Sequence[str], scopes: np.ndarray) -> None:
         """Take rows out (their `texts` as indexed and their scope codes)."""
-        for scope, members in _by_scope(scopes):
+        for scope, members in by_code(scopes):
             index = self._scopes[scope]
             index.remove(self._position[rows[members]], [texts[i] for i in members.tolist()])
             if not len(index):  # a scope emptied starts again from nothing
@@ -266,16 +268,6 @@ class LexicalIndex:
         within = None if allowed is None else lambda positions: allowed(rows_of[positions])
         positions, scores = self._scopes[scope].search(text, depth, within)
         return rows_of[positions], scores
-
-
-def _by_scope(scopes: np.ndarray) -> list[tuple[int, np.ndarray]]:
-    """Each scope code with the positions (ascending) that hold it."""
-    codes = np.asarray(scopes, dtype=np.int64)
-    if not len(codes):
-        return []
-    order = np.argsort(codes, kind="stable")
-    starts = np.flatnonzero(np.r_[True, codes[order][1:] != codes[order][:-1]])
-    return [(int(codes[order[a]]), order[a:b]) for a, b in zip(starts.tolist(), [*starts[1:].tolist(), len(codes)])]
 
 
 def _build(rows: np.ndarray, terms: np.ndarray, lengths: np.ndarray) -> _Segment:

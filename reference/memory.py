@@ -18,7 +18,6 @@ from typing import Any, TypedDict, Unpack
 import numpy as np
 
 from . import calibration, ingest, sleep, supersession
-from .calibration import ProbeSetting
 from .cells import CellRecord, CellTable, new_ids, seen_text
 from .clustering import GroupState, LeaderClustering
 from .concepts import Concept, concepts_of
@@ -35,6 +34,7 @@ from .ingest import NewCells
 from .judges import Conflict, ConflictJudge, OfflineJudge
 from .lexical import LexicalIndex
 from .ownership import Lease, open_server
+from .residency import Residency
 from .scoring import Clock, system_clock
 from .search import Candidates, Mode, SearchPipeline
 from .state import EngineState
@@ -96,6 +96,9 @@ class CellularMemory:
     ) -> None:
         if path is not None and client is not None:
             raise InvalidInputError("pass either path (embedded Chroma) or client, not both")
+        bounded = config.resident_cells is not None
+        if bounded and path is None:
+            raise InvalidInputError("resident_cells loads scopes from an embedded store: pass path=...")
         self.config = config
         self.encoder = encoder if encoder is not None else make_encoder("auto")
         self.clock = clock
@@ -119,7 +122,7 @@ class CellularMemory:
         identity = StoreIdentity(self.dim, self.encoder.name, check_encoder)
         cells = None
         if path is not None:
-            self._embedded, cells = open_embedded(path, config.namespace, identity)
+            self._embedded, cells = open_embedded(path, config.namespace, identity, load=not bounded)
             store = self._embedded.store
         elif client is not None:
             self._lease, store, cells = open_server(client, config.namespace, identity, config.lease_seconds)
@@ -133,9 +136,13 @@ class CellularMemory:
             store=store,
             probe=calibration.initial(config),
             fence=None if self._lease is None else self._lease.check,
+            reuse_rows=bounded,
         )
-        self._state.restore(cells)
-        self._calibrate_if_due()
+        self._state.restore(cells, groups=store.group_bound() if bounded else 0)
+        self._resident = Residency(
+            self._state, store, config.resident_cells, lambda: calibration.commit_due(self._state, self.config)
+        )
+        calibration.commit_due(self._state, config)
 
     # ---- writing -------------------------------------------------------------------------
 
@@ -192,23 +199,16 @@ class CellularMemory:
                 entities=[extract_entities(text) for text in texts],
                 episodes=None if episode is None else per_item("episode", episode, count, "", check_episode),
             )
-            with state.writing():
+            with self._resident.writing(cells.scopes, ids or ()):
                 ingest.commit(
                     state, self._clustering, self.config, cells, upsert=upsert, keep_episode=episode is None,
                     now=self.clock(),
                 )  # fmt: skip
-                self._calibrate_if_due()
+                self._resident.written(cells.scopes)
+                calibration.commit_due(state, self.config)
             written = cells.ids
             del cells, matrix, vectors  # this write's temporaries, freed before the trim
             return written
-
-    def _calibrate_if_due(self) -> None:
-        """A new probing margin when the memory has changed enough since the last (under the write lock)."""
-        if calibration.due(self._state.probe, self.config, self._state):
-            self._commit_probe(calibration.calibrated(self._state, self.config))
-
-    def _commit_probe(self, setting: ProbeSetting) -> None:
-        self._state.commit_probe(setting, self.config.target_recall, self.config.probe_margin)
 
     def update(
         self,
@@ -238,17 +238,16 @@ class CellularMemory:
         given = None if vector is None else unit_rows(vector, dim=self.dim)[0]
         state = self._state
         while True:
-            with state.reading():
-                row = state.table.row_of.get(cell_id)
-                old = None if row is None else state.record(row)
+            with self._resident.reading((), [cell_id]):
+                stamp = state.stamp_of(cell_id)
+                old = None if stamp < 0 else state.record(state.table.row_of[cell_id])
             if old is None or (scope is not None and old.scope != scope):
                 raise NotFoundError(f"unknown ids: [{cell_id!r}]" + ("" if scope is None else f" in scope {scope!r}"))
             new = self._updated(old, new_text, new_metadata, given)
-            with state.writing():
-                now_row = state.table.row_of.get(cell_id)
-                if now_row is None:
+            with self._resident.writing((), [cell_id]):
+                if state.stamp_of(cell_id) < 0:
                     raise NotFoundError(f"cell {cell_id!r} was deleted while it was being updated; nothing was written")
-                if now_row == row:
+                if state.stamp_of(cell_id) == stamp:
                     cells = ingest.cells_of([new])
                     ingest.rewrite_kept(state, self._clustering, cells, now=self.clock(), keep_episode=True)
                     return state.record(state.table.row_of[cell_id])
@@ -271,18 +270,17 @@ class CellularMemory:
         wanted = None if ids is None else list(dict.fromkeys(check_ids(ids)))
         scope = None if scope is None else check_scope(scope)
         state = self._state
-        with state.writing():
+        with self._resident.writing([] if scope is None else [scope], wanted or ()):
             code = None if scope is None else state.table.known_scope(scope)
             if wanted is None:
-                rows = state.table.live_rows()
-                rows = rows[state.table.scope[rows] == code] if code is not None else rows[:0]
+                rows = state.live_in(scope)
             else:
                 rows = state.rows_of(wanted)
                 if scope is not None and (code is None or (state.table.scope[rows] != code).any()):
                     raise NotFoundError(f"not every id given is of scope {scope!r}; nothing was deleted")
             if len(rows):
                 state.commit_delete(rows)
-                self._calibrate_if_due()
+                calibration.commit_due(state, self.config)
         return len(rows)
 
     def apply_supersessions(self) -> list[Conflict]:
@@ -290,8 +288,7 @@ class CellularMemory:
         older one's (and its history) into its history; the older cell goes. Returns what was applied."""
         with self._state.writing():
             applied = supersession.apply_recorded(self._state, self._clustering, self.clock())
-            if applied:
-                self._calibrate_if_due()
+            calibration.commit_due(self._state, self.config)
             return applied
 
     # ---- reading -------------------------------------------------------------------------
@@ -341,7 +338,9 @@ class CellularMemory:
         units, query_entities = self._encode_queries(queries, vectors)
         texts = [q if isinstance(q, str) else None for q in queries]
         state = self._state
-        with state.reading():
+        if scope is None:
+            calibration.refresh_every_scope(state, self.config)
+        with self._resident.reading(None if scope is None else [scope]):
             within = state.within(scope, where, since, until)
             if within is None:
                 return [[] for _ in queries]
@@ -363,36 +362,32 @@ class CellularMemory:
         """The full record of one cell."""
         if not isinstance(cell_id, str):
             raise InvalidInputError(f"get takes one id (a str), got {type(cell_id).__name__}")
-        with self._state.reading():
-            return self._state.record(int(self._state.rows_of(check_ids(cell_id))[0]))
+        with self._resident.reading((), check_ids(cell_id)):
+            return self._state.record(int(self._state.rows_of([cell_id])[0]))
 
     def get_many(self, ids: Sequence[str]) -> list[CellRecord]:
         """The records of these cells, in the order asked; unknown ids are skipped."""
         if isinstance(ids, str):
             raise InvalidInputError("get_many takes a list of ids; get(id) reads one")
         wanted = check_ids(ids) if len(ids) else []
-        with self._state.reading():
+        with self._resident.reading((), wanted):
             row_of = self._state.table.row_of
             return self._state.records([row_of[i] for i in wanted if i in row_of])
 
     def __len__(self) -> int:
-        return len(self._state.table)
+        return self._resident.count(None)
 
     def __contains__(self, cell_id: object) -> bool:
-        return cell_id in self._state.table.row_of
+        return isinstance(cell_id, str) and self._resident.holds(cell_id)
 
     def count(self, *, scope: str | None = None) -> int:
         """How many cells the memory holds (in `scope`, when given)."""
-        if scope is None:
-            return len(self)
-        scope = check_scope(scope)
-        with self._state.reading():
-            return len(self._state.live_in(scope))
+        return self._resident.count(None if scope is None else check_scope(scope))
 
     def ids(self, *, scope: str | None = None) -> list[str]:
-        """Every cell id (of `scope`, when given), in insertion order."""
+        """Every cell id (of `scope`, when given), in insertion order (with `resident_cells`: each scope's)."""
         scope = None if scope is None else check_scope(scope)
-        with self._state.reading():
+        with self._resident.reading(None if scope is None else [scope]):
             table = self._state.table
             return [table.ids[row] for row in self._state.live_in(scope).tolist()]
 
@@ -423,17 +418,21 @@ class CellularMemory:
             if self.config.lexical and self._state.lexical is None:  # switched on later: index what is stored
                 self._state.enable_lexical()
             if {"target_recall", "probe_margin"} & changes.keys():
-                known = self._state.known_probe(self.config.target_recall, self.config.probe_margin)
-                self._commit_probe(known or calibration.calibrated(self._state, self.config))
+                calibration.commit_all(self._state, self.config)
             self._search = SearchPipeline(self.config)
 
     # ---- sleep ---------------------------------------------------------------------------
 
     def consolidate(
-        self, judge: ConflictJudge | None = None, *, labels: Mapping[str, Hashable] | None = None
+        self,
+        judge: ConflictJudge | None = None,
+        *,
+        labels: Mapping[str, Hashable] | None = None,
+        scope: str | None = None,
     ) -> ConsolidationReport:
-        """One sleep pass: regroup (merge, move cells to their nearest centroid, split), then judge
-        changed groups for conflicts. `labels` (cell id → true class) adds ARI before and after.
+        """One sleep pass (of `scope` alone, when given: at the cost of its cells): regroup (merge, move cells to
+        their nearest centroid, split), then judge changed groups for conflicts. `labels` (cell id → true class)
+        adds ARI before and after.
 
         The plan is made under the read lock (searches go on); only applying it takes the write
         lock. Groups that gained cells or changed since the last pass are judged; conflicts are
@@ -441,15 +440,14 @@ class CellularMemory:
         """
         if labels is not None and not isinstance(labels, Mapping):
             raise InvalidInputError(f"labels must map cell ids to classes, got {type(labels).__name__}")
+        name = None if scope is None else check_scope(scope)
         with self._sleep_mutex:
-            report = sleep.consolidate(self._state, self.config, judge or self.judge, self.clock, labels)
-            if self.config.target_recall is not None:  # regrouped: estimated again under the read lock
-                with self._state.reading():
-                    version, setting = self._state.version, calibration.calibrated(self._state, self.config)
-                with self._state.writing():
-                    if self._state.version != version:  # written to meanwhile: estimated on what it holds now
-                        setting = calibration.calibrated(self._state, self.config)
-                    self._commit_probe(setting)
+            with self._resident.reading([] if name is None else [name]):  # with resident_cells: those in RAM
+                code = None if name is None else self._state.table.known_scope(name)
+            if name is not None and code is None:  # a scope that never held a cell: nothing to do
+                return ConsolidationReport([], 0, 0, 0, 0)
+            report = sleep.consolidate(self._state, self.config, judge or self.judge, self.clock, labels, code)
+            calibration.estimate_after_sleep(self._state, self.config, code)
             return report
 
     def start_sleep(self, interval: float, *, judge: ConflictJudge | None = None) -> None:

@@ -84,6 +84,21 @@ class FencedStore:
     def load(self) -> CellBatch | None:
         return self.store.load()
 
+    def load_scope(self, scope: str) -> CellBatch | None:
+        return self.store.load_scope(scope)
+
+    def count(self, scope: str | None = None) -> int:
+        return self.store.count(scope)
+
+    def scopes(self) -> list[str]:
+        return self.store.scopes()
+
+    def scopes_of(self, ids: Sequence[str]) -> dict[str, str]:
+        return self.store.scopes_of(ids)
+
+    def group_bound(self) -> int:
+        return self.store.group_bound()
+
     def put(self, batch: CellBatch) -> None:
         self._write(self.store.put, batch)
 

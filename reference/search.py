@@ -36,6 +36,7 @@ from typing import Literal, NamedTuple
 import numpy as np
 
 from . import kernels
+from .calibration import ProbeSetting
 from .config import MemoryConfig
 from .episodes import EpisodeIndex
 from .filters import EVERYTHING, Within
@@ -60,10 +61,12 @@ class Candidates(NamedTuple):
 
 
 class Route(NamedTuple):
-    """How stages 1–2 find one scope's candidates for one k and depth: the scope's cells, where its budget
-    probing stops (`limits.budget` 0: `top_k` probing), whether a flat search is cheaper than a probe, its live
-    groups, and their centroid codes when the compiled probe reads them (else None)."""
+    """How stages 1–2 find one scope's candidates for one k and depth: the probe setting it was made for, the
+    scope's cells, where its budget probing stops (`limits.budget` 0: `top_k` probing), whether a flat search is
+    cheaper than a probe, its live groups, and their centroid codes when the compiled probe reads them (else
+    None)."""
 
+    setting: ProbeSetting
     cells: int
     limits: ProbeLimits
     flat: bool
@@ -77,6 +80,7 @@ class SearchPipeline:
     def __init__(self, config: MemoryConfig) -> None:
         self.config = config
         self._routes: tuple[tuple[object, ...], dict[tuple[int | None, int, int], Route]] = ((), {})
+        """The routes made since the memory last changed (`EngineState.version`), by scope, k and depth."""
 
     def ranked(
         self,
@@ -231,29 +235,29 @@ class SearchPipeline:
         return scored
 
     def _route(self, state: EngineState, k: int, depth: int, scope: int | None) -> Route:
-        """Stages 1–2's route for this scope, k and depth, made once until the memory or its probe setting
-        changes (`EngineState.version`, `EngineState.probe`). Worked out in every search, it cost 4.9 µs of each:
-        BEAM passages at target recall 0.97, one core, five alternating runs, medians 63.0 against 67.9 µs."""
+        """Stages 1–2's route for this scope, k and depth, made once until the memory or the scope's probe
+        setting changes (`EngineState.version`, `EngineState.probe_of`). Worked out in every search, it cost 4.9
+        µs of each: BEAM passages at target recall 0.97, one core, five alternating runs, medians 63.0 against
+        67.9 µs."""
         made_for, routes = self._routes
-        if made_for != (state, state.version, state.probe):  # readers may share the dict: none changes the state
-            made_for, routes = self._routes = ((state, state.version, state.probe), {})
+        if made_for != (state, state.version):  # readers may share the dict: none changes the state
+            made_for, routes = self._routes = ((state, state.version), {})
+        setting = state.probe_of(scope)
         route = routes.get((scope, k, depth))
-        if route is None:
-            route = routes[(scope, k, depth)] = self._new_route(state, k, depth, scope)
+        if route is None or route.setting is not setting:
+            route = routes[(scope, k, depth)] = self._new_route(state, k, depth, scope, setting)
         return route
 
-    def _new_route(self, state: EngineState, k: int, depth: int, scope: int | None) -> Route:
+    def _new_route(self, state: EngineState, k: int, depth: int, scope: int | None, setting: ProbeSetting) -> Route:
         """The route as the memory stands (see `Route`)."""
         config, groups = self.config, state.groups
-        cells = len(state.table) if scope is None else int(groups.active_sizes(scope).sum())
-        reach = state.probe.reach
-        budget = config.probe_candidates(k, cells, reach) if config.probing == "budget" else 0
-        limits = ProbeLimits(depth, config.probe_per_k * k, budget, state.probe.margin)
-        flat = bool(budget) and config.flat_is_cheaper(k, cells, reach)
+        cells = len(state.table) if scope is None else state.scopes.count(scope)
+        budget = config.probe_candidates(k, cells, setting.reach) if config.probing == "budget" else 0
+        limits = ProbeLimits(depth, config.probe_per_k * k, budget, setting.margin)
+        flat = bool(budget) and config.flat_is_cheaper(k, cells, setting.reach)
         compiled = bool(budget) and not flat and isinstance(state.index, NumpyGroupIndex)
-        return Route(
-            cells, limits, flat, groups.active_ids(scope), groups.active_centroid_codes(scope) if compiled else None
-        )
+        codes = groups.active_centroid_codes(scope) if compiled else None
+        return Route(setting, cells, limits, flat, groups.active_ids(scope), codes)
 
     def _group_stage(
         self, query: np.ndarray, k: int, limits: ProbeLimits, route: Route, state: EngineState, scope: int | None
@@ -296,7 +300,7 @@ class SearchPipeline:
     def _entity_stage(
         self, query: np.ndarray, query_entities: frozenset[str], state: EngineState, within: Within
     ) -> tuple[np.ndarray, np.ndarray]:
-        matched = state.entities.matches(query_entities)
+        matched = state.entities.matches(query_entities, within.scope)
         rows = np.fromiter(matched, dtype=np.int64, count=len(matched))
         shares = np.fromiter(matched.values(), dtype=np.float64, count=len(matched)) / len(query_entities)
         if within.restricts:

@@ -9,7 +9,8 @@ of a STRICT table (a damaged value cannot be read back as another type), written
   engine does not use (it has `lexical.py`): 20K documents cost Chroma's add 10.7 s, against 4.5 s for the
   same ids and embeddings alone (measured here). Stores of earlier versions hold their texts in Chroma's
   documents: a NULL text here, copied over once on open (`embedded.py`).
-WAL mode with full sync: a write here is durable before the Chroma write it precedes.
+WAL mode with full sync: a write here is durable before the Chroma write it precedes. One scope's cells are read
+on a connection of their own (`load_scope`), which WAL lets read while the engine writes on the other.
 
 A Chroma write is marked in flight (for an add, in the transaction that stores the batch) and unmarked when
 Chroma returns. A mark found on open means a process died during a Chroma write: its add is undone (never
@@ -21,6 +22,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import threading
 from collections.abc import Iterator, Mapping, Sequence, Set
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -45,6 +47,13 @@ CREATE TABLE IF NOT EXISTS in_flight (
     mark INTEGER PRIMARY KEY AUTOINCREMENT, write TEXT NOT NULL, ids TEXT NOT NULL, texts TEXT
 );
 """
+INDEXES = """
+CREATE INDEX IF NOT EXISTS cells_by_scope ON cells (scope, seq);
+CREATE INDEX IF NOT EXISTS cells_by_group ON cells (grp);
+CREATE INDEX IF NOT EXISTS cells_without_text ON cells (seq) WHERE text IS NULL;
+"""
+"""One scope's cells in order (loading a scope), the largest group id, and the rows of an earlier version's
+layout, each found without reading every row (a file written before them gets them on its first open)."""
 ADDED_COLUMNS = {
     "cells": {"scope": "TEXT NOT NULL DEFAULT ''", "history": "TEXT NOT NULL DEFAULT '[]'", "text": "TEXT"},
     "in_flight": {"texts": "TEXT"},
@@ -77,10 +86,15 @@ class Sidecar:
             self._db.execute("PRAGMA synchronous=FULL")
             self._db.executescript(SCHEMA)
             self._add_missing_columns()
+            self._db.executescript(INDEXES)
+            self._reader = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
+            self._reader.execute("PRAGMA query_only=ON")
         except sqlite3.Error as error:
             raise BackendUnavailableError(f"cannot open {self.path}: {error}") from error
+        self._reading = threading.Lock()
 
     def close(self) -> None:
+        self._reader.close()
         self._db.close()
 
     def _add_missing_columns(self) -> None:
@@ -91,58 +105,43 @@ class Sidecar:
                 if name not in present:
                     self._db.execute(f"ALTER TABLE {table} ADD COLUMN {name} {declaration}")
 
-    def count(self) -> int:
-        return int(self._db.execute("SELECT count(*) FROM cells").fetchone()[0])
+    def count(self, scope: str | None = None) -> int:
+        """Cells stored (of `scope`, when given)."""
+        query = "SELECT count(*) FROM cells" + ("" if scope is None else " WHERE scope = ?")
+        with self._reading:
+            return int(self._reader.execute(query, () if scope is None else (scope,)).fetchone()[0])
+
+    def scopes(self) -> list[str]:
+        """The scopes that hold cells."""
+        with self._reading:
+            return [row[0] for row in self._reader.execute("SELECT DISTINCT scope FROM cells")]
 
     def load(self, dim: int, held: Set[str]) -> tuple[CellBatch | None, list[str]]:
         """The cells whose ids are `held` (by Chroma), in insertion order, and the ids of the others.
         A value that cannot be read back is a `StoreDamagedError` naming its cell."""
         rows = self._db.execute(f"SELECT {COLUMNS} FROM cells ORDER BY seq").fetchall()
         kept = [row for row in rows if row[1] in held]
-        if not kept:
-            return None, [row[1] for row in rows]
-        (
-            _,
-            ids,
-            groups,
-            kinds,
-            importance,
-            timestamps,
-            access,
-            metas,
-            conflicts,
-            episodes,
-            scopes,
-            histories,
-            vectors,
-            texts,
-        ) = zip(*kept, strict=True)
-        for cell_id, vector in zip(ids, vectors):
-            if len(vector) != 4 * dim:
-                raise StoreDamagedError(f"cell {cell_id!r}: its stored vector has {len(vector)} bytes, not {4 * dim}")
-        for cell_id, text in zip(ids, texts):
-            if not isinstance(text, str):
-                raise StoreDamagedError(f"cell {cell_id!r}: its text is missing from the store")
-        matrix = np.frombuffer(b"".join(vectors), dtype="<f4").reshape(len(ids), dim)
-        if not np.isfinite(matrix).all():
-            damaged = ids[int(np.flatnonzero(~np.isfinite(matrix).all(axis=1))[0])]
-            raise StoreDamagedError(f"cell {damaged!r}: its stored vector is not finite")
-        batch = CellBatch(
-            ids=list(ids),
-            texts=list(texts),
-            vectors=matrix,
-            groups=np.asarray(groups, dtype=np.int64),
-            kinds=list(kinds),
-            importance=np.asarray(importance, dtype=np.float64),
-            timestamps=np.asarray(timestamps, dtype=np.float64),
-            access=np.asarray(access, dtype=np.int64),
-            metadata=[_metadata(cell_id, text) for cell_id, text in zip(ids, metas)],
-            conflicts=[_conflicts(cell_id, text) for cell_id, text in zip(ids, conflicts)],
-            episodes=list(episodes),
-            scopes=list(scopes),
-            histories=[_history(cell_id, text) for cell_id, text in zip(ids, histories)],
-        )
-        return batch, [row[1] for row in rows if row[1] not in held]
+        return _batch(kept, dim), [row[1] for row in rows if row[1] not in held]
+
+    def load_scope(self, dim: int, scope: str) -> CellBatch | None:
+        """The cells of one scope, in insertion order (on the reading connection: writes may go on)."""
+        with self._reading:
+            rows = self._reader.execute(f"SELECT {COLUMNS} FROM cells WHERE scope = ? ORDER BY seq", (scope,))
+            return _batch(rows.fetchall(), dim)
+
+    def scopes_of(self, ids: Sequence[str]) -> dict[str, str]:
+        """The scope of each of these ids that is stored."""
+        found: dict[str, str] = {}
+        with self._reading:
+            for start in range(0, len(ids), 500):
+                chunk = list(ids[start : start + 500])
+                query = f"SELECT id, scope FROM cells WHERE id IN ({', '.join('?' * len(chunk))})"
+                found.update(self._reader.execute(query, chunk).fetchall())
+        return found
+
+    def group_bound(self) -> int:
+        """One more than the largest group id stored (0 for none)."""
+        return int(self._db.execute("SELECT coalesce(max(grp), -1) + 1 FROM cells").fetchone()[0])
 
     def textless(self) -> list[str]:
         """The cells an earlier version wrote with their texts in Chroma's documents."""
@@ -246,6 +245,54 @@ class Sidecar:
                     self._db.execute("ROLLBACK")
         except sqlite3.Error as error:
             raise BackendUnavailableError(f"cannot write {self.path}: {error}") from error
+
+
+def _batch(rows: Sequence[tuple[Any, ...]], dim: int) -> CellBatch | None:
+    """Rows of the cells table (in `COLUMNS` order) as a batch (None for none); a value that cannot be read back
+    is a `StoreDamagedError` naming its cell."""
+    if not rows:
+        return None
+    (
+        _,
+        ids,
+        groups,
+        kinds,
+        importance,
+        timestamps,
+        access,
+        metas,
+        conflicts,
+        episodes,
+        scopes,
+        histories,
+        vectors,
+        texts,
+    ) = zip(*rows, strict=True)
+    for cell_id, vector in zip(ids, vectors):
+        if len(vector) != 4 * dim:
+            raise StoreDamagedError(f"cell {cell_id!r}: its stored vector has {len(vector)} bytes, not {4 * dim}")
+    for cell_id, text in zip(ids, texts):
+        if not isinstance(text, str):
+            raise StoreDamagedError(f"cell {cell_id!r}: its text is missing from the store")
+    matrix = np.frombuffer(b"".join(vectors), dtype="<f4").reshape(len(ids), dim)
+    if not np.isfinite(matrix).all():
+        damaged = ids[int(np.flatnonzero(~np.isfinite(matrix).all(axis=1))[0])]
+        raise StoreDamagedError(f"cell {damaged!r}: its stored vector is not finite")
+    return CellBatch(
+        ids=list(ids),
+        texts=list(texts),
+        vectors=matrix,
+        groups=np.asarray(groups, dtype=np.int64),
+        kinds=list(kinds),
+        importance=np.asarray(importance, dtype=np.float64),
+        timestamps=np.asarray(timestamps, dtype=np.float64),
+        access=np.asarray(access, dtype=np.int64),
+        metadata=[_metadata(cell_id, text) for cell_id, text in zip(ids, metas)],
+        conflicts=[_conflicts(cell_id, text) for cell_id, text in zip(ids, conflicts)],
+        episodes=list(episodes),
+        scopes=list(scopes),
+        histories=[_history(cell_id, text) for cell_id, text in zip(ids, histories)],
+    )
 
 
 def _rows(batch: CellBatch, first_seq: int) -> Iterator[tuple[Any, ...]]:

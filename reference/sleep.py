@@ -13,7 +13,6 @@ from collections.abc import Hashable, Mapping
 import numpy as np
 
 from .cells import CellTable
-from .clustering import GroupState
 from .concepts import concept_of_group, concepts_of
 from .config import MemoryConfig
 from .consolidation import ConsolidationReport, GroupSizes, Regrouping, final_groups, plan_merges, plan_regrouping
@@ -29,23 +28,25 @@ def consolidate(
     judge: ConflictJudge,
     clock: Clock,
     labels: Mapping[str, Hashable] | None = None,
+    scope: int | None = None,
 ) -> ConsolidationReport:
-    """Regroup, then judge changed groups. The plan is made under the read lock (searches go on);
-    only applying it takes the write lock, and a write in between makes it plan again."""
+    """Regroup, then judge changed groups (of `scope`, by code; None: of every scope). The plan is made under
+    the read lock (searches go on); only applying it takes the write lock, and a write in between makes it plan
+    again."""
     started = time.perf_counter()
     with state.reading():
-        version, sizes_before = state.version, GroupSizes.of(state.groups.counts)
+        version, sizes_before = state.version, GroupSizes.of(state.groups.active_sizes(scope))
         ari_before = agreement(state, labels)
-        plan = plan_sleep(state, config)
+        plan = plan_sleep(state, config, scope)
     with state.writing():
         if state.version != version:  # written to meanwhile: plan again, now that nothing can change
-            plan = plan_sleep(state, config)
+            plan = plan_sleep(state, config, scope)
         moved = regroup(state, plan)
-        touched = state.take_touched()
-        sizes_after = GroupSizes.of(state.groups.counts)
+        touched = state.take_touched(scope)
+        sizes_after = GroupSizes.of(state.groups.active_sizes(scope))
     with state.reading():
         ari_after = agreement(state, labels)
-        concepts = concepts_of(state.groups, limit=config.concept_limit)
+        concepts = concepts_of(state.groups, limit=config.concept_limit, scope=scope)
         concept_ari = agreement(state, labels, concept_of_group(concepts))
     conflicts, errors = find_conflicts(state, touched, judge, clock)
     return ConsolidationReport(
@@ -67,28 +68,25 @@ def consolidate(
     )
 
 
-def plan_sleep(state: EngineState, config: MemoryConfig) -> Regrouping:
+def plan_sleep(state: EngineState, config: MemoryConfig, scope: int | None = None) -> Regrouping:
     """The regrouping plan for the current state (adaptive: merges, k-means steps, splits), each scope's
-    groups planned on their own (a sleep never merges, moves or splits across scopes); new groups are
-    numbered after every existing one."""
-    table = state.table
-    live = table.live_rows()
-    scopes = table.scope[live]
+    groups planned on their own (a sleep never merges, moves or splits across scopes), of `scope` alone when
+    given; new groups are numbered after every existing one."""
     plans, slot = [], state.groups.n_slots
-    for scope in np.unique(scopes).tolist():
-        plan = _plan_scope(state, config, live[scopes == scope], slot)
+    for one in sorted(state.scopes) if scope is None else [scope]:
+        plan = _plan_scope(state, config, np.sort(state.scope_rows(one)), one, slot)
         plans.append(plan)
         slot += plan.splits
     return Regrouping.joined(plans)
 
 
-def _plan_scope(state: EngineState, config: MemoryConfig, rows: np.ndarray, first_new: int) -> Regrouping:
-    """The plan for the live `rows` of one scope, on a group state of its groups alone (renumbered from 0
-    for planning; new groups numbered from `first_new`)."""
+def _plan_scope(state: EngineState, config: MemoryConfig, rows: np.ndarray, scope: int, first_new: int) -> Regrouping:
+    """The plan for the live `rows` (ascending) of one scope, on a state of its groups alone (`GroupState.part`,
+    renumbered from 0 for planning; new groups numbered from `first_new`)."""
+    part = state.groups.part([scope])
+    own, ids = part.state, part.ids
     groups = state.table.group[rows]
-    ids = np.unique(groups)
-    own = GroupState(state.groups.sums[ids].copy(), state.groups.counts[ids].copy())
-    local = np.searchsorted(ids, groups)
+    local = part.local(groups)
     vectors = state.index.vectors_of(rows)
     cells = len(rows)
     if not config.adaptive:
@@ -125,12 +123,14 @@ def regroup(state: EngineState, plan: Regrouping) -> int:
     if not len(rows):
         return 0
     before, vectors = state.table.group[rows], state.index.vectors_of(rows)
-    groups = state.groups.copy()
-    groups.new_slots(max(0, int(after.max()) + 1 - groups.n_slots))
-    groups.set_scopes(after, state.table.scope[rows])
-    groups.remove_members(before, vectors)
-    groups.add_members(after, vectors)
-    state.commit_regroup(rows, after, groups)
+    scopes = state.table.scope[rows]
+    part = state.groups.part(np.unique(scopes).tolist())
+    founded = np.unique(after[after >= part.first_new])
+    part.state.new_slots(len(founded))
+    part.state.set_scopes(part.local(after), scopes)
+    part.state.remove_members(part.local(before), vectors)
+    part.state.add_members(part.local(after), vectors)
+    state.commit_regroup(rows, after, part)
     return len(rows)
 
 
@@ -159,10 +159,9 @@ def find_conflicts(
     """Judge each group's statements (outside any lock: a judge may be slow); record what it finds."""
     with state.reading():
         table = state.table
-        live = table.live_rows()
-        members = {g: live[table.group[live] == g] for g in groups}
+        members = {g: np.sort(state.index.members(g)) for g in groups}
         batches = {g: [_statement(table, r) for r in rows.tolist()] for g, rows in members.items() if len(rows) > 1}
-        judged = {table.ids[r]: r for rows in members.values() for r in rows.tolist()}
+        judged = {table.ids[r]: int(table.stamp[r]) for rows in members.values() for r in rows.tolist()}
     found, errors = [], []
     for group, statements in batches.items():
         try:

@@ -19,7 +19,7 @@ import numpy as np
 from . import kernels
 from .calibration import ProbeSetting
 from .cells import CellBatch, CellRecord, CellTable, ConflictNote, seen_text, superseded
-from .clustering import Assignment, GroupState
+from .clustering import GroupPart, GroupState, Placement
 from .entities import EntityIndex, extract_entities
 from .episodes import EpisodeIndex
 from .errors import InvalidInputError, InvariantError, NotFoundError
@@ -28,6 +28,7 @@ from .index import GroupIndex
 from .judges.base import Conflict
 from .lexical import LexicalIndex
 from .locks import ReadWriteLock
+from .scopes import ScopeRows, by_code
 from .store import CellStore
 
 log = logging.getLogger(__name__)
@@ -93,27 +94,36 @@ class EngineState:
         store: CellStore,
         probe: ProbeSetting,
         fence: Callable[[], None] | None = None,
+        reuse_rows: bool = False,
     ) -> None:
         self.table, self.index, self.entities, self.store = table, index, entities, store
         self.fence = fence
         """Called before every read and write: raises when this process may no longer serve the store's cells
         (a lease on a Chroma server, `ownership.py`)."""
-        self._probe = probe
+        self._initial = probe
+        self._probe_of: dict[int | None, ProbeSetting] = {}
+        """The probing margin of each scope (None: of a search of every scope), where it was estimated."""
         self._turnover = 0
-        self._probes: dict[tuple[float | None, float], ProbeSetting] = {}
-        """The settings estimated since the cells last changed, by (target recall, margin floor)."""
+        self._turnover_of: dict[int, int] = {}
+        self._changed_scopes: set[int] = set()
+        self._probes: dict[tuple[int | None, float | None, float], ProbeSetting] = {}
+        """The settings estimated since the cells last changed, by (scope, target recall, margin floor)."""
         self._groups, self._lexical, self._episodes = groups, lexical, EpisodeIndex()
         self._metadata = MetadataIndex()
+        self._scopes = ScopeRows()
         self.counters = SearchCounters()
         self.lock = ReadWriteLock()
         self._reading = _Reading(self)
         self.access_lock = threading.Lock()
         """Searches run in parallel under the read lock; access counts are bumped under this one."""
-        self._refine_start = 0
+        self._refine_start: dict[int, int] = {}
         self._dirty: set[int] = set()
-        self._touched: set[int] = set()
+        self._touched: dict[int, set[int]] = {}
+        """Each scope's groups that gained cells or changed since its last sleep."""
         self._version = 0
         self._closed = False
+        self._reuse_rows = reuse_rows
+        """Whether rows of cells deleted or let go are filled again (a memory that keeps some scopes in RAM)."""
 
     @property
     def groups(self) -> GroupState:
@@ -126,6 +136,11 @@ class EngineState:
     @property
     def episodes(self) -> EpisodeIndex:
         return self._episodes
+
+    @property
+    def scopes(self) -> ScopeRows:
+        """Each scope's rows (`scopes.ScopeRows`)."""
+        return self._scopes
 
     @property
     def version(self) -> int:
@@ -154,12 +169,12 @@ class EngineState:
 
     # ---- commits (call under the write lock) --------------------------------------------------------
 
-    def commit_write(self, batch: CellBatch, plan: Assignment, found: list[frozenset[str]]) -> None:
+    def commit_write(self, batch: CellBatch, plan: Placement, found: list[frozenset[str]]) -> None:
         """New cells: stored, then grouped as `plan` says (splits move stored cells too) and indexed."""
         self.store.put(batch)
         self._apply(batch, plan, found)
 
-    def commit_replace(self, rows: np.ndarray, batch: CellBatch, plan: Assignment, found: list[frozenset[str]]) -> None:
+    def commit_replace(self, rows: np.ndarray, batch: CellBatch, plan: Placement, found: list[frozenset[str]]) -> None:
         """Cells written again under their ids (`rows` hold them now): stored in one replacing write, then
         the old rows leave the indexes and the new ones enter them; `plan` was made without the old rows.
         A cell with a new text leaves the conflicts judged on its old one, on the other cells too."""
@@ -171,7 +186,7 @@ class EngineState:
 
     def commit_delete(self, rows: np.ndarray) -> None:
         """Cells deleted, and the conflicts other cells had with them (a delete is final)."""
-        self._turnover += len(rows)
+        self._turn_over(self.table.scope[rows])
         gone = [self.table.ids[row] for row in rows.tolist()]
         self.store.delete(gone)
         self._groups.remove_members(self.table.group[rows], self.index.vectors_of(rows))
@@ -198,49 +213,77 @@ class EngineState:
         if changed:
             self.store.update(self.records(changed))
 
-    @property
-    def turnover(self) -> int:
-        """Cells written, restored or deleted since this state was made (`calibration.due`)."""
-        return self._turnover
+    def _turn_over(self, scopes: np.ndarray) -> None:
+        """Count cells of these scopes written, restored or deleted."""
+        self._turnover += len(scopes)
+        for scope, members in by_code(scopes):
+            self._turnover_of[scope] = self._turnover_of.get(scope, 0) + len(members)
+            self._changed_scopes.add(scope)
 
-    @property
-    def refine_start(self) -> int:
-        """The row the next write's refining window starts at (`ingest.refining`)."""
-        return self._refine_start
+    def turnover(self, scope: int | None = None) -> int:
+        """Cells written, restored or deleted since this state was made (of `scope`; None: of every scope), for
+        `calibration.due`."""
+        return self._turnover if scope is None else self._turnover_of.get(scope, 0)
 
-    def commit_refine_start(self, row: int) -> None:
-        self._refine_start = row
+    def take_changed_scopes(self) -> set[int]:
+        """The scopes written to or deleted from since the last call (whose estimates may be due); cleared."""
+        changed, self._changed_scopes = self._changed_scopes, set()
+        return changed
+
+    def refine_start(self, scope: int) -> int:
+        """Where in the scope's rows the next write's refining window starts (`ingest.refining`)."""
+        return self._refine_start.get(scope, 0)
+
+    def commit_refine_start(self, scope: int, position: int) -> None:
+        self._refine_start[scope] = position
 
     @property
     def probe(self) -> ProbeSetting:
-        """The margin budget probing uses (`calibration.py`)."""
-        return self._probe
+        """The margin budget a search of every scope probes by (`calibration.py`)."""
+        return self.probe_of(None)
 
-    def commit_probe(self, setting: ProbeSetting, target: float | None, floor: float) -> None:
-        """A new probing margin, estimated for this target and floor (no cell changes: the version stays)."""
-        self._probe = self._probes[(target, floor)] = setting
+    def probe_of(self, scope: int | None) -> ProbeSetting:
+        """The margin budget probing uses in `scope` (None: a search of every scope, which in a memory of one
+        scope is that scope's)."""
+        if scope is None and len(self._scopes) == 1:
+            scope = next(iter(self._scopes))
+        return self._probe_of.get(scope, self._initial)
 
-    def known_probe(self, target: float | None, floor: float) -> ProbeSetting | None:
-        """The setting estimated for this target and floor since the cells last changed, if any: switching
-        between targets (a benchmark's sweep) estimates each once."""
-        return self._probes.get((target, floor))
+    def forget_probes_out_of_ram(self) -> None:
+        """Drop the estimates of scopes that hold no cell in RAM (`residency.py`): estimated again when they load."""
+        for scope in [scope for scope in self._probe_of if scope is not None and not self._scopes.count(scope)]:
+            del self._probe_of[scope]
 
-    def commit_regroup(self, rows: np.ndarray, after: np.ndarray, groups: GroupState) -> None:
-        """Cells moved to other groups by a sleep plan (`groups`: the group state they make)."""
+    def estimated_scopes(self) -> list[int | None]:
+        """The scopes that have a probing margin of their own (None: that of a search of every scope)."""
+        return [scope for scope in self._probe_of if scope is None or self._scopes.count(scope)]
+
+    def commit_probe(self, setting: ProbeSetting, target: float | None, floor: float, scope: int | None) -> None:
+        """A new probing margin for `scope`, estimated for this target and floor (no cell changes: the version
+        stays)."""
+        self._probe_of[scope] = self._probes[(scope, target, floor)] = setting
+
+    def known_probe(self, target: float | None, floor: float, scope: int | None) -> ProbeSetting | None:
+        """The setting estimated for `scope`, this target and floor since the cells last changed, if any:
+        switching between targets (a benchmark's sweep) estimates each once."""
+        return self._probes.get((scope, target, floor))
+
+    def commit_regroup(self, rows: np.ndarray, after: np.ndarray, part: GroupPart) -> None:
+        """Cells moved to other groups by a sleep plan (`part`: the groups of their scopes as it leaves them)."""
         if self.store.persistent:
             self.store.update([replace(r, group_id=g) for r, g in zip(self.records(rows.tolist()), after.tolist())])
-        self._groups = groups
+        self._groups.absorb(part)
         self.move(rows, after)
-        self._touched.update(np.unique(after).tolist())
+        self._touch(after)
         self._changed()
 
     def record_conflicts(self, conflicts: list[Conflict], now: float, judged: Mapping[str, int]) -> list[Conflict]:
         """Note each new conflict on both cells (the older one as superseded), if both cells are still the rows
-        `judged` (cell id → row) that the judge read: a cell written again or deleted since holds another text,
-        or none. Returns the new ones."""
+        `judged` (cell id → the stamp of its row, `CellTable.stamp`) that the judge read: a cell written again or
+        deleted since holds another text, or none. Returns the new ones."""
         table, new, changed = self.table, [], set()
         for conflict in conflicts:
-            if any(table.row_of.get(i, -1) != judged.get(i, -2) for i in (conflict.first, conflict.second)):
+            if any(self.stamp_of(i) != judged.get(i, -2) for i in (conflict.first, conflict.second)):
                 continue  # changed meanwhile: the next sleep pass judges what it holds now
             older, newer = table.row_of[conflict.first], table.row_of[conflict.second]
             notes = table.conflicts.setdefault(older, [])
@@ -257,10 +300,39 @@ class EngineState:
         self._changed()
         return new
 
-    def take_touched(self) -> set[int]:
-        """The groups that gained cells or changed since the last sleep (the ones a judge reads); cleared."""
-        touched, self._touched = self._touched, set()
-        return touched
+    def stamp_of(self, cell_id: str) -> int:
+        """The stamp of the row that holds this cell now (-1: none holds it): equal stamps, the same version."""
+        row = self.table.row_of.get(cell_id)
+        return -1 if row is None else int(self.table.stamp[row])
+
+    def commit_load(self, batch: CellBatch) -> None:
+        """One scope's stored cells back in RAM (`residency.py`), in the groups the store holds them in; nothing is
+        written. Counted as written only for a scope without an estimate of its own yet (`calibration.py`)."""
+        scope = self.scope_codes(batch.scopes[:1])[0]
+        self._restore(batch, counted=int(scope) not in self._probe_of)
+        self._changed()
+
+    def commit_evict(self, rows: np.ndarray) -> None:
+        """Cells let go from RAM (`residency.py`): what the store has not been told of them yet (access counts,
+        moves) written first, then taken out of every index, their rows handed back; the store keeps them."""
+        dirty = sorted(self._dirty.intersection(rows.tolist()))
+        self.store.update(self.records(dirty))
+        self._groups.remove_members(self.table.group[rows], self.index.vectors_of(rows))
+        self._forget(rows)
+        self._changed()
+
+    def take_touched(self, scope: int | None = None) -> set[int]:
+        """The groups (of `scope`; None: of every scope) that gained cells or changed since the last sleep (the
+        ones a judge reads); taken off the list."""
+        if scope is None:
+            touched, self._touched = self._touched, {}
+            return set().union(*touched.values())
+        return self._touched.pop(scope, set())
+
+    def _touch(self, groups: np.ndarray) -> None:
+        groups = np.unique(groups)
+        for scope, members in by_code(self._groups.scopes[groups], groups):
+            self._touched.setdefault(scope, set()).update(members.tolist())
 
     def _mark_dirty(self, rows: np.ndarray) -> None:
         """Note cells whose access counts or groups the store must be told of at the next flush (a memory
@@ -291,37 +363,44 @@ class EngineState:
         live = self.table.live_rows()
         self._lexical.add(live, self._seen_texts(live), self.table.scope[live])
 
-    def _apply(self, batch: CellBatch, plan: Assignment, found: list[frozenset[str]]) -> None:
-        self._turnover += len(batch.ids)
+    def _apply(self, batch: CellBatch, plan: Placement, found: list[frozenset[str]]) -> None:
+        self._groups.absorb(plan.part)
         self.move(plan.moved_rows, plan.moved_to)
         self._mark_dirty(plan.moved_rows)  # split moves are persisted with the next flush
-        self._groups = plan.state
         self.insert(batch, found)
-        self._touched.update(np.unique(plan.groups).tolist())
-        self._touched.update(np.unique(plan.moved_to).tolist())
+        self._touch(np.r_[plan.groups, plan.moved_to])
         self._changed()
 
     def _changed(self) -> None:
         self._version += 1
         self._probes.clear()
 
-    def restore(self, batch: CellBatch | None) -> None:
-        """Rebuild every derived structure from the store's cells."""
-        if batch is None:
-            return
-        self._turnover += len(batch.ids)
-        self.groups.new_slots(int(batch.groups.max()) + 1)
+    def restore(self, batch: CellBatch | None, groups: int = 0) -> None:
+        """Rebuild every derived structure from the store's cells (at least `groups` group slots: the store's
+        `group_bound`, where only some scopes are loaded)."""
+        self.groups.new_slots(max(0, groups - self.groups.n_slots), -1)
+        if batch is not None:
+            self._restore(batch)
+            self.groups.active_centroids()  # computed once here, not by the first search
+
+    def _restore(self, batch: CellBatch, *, counted: bool = True) -> None:
+        """Stored cells into the table and every index, in the groups they are stored in."""
+        self.groups.new_slots(max(0, int(batch.groups.max()) + 1 - self.groups.n_slots), -1)
         self.groups.set_scopes(batch.groups, self.scope_codes(batch.scopes))
         self.groups.add_members(batch.groups, batch.vectors)
-        self.insert(batch, [extract_entities(text) for text in batch.texts])
-        self.groups.active_centroids()  # computed once here, not by the first search
+        self.insert(batch, [extract_entities(text) for text in batch.texts], counted=counted)
 
-    def insert(self, batch: CellBatch, found: list[frozenset[str]]) -> None:
-        """Append stored cells to the table and the indexes (the group state is the caller's)."""
+    def insert(self, batch: CellBatch, found: list[frozenset[str]], *, counted: bool = True) -> None:
+        """Append stored cells to the table and the indexes (the group state is the caller's); `counted`: as
+        written (`turnover`)."""
         rows = self.table.append(batch)
+        scopes = self.table.scope[rows]
+        if counted:
+            self._turn_over(scopes)
+        self._scopes.add(rows, scopes, self.table.stamp[rows])
         self.index.add(batch.groups, rows, batch.vectors)
-        self._episodes.add(rows, batch.episodes, self.table.scope[rows])
-        beyond = self._metadata.add(rows, batch.metadata)
+        self._episodes.add(rows, batch.episodes, scopes)
+        beyond = self._metadata.add(rows, batch.metadata, scopes)
         if beyond:
             named = [self.table.ids[row] for row in beyond[:5]]
             log.warning(
@@ -330,10 +409,10 @@ class EngineState:
                 named,
                 " …" if len(beyond) > 5 else "",
             )
-        for row, entities in zip(rows.tolist(), found):
-            self.entities.add(row, entities)
+        for row, entities, scope in zip(rows.tolist(), found, scopes.tolist()):
+            self.entities.add(row, entities, scope)
         if self._lexical is not None:
-            self._lexical.add(rows, self._seen_texts(rows), self.table.scope[rows])
+            self._lexical.add(rows, self._seen_texts(rows), scopes)
 
     def _forget(self, rows: np.ndarray) -> None:
         """Take cells out of the indexes and the table (their groups' sums are the caller's)."""
@@ -341,11 +420,14 @@ class EngineState:
         if self._lexical is not None:
             self._lexical.remove(rows, self._seen_texts(rows), self.table.scope[rows])
         self._episodes.remove(rows)
-        self._metadata.remove(rows, [self.table.metadata[row] for row in rows.tolist()])
+        self._metadata.remove(rows, [self.table.metadata[row] for row in rows.tolist()], self.table.scope[rows])
         for row in rows.tolist():
             self.entities.remove(row)
             self._dirty.discard(row)
         self.table.kill(rows.tolist())
+        self._scopes.remove(rows, self.table.scope[rows], self.table.alive, self.table.stamp)
+        if self._reuse_rows:
+            self.table.release(rows.tolist())
 
     def move(self, rows: np.ndarray, groups: np.ndarray) -> None:
         """Point cells at other groups in the table and the group index (the group state is the caller's)."""
@@ -386,9 +468,10 @@ class EngineState:
         if where is None and since is None and until is None:
             return EVERYTHING if code is None else Within(code)
         if where is None:
-            rows = table.live_rows()
+            rows = table.live_rows() if code is None else np.sort(self.scope_rows(code))
         else:
-            rows = np.fromiter(sorted(self._metadata.matching(where)), dtype=np.int64)
+            scoped = None if code is None else self.scope_rows(code)
+            rows = np.fromiter(sorted(self._metadata.matching(where, code, scoped)), dtype=np.int64)
         keep = np.ones(len(rows), dtype=bool)
         if code is not None:
             keep &= table.scope[rows] == code
@@ -400,16 +483,19 @@ class EngineState:
 
     def live_in(self, scope: str | None) -> np.ndarray:
         """The live rows of a scope (None: of every scope), in insertion order."""
-        live = self.table.live_rows()
         if scope is None:
-            return live
+            return self.table.live_rows()
         code = self.table.known_scope(scope)
-        return live[self.table.scope[live] == code] if code is not None else live[:0]
+        return self.scope_rows(code) if code is not None else np.zeros(0, dtype=np.int64)
 
-    def last_written(self) -> tuple[str, float] | None:
-        """The episode and timestamp of the live cell written last (None in an empty memory)."""
-        live = self.table.live_rows()
-        return None if not len(live) else (self.episodes.name(int(live[-1])), float(self.table.timestamp[live[-1]]))
+    def scope_rows(self, scope: int) -> np.ndarray:
+        """The live rows of a scope (by code), in insertion order."""
+        return self._scopes.live(scope, self.table.alive, self.table.stamp)
+
+    def last_written(self, scope: int) -> tuple[str, float] | None:
+        """The episode and timestamp of the scope's live cell written last (None: it holds none)."""
+        row = self._scopes.last(scope, self.table.alive, self.table.stamp)
+        return None if row is None else (self.episodes.name(row), float(self.table.timestamp[row]))
 
     def _seen_texts(self, rows: np.ndarray) -> list[str]:
         """What the encoder and the lexical index saw of these rows (`cells.seen_text`)."""
@@ -453,6 +539,19 @@ class EngineState:
                 break
         if not self.entities.rows() <= set(live.tolist()):
             problems.append("the entity index names deleted cells")
+        if any(self.entities.scope_of(row) != table.scope[row] for row in self.entities.rows()):
+            problems.append("the entity index files a cell under another scope")
+        by_scope = {scope: rows for scope, rows in by_code(table.scope[live], live)}
+        if set(self._scopes) != set(by_scope) or any(
+            not np.array_equal(np.sort(self.scope_rows(scope)), rows) for scope, rows in by_scope.items()
+        ):
+            problems.append("a scope's rows differ from the cells of that scope")
+        for scope in [None, *by_scope]:
+            ids = groups.active_ids(scope)
+            if not np.array_equal(ids, np.unique(table.group[live if scope is None else by_scope[scope]])):
+                problems.append(f"the live groups of scope {scope} differ from its cells' groups")
+            elif not np.allclose(groups.active_centroids(scope), kernels.unit_rows(groups.sums, ids), atol=1e-5):
+                problems.append(f"a cached centroid of scope {scope} differs from its group's normalised sum")
         if self.lexical is not None and self.lexical.rows() != set(live.tolist()):
             problems.append("the lexical index holds other cells than the live ones")
         if self.episodes.rows() != set(live.tolist()):

@@ -31,6 +31,7 @@ from .errors import (
     BackendUnavailableError,
     DimensionMismatchError,
     EncoderMismatchError,
+    InvalidInputError,
     StoreDamagedError,
     VectorSegmentUnreadableError,
 )
@@ -53,6 +54,11 @@ class CellStore(Protocol):
     persistent: bool
 
     def load(self) -> CellBatch | None: ...
+    def load_scope(self, scope: str) -> CellBatch | None: ...
+    def count(self, scope: str | None = None) -> int: ...
+    def scopes(self) -> list[str]: ...
+    def scopes_of(self, ids: Sequence[str]) -> dict[str, str]: ...
+    def group_bound(self) -> int: ...
     def put(self, batch: CellBatch) -> None: ...
     def replace(self, batch: CellBatch, previous: Sequence[CellRecord]) -> None: ...
     def update(self, records: Sequence[CellRecord]) -> None: ...
@@ -66,6 +72,21 @@ class NullStore:
 
     def load(self) -> CellBatch | None:
         return None
+
+    def load_scope(self, scope: str) -> CellBatch | None:
+        return None
+
+    def count(self, scope: str | None = None) -> int:
+        return 0
+
+    def scopes(self) -> list[str]:
+        return []
+
+    def scopes_of(self, ids: Sequence[str]) -> dict[str, str]:
+        return {}
+
+    def group_bound(self) -> int:
+        return 0
 
     def put(self, batch: CellBatch) -> None:
         pass
@@ -208,6 +229,21 @@ class ServerCellStore:
         self.dim = identity.dim
         self._next_seq = 0
 
+    def load_scope(self, scope: str) -> CellBatch | None:
+        raise _NOT_BY_SCOPE
+
+    def count(self, scope: str | None = None) -> int:
+        raise _NOT_BY_SCOPE
+
+    def scopes(self) -> list[str]:
+        raise _NOT_BY_SCOPE
+
+    def scopes_of(self, ids: Sequence[str]) -> dict[str, str]:
+        raise _NOT_BY_SCOPE
+
+    def group_bound(self) -> int:
+        raise _NOT_BY_SCOPE
+
     def load(self) -> CellBatch | None:
         """Every cell, from documents and metadata only (a cell that cannot be read is named), in order."""
         result = self._drop_unfinished_batches(self.cells.read(["documents", "metadatas"]))
@@ -283,6 +319,11 @@ class ServerCellStore:
         )
         self.delete(doomed)
         return {key: [result[key][i] for i in keep] for key in ("ids", "documents", "metadatas")}
+
+
+_NOT_BY_SCOPE = InvalidInputError(
+    "a memory on a Chroma server loads every cell on open: resident_cells needs an embedded store (path=...)"
+)
 
 
 def fields_of(batch: CellBatch, i: int) -> str:

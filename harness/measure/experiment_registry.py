@@ -58,6 +58,7 @@ class RunContext:
                 loop_systems=self.systems,
                 concurrency_systems=self.systems,
                 filter_systems=self.systems,
+                tenant_systems=self.systems,
             )
 
     @property

@@ -42,6 +42,7 @@ from harness.measure.runbooks import agent_loop as loop_runbook
 from harness.measure.runbooks import agent_stream, dialogue_replay, expiring_stream
 from harness.measure.runner import Job, built, group_labels, measure_together, ranked_until
 from harness.measure.streaming import replay, run_streams
+from harness.measure.tenants import run_tenants, tenant_data, tenant_runbook
 from harness.measure.tokens import BUDGETS, token_counter, within_budget
 from harness.output.progress import Progress, silent
 from harness.output.results import (
@@ -53,6 +54,7 @@ from harness.output.results import (
     Measurement,
     ServingRow,
     StreamRow,
+    TenantRow,
     UpdateRow,
 )
 from harness.protocol import ConsolidatingSystem, ScoringSystem
@@ -243,6 +245,14 @@ def agent_loop(context: RunContext) -> list[StreamRow]:
     data = encode_evalset(notes, encoder, cache=None)  # hashing is cheaper than the cache
     book = loop_runbook(plan.loop_cells, plan.loop_rounds, len(data.queries))
     return run_streams(book, data, plan.loop_systems, encoder.name, context.progress)
+
+
+@experiment("multi-tenant", section="tenants", data=["default"], work=work.tenants)
+def multi_tenant(context: RunContext) -> list[TenantRow]:
+    """Many users in one memory: interleaved writes, then one scope's searches against its cells alone."""
+    plan = context.plan
+    book = tenant_runbook(plan.tenant_scopes, plan.tenant_cells)
+    return run_tenants(book, tenant_data(book), plan.tenant_systems, "vectors", context.progress)
 
 
 @experiment("serving", section="serving", data=["default"], work=work.serving)

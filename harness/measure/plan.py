@@ -131,6 +131,10 @@ class RunPlan:
     concurrency_systems: tuple[str, ...] = CONCURRENCY_SYSTEMS
     filter_cells: int = 20_000
     filter_systems: tuple[str, ...] = FILTER_SYSTEMS
+    tenant_scopes: int = 500
+    """Scopes of the multi-tenant runbook (`tenants.py`; `--tenants`), each of `tenant_cells` cells."""
+    tenant_cells: int = 100
+    tenant_systems: tuple[str, ...] = ("reference",)
     passes: int = 5
     """Timing passes over every system of a regime, interleaved (see `runner.measure_together`)."""
     max_passes: int = 12
@@ -159,6 +163,7 @@ class RunPlan:
             concurrency_seconds=0.3,
             concurrency_systems=("reference", "flat-numpy", "chroma-server"),
             filter_cells=2_000,
+            tenant_scopes=50,
             passes=3,
             max_passes=3,
         )

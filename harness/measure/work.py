@@ -28,6 +28,7 @@ DEFAULT_SECONDS = {
     "concurrency": 150.0,
     "filtered": 60.0,
     "knowledge-update": 100.0,
+    "multi-tenant": 60.0,
 }
 """Each experiment of the default run, in seconds, on the machine the defaults were measured on."""
 ENCODING_PER_PASSAGE = 0.025
@@ -113,10 +114,23 @@ def knowledge_update(context: RunContext) -> float:
     if context.dataset is not None:
         return DATASET_SECONDS
     plan = context.plan
-    share = plan.update_conversations * len(plan.update_systems) / (
-        DEFAULT.update_conversations * len(DEFAULT.update_systems)
+    share = (
+        plan.update_conversations
+        * len(plan.update_systems)
+        / (DEFAULT.update_conversations * len(DEFAULT.update_systems))
     )
     return DEFAULT_SECONDS["knowledge-update"] * share
+
+
+def tenants(context: RunContext) -> float:
+    plan = context.plan
+    share = (
+        plan.tenant_scopes
+        * plan.tenant_cells
+        * len(plan.tenant_systems)
+        / (DEFAULT.tenant_scopes * DEFAULT.tenant_cells * len(DEFAULT.tenant_systems))
+    )
+    return DEFAULT_SECONDS["multi-tenant"] * share
 
 
 def dataset(context: RunContext) -> float:

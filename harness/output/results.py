@@ -7,7 +7,7 @@ file of another schema version with a message that says what to do.
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, NamedTuple, TypedDict
 
@@ -323,6 +323,59 @@ class FilterRow:
 
 
 @dataclass(frozen=True)
+class TenantRow:
+    """One system through the multi-tenant runbook (`tenants.py`): its writes, a scope's searches in the shared
+    memory against the same cells alone (raw latencies per kind, every pass), recall and resident memory."""
+
+    system: str
+    scopes: int
+    cells: int
+    description: str = ""
+    write_p50_ms: float = float("nan")
+    write_p99_ms: float = float("nan")
+    searches_ns: dict[str, list[int]] = field(default_factory=dict)
+    """Latencies by kind: `text_shared`, `text_alone`, `vector_shared`, `vector_alone`."""
+    recall_at_10: float = float("nan")
+    """Each probed scope's vector queries against exact search over that scope."""
+    resident_over_raw_vectors: float = float("nan")
+    skipped: str = ""
+
+    def skipped_for(self, reason: str) -> TenantRow:
+        return replace(self, skipped=reason)
+
+    def measured(self, writes: list[int], searches: dict[str, list[int]], recall: float, resident: float) -> TenantRow:
+        p50, p99 = np.percentile(np.asarray(writes, dtype=np.float64) / 1e6, [50, 99]).tolist()
+        return replace(
+            self, write_p50_ms=p50, write_p99_ms=p99, searches_ns=searches, recall_at_10=recall,
+            resident_over_raw_vectors=resident,
+        )  # fmt: skip
+
+    def p50_ms(self, kind: str) -> float:
+        """The median of one kind of search (`text_shared`, `vector_alone`, …), in ms."""
+        return float(np.median(self.searches_ns[kind])) / 1e6
+
+    def shared_over_alone(self, kind: str) -> float:
+        """How much a search of this kind (`text`, `vector`) costs in the shared memory over the scope alone."""
+        return self.p50_ms(f"{kind}_shared") / self.p50_ms(f"{kind}_alone")
+
+    def row(self) -> dict[str, Any]:
+        """The report's columns."""
+        shown: dict[str, Any] = {"system": self.system, "scopes": self.scopes, "cells": self.scopes * self.cells}
+        if self.skipped:
+            return shown | {"skipped": self.skipped}
+        for kind in ("text", "vector"):
+            shown |= {
+                f"{kind}_p50_ms": self.p50_ms(f"{kind}_shared"),
+                f"{kind}_alone_p50_ms": self.p50_ms(f"{kind}_alone"),
+            }
+            shown[f"{kind}_shared_over_alone"] = self.shared_over_alone(kind)
+        return shown | {
+            "write_p50_ms": self.write_p50_ms, "write_p99_ms": self.write_p99_ms, "recall@10": self.recall_at_10,
+            "resident_over_raw_vectors": self.resident_over_raw_vectors,
+        }  # fmt: skip
+
+
+@dataclass(frozen=True)
 class Verdict:
     claim: str
     system: str
@@ -428,6 +481,7 @@ class Sections(TypedDict, total=False):
     serving: list[ServingRow]
     concurrency: list[ConcurrencyRow]
     filtered: list[FilterRow]
+    tenants: list[TenantRow]
 
 
 @dataclass(frozen=True)
@@ -448,6 +502,7 @@ class RunResults:
     serving: list[ServingRow] = field(default_factory=list)
     concurrency: list[ConcurrencyRow] = field(default_factory=list)
     filtered: list[FilterRow] = field(default_factory=list)
+    tenants: list[TenantRow] = field(default_factory=list)
     claims: list[Verdict] = field(default_factory=list)
     targets: list[Verdict] = field(default_factory=list)
 

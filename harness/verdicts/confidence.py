@@ -56,7 +56,7 @@ class Estimate:
     high: float
 
     def text(self, unit: str = "", digits: int = 2) -> str:
-        """"1.23× (95% CI 1.10–1.40×)": with up to two more digits while the interval's ends would read alike
+        """ "1.23× (95% CI 1.10–1.40×)": with up to two more digits while the interval's ends would read alike
         ("within ±…" when they still do), and "to" between ends that carry a minus sign."""
         places = next((d for d in range(digits, digits + 3) if round(self.low, d) != round(self.high, d)), None)
         if places is None:

@@ -1,7 +1,8 @@
 """Many users in one memory: S scopes × 100 cells (real-ish topic sentences, clustered vectors given with each
 write) written in interleaved turns of 1–5 cells; then one scope's text and vector searches timed against the same
 cells in a memory of their own, in the same run (the ratio the summary reports), each scope's recall against exact
-search over that scope, and no hit from another scope. `MAGBENCH_TENANTS` sets S (default 1,000; 10,000 is a
+search over that scope, and no hit from another scope; and one scope's housekeeping (`count`, `consolidate`,
+`delete` by scope) against the same in its own memory. `MAGBENCH_TENANTS` sets S (default 1,000; 10,000 is a
 million cells)."""
 
 from __future__ import annotations
@@ -126,3 +127,34 @@ def check_scopes_and_recall(shared: CellularMemory, texts: list[str], vectors: n
         recalls.append(len({hit.id for hit in shared.search(vector, 10, scope=name)} & exact) / 10)
     record("multi_tenant_scoped_vector_recall_at_10", float(np.mean(recalls)))
     assert np.mean(recalls) >= 0.95
+
+
+@pytest.mark.parametrize("call", ["count", "consolidate", "delete"])
+@pytest.mark.parametrize("where", ["shared", "alone"])
+def test_scoped_housekeeping(benchmark, tenants, alone, call, where):
+    """One scope's count, sleep pass and delete (its cells written again, untimed, before each delete)."""
+    shared, texts, vectors = tenants
+    scopes = [scope for scope, _, _ in probes(texts, vectors)]
+    turn = iter(range(10**9))
+
+    def setup():
+        scope = scopes[next(turn) % len(scopes)]
+        memory = shared if where == "shared" else alone[scope]
+        rows = slice(scope * CELLS, (scope + 1) * CELLS)
+        if call == "delete" and not memory.count(scope=scope_name(scope)):
+            memory.add(texts[rows], vectors=vectors[rows], ids=[f"{n}" for n in range(rows.start, rows.stop)],
+                       scope=scope_name(scope))  # fmt: skip
+        return (memory, scope_name(scope)), {}
+
+    def run(memory, scope):
+        if call == "count":
+            return memory.count(scope=scope)
+        if call == "consolidate":
+            return memory.consolidate(scope=scope)
+        return memory.delete(scope=scope)
+
+    time_queries(benchmark, run, setup=setup, rounds=2 * len(scopes), warmup_rounds=0)
+    name = f"multi_tenant_{call}_scope_{where}_s"
+    record(name, benchmark.stats.stats.median)
+    if where == "alone":
+        record_ratio(f"multi_tenant_{call}_scope_shared_over_alone", f"multi_tenant_{call}_scope_shared_s", name)

@@ -211,3 +211,85 @@ def test_a_conflict_judged_on_a_text_that_changed_meanwhile_is_not_recorded():
         assert memory.conflicts() == []
         assert memory.apply_supersessions() == [] and older in memory
         memory.check_invariants()
+
+
+class HeldLoads:
+    """A store whose scope loads are held, while `hold` is set, after they read the store and before the engine
+    takes the cells in: a search that read a scope out of RAM while other threads write it and let it go."""
+
+    def __init__(self, store) -> None:
+        self.load_scope, self.hold, self.read, self.go = store.load_scope, False, threading.Event(), threading.Event()
+        store.load_scope = self.held
+
+    def held(self, scope: str):
+        cells = self.load_scope(scope)
+        if self.hold:
+            self.hold = False
+            self.read.set()
+            assert self.go.wait(30)
+        return cells
+
+
+def test_a_scope_read_before_it_was_written_and_let_go_is_read_again(tmp_path):
+    """A search reads scope A from the store; before it takes the cells in, a write loads A, adds a cell and A is
+    let go again. The search must not take in the cells it read (the store holds one more now): it reads again."""
+    rng = np.random.default_rng(3)
+    config = MemoryConfig(lexical=False, resident_cells=50)
+    with CellularMemory(str(tmp_path / "store"), encoder=MockEncoder(DIM), config=config) as memory:
+        for scope in ("a", "b", "c"):
+            memory.add([f"{scope} {i}" for i in range(40)], vectors=rng.standard_normal((40, DIM)), scope=scope)
+        loads = HeldLoads(memory._embedded.store)
+        for trial in range(5):
+            memory.search(rng.standard_normal(DIM), k=1, scope="b")  # "a" out of RAM
+            vector = rng.standard_normal(DIM)
+            loads.hold, found = True, []
+            loads.read.clear(), loads.go.clear()
+            searcher = threading.Thread(target=lambda v=vector, f=found: f.extend(memory.search(v, k=1, scope="a")))
+            searcher.start()
+            assert loads.read.wait(30)
+            [new] = memory.add([f"a new {trial}"], vectors=[vector], scope="a")
+            memory.search(rng.standard_normal(DIM), k=1, scope="c")  # "a" out of RAM again
+            loads.go.set()
+            searcher.join(30)
+            assert [hit.id for hit in found] == [new]
+            assert memory.count(scope="a") == 41 + trial
+        memory.check_invariants()
+
+
+def test_searches_in_their_own_scopes_keep_working_while_others_load_and_let_go(tmp_path):
+    """Threads search their own scopes while a writer writes and a wanderer searches scope after scope, with room in
+    RAM for a few scopes only: every search finds each cell of its scope by its own vector, nothing is lost."""
+    scopes, cells = 12, 30
+    vectors = {s: np.random.default_rng(s).standard_normal((cells, DIM)) for s in range(scopes)}
+    config = MemoryConfig(lexical=False, resident_cells=100)
+    with CellularMemory(str(tmp_path / "store"), encoder=MockEncoder(DIM), config=config) as memory:
+        for scope in range(scopes):
+            ids = [f"{scope}-{i}" for i in range(cells)]
+            memory.add([f"note {i}" for i in range(cells)], vectors=vectors[scope], ids=ids, scope=f"s{scope}")
+        written: list[str] = []
+
+        def searcher(scope: int):
+            def run():
+                for round_ in range(40):
+                    i = round_ % cells
+                    [hit] = memory.search(vectors[scope][i], k=1, scope=f"s{scope}")
+                    assert hit.id == f"{scope}-{i}", (scope, i, hit.id)
+
+            return run
+
+        def writer():
+            rng = np.random.default_rng(99)
+            for round_ in range(40):
+                scope = 4 + round_ % (scopes - 4)
+                written.extend(memory.add([f"more {round_}"], vectors=rng.standard_normal((1, DIM)), scope=f"s{scope}"))
+
+        def wanderer():
+            for round_ in range(60):
+                scope = round_ % scopes
+                memory.search(vectors[scope][0], k=1, scope=f"s{scope}")
+
+        errors = run_concurrently(searcher(0), searcher(1), searcher(2), writer, wanderer, timeout=600)
+        assert errors == []
+        assert len(memory) == scopes * cells + len(written)
+        assert all(cell in memory for cell in written)
+        memory.check_invariants()

@@ -84,9 +84,9 @@ def test_the_memory_estimates_again_when_turnover_times_the_cells_it_estimated_o
     estimated_at = []
     real = calibration.calibrated
 
-    def counted(state, config):
+    def counted(state, config, scope=None):
         estimated_at.append(len(state.table))
-        return real(state, config)
+        return real(state, config, scope)
 
     monkeypatch.setattr(calibration, "calibrated", counted)
     vectors = mixture(28_000, 1.0, seed=5)
@@ -135,7 +135,9 @@ def test_neighbours_tied_with_the_kth_count_so_a_memory_of_copies_is_not_called_
 def test_switching_between_targets_estimates_each_once_until_the_cells_change(monkeypatch):
     estimates = []
     real = calibration.calibrated
-    monkeypatch.setattr(calibration, "calibrated", lambda state, config: estimates.append(1) or real(state, config))
+    monkeypatch.setattr(
+        calibration, "calibrated", lambda state, config, scope=None: estimates.append(1) or real(state, config, scope)
+    )
     with filled(mixture(5000, 1.0, seed=10)) as memory:
         estimates.clear()
         margins = []

@@ -69,4 +69,3 @@ def test_update_scores_by_hand():
     assert scores.current_at_1 == pytest.approx(1 / 4)
     assert scores.current_found == pytest.approx(3 / 4)  # c1 at rank 4 is past k, c2 counts
     assert scores.stale_found == pytest.approx(4 / 4)
-

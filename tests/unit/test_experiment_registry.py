@@ -17,7 +17,7 @@ def names(data, only=None):
 def test_each_run_selects_the_experiments_of_its_data_in_registry_order():
     assert names("default") == [
         "scaling", "growing", "needles", "grouping", "judges", "realtext", "streaming", "expiring-stream",
-        "agent-loop", "serving", "concurrency", "filtered", "knowledge-update",
+        "agent-loop", "multi-tenant", "serving", "concurrency", "filtered", "knowledge-update",
     ]  # fmt: skip
     assert names("beam") == ["realtext", "streaming", "expiring-stream"]
     assert names("dialogue") == ["dialogue", "knowledge-update"] and names("beir") == ["beir"]

@@ -145,7 +145,7 @@ def test_numbers_are_indexed_past_nested_values_and_cells_without_a_number_match
         memory.delete(later)  # a cell whose value of a numeric key is a word
         assert found({"n": {"$gte": 0}}) == {ids[1]} and found({"n": "five"}) == set()
     index = MetadataIndex()
-    index.add(np.zeros(0, dtype=np.int64), [])  # an empty write indexes nothing
+    index.add(np.zeros(0, dtype=np.int64), [], np.zeros(0, dtype=np.int32))  # an empty write indexes nothing
     assert index.rows().size == 0
 
 

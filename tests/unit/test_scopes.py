@@ -169,15 +169,19 @@ def test_scopes_and_episodes_stay_apart(mock_encoder):
         assert [h.id for h in memory.search("flight", k=5, scope="user:alice")] == [alice]
 
 
-@pytest.mark.parametrize("cells", [100])
+@pytest.mark.parametrize("cells", [100, 3_000])
 def test_a_scoped_search_does_not_move_when_other_scopes_are_written(mock_encoder, cells):
-    """BM25 statistics, episodes and the probe are the scope's own: 10,000 cells written into 100 other scopes
-    (the same words, some of them the same texts) leave every hit and score of a scoped search as it was."""
-    rng = random.Random(5)
+    """BM25 statistics, episodes, the probe and its margin are the scope's own: 10,000 cells written into 100 other
+    scopes (the same words, some of them the same texts, vectors in the same regions) leave every hit and score of
+    a scoped search as it was, for text and for vectors, in a scope searched flat and in one probed."""
+    rng, np_rng = random.Random(5), np.random.default_rng(5)
     mine = [random_text(rng) for _ in range(cells)]
     queries = [" ".join(rng.sample(WORDS, 2)) for _ in range(20)] + [rng.choice(mine) for _ in range(5)]
+    queries += list(random_vectors(np_rng, 20, mock_encoder.dim))
     with CellularMemory(encoder=mock_encoder) as memory:
-        memory.add(mine, scope="user:alice")
+        memory.add(mine, vectors=random_vectors(np_rng, cells, mock_encoder.dim), scope="user:alice")
+        probed = memory._state.probe_of(memory._state.table.known_scope("user:alice"))
+        assert (probed.estimated_recall is not None) == (cells > 1_000)  # a scope searched flat has no estimate
 
         def answers() -> list[list[tuple[str, float]]]:
             return [[(h.id, h.score) for h in memory.search(q, 10, scope="user:alice")] for q in queries]
@@ -185,8 +189,91 @@ def test_a_scoped_search_does_not_move_when_other_scopes_are_written(mock_encode
         before = answers()
         for other in range(100):
             texts = [random_text(rng) + " Paris" * (other % 4) for _ in range(100)]
-            texts[:5] = mine[other : other + 5]
-            memory.add(texts, scope=f"user:{other}")
+            texts[:5] = mine[other % (cells - 5) : other % (cells - 5) + 5]
+            memory.add(texts, vectors=random_vectors(np_rng, 100, mock_encoder.dim), scope=f"user:{other}")
         assert answers() == before
         memory.delete(scope="user:7")
+        memory.consolidate(scope="user:8")
         assert answers() == before
+        memory.check_invariants()
+
+
+def test_one_scopes_sleep_regroups_that_scope_alone(mock_encoder):
+    """`consolidate(scope=...)` plans, moves and judges the cells of that scope; every other scope's groups and
+    centroids stay as they were, and a search of the slept scope still finds each of its cells."""
+    rng, np_rng = random.Random(6), np.random.default_rng(6)
+    with CellularMemory(encoder=mock_encoder, config=SMALL_GROUPS) as memory:
+        for scope in ("user:alice", "user:bob"):
+            for _ in range(20):  # written a little at a time: groups a sleep pass has work to do on
+                vectors = random_vectors(np_rng, 15, mock_encoder.dim)
+                memory.add([random_text(rng) for _ in range(15)], vectors=vectors, scope=scope)
+        state = memory._state
+        bob = state.table.known_scope("user:bob")
+        groups_before, centroids_before = state.groups.active_ids(bob).copy(), state.groups.active_centroids(bob).copy()
+        cells_before = {cell: memory.get(cell).group_id for cell in memory.ids(scope="user:bob")}
+        report = memory.consolidate(scope="user:alice")
+        assert report.cells_moved > 0 and report.sizes_before.cells == report.sizes_after.cells == 300
+        assert np.array_equal(state.groups.active_ids(bob), groups_before)
+        np.testing.assert_array_equal(state.groups.active_centroids(bob), centroids_before)
+        assert {cell: memory.get(cell).group_id for cell in memory.ids(scope="user:bob")} == cells_before
+        for cell in memory.ids(scope="user:alice"):
+            assert memory.search(memory.get(cell).vector, k=1, scope="user:alice")[0].id == cell
+        assert memory.consolidate(scope="user:carol").cells_moved == 0  # a scope that never held a cell
+        memory.check_invariants()
+
+
+def test_counting_and_deleting_a_scope_leave_the_others(mock_encoder):
+    with CellularMemory(encoder=mock_encoder) as memory:
+        alice = memory.add([f"note {i}" for i in range(30)], scope="user:alice")
+        bob = memory.add([f"note {i}" for i in range(20)], scope="user:bob")
+        memory.delete(alice[:10])
+        assert (memory.count(scope="user:alice"), memory.count(scope="user:bob")) == (20, 20)
+        assert memory.ids(scope="user:alice") == alice[10:]
+        assert memory.delete(scope="user:alice") == 20
+        assert (memory.count(scope="user:alice"), len(memory), memory.ids()) == (0, 20, bob)
+        again = memory.add(["a new start"], scope="user:alice")
+        assert memory.ids(scope="user:alice") == again
+        memory.check_invariants()
+
+
+def test_an_inferred_episode_continues_its_own_scope(mock_encoder):
+    """A cell written without an episode continues that of the last cell of its own scope, whatever other scopes
+    wrote in between (users' turns interleave in a shared memory)."""
+    clock = iter(range(0, 10_000, 60))
+    with CellularMemory(encoder=mock_encoder, clock=lambda: float(next(clock))) as memory:
+        [first] = memory.add(["Alice: hello"], scope="user:alice")
+        [bob] = memory.add(["Bob: hi"], scope="user:bob")
+        [second] = memory.add(["Alice: are you there"], scope="user:alice")
+        assert memory.get(second).episode == memory.get(first).episode != memory.get(bob).episode
+        [both_alice, both_bob] = memory.add(["Alice: again", "Bob: again"], scope=["user:alice", "user:bob"])
+        assert memory.get(both_alice).episode == memory.get(first).episode
+        assert memory.get(both_bob).episode == memory.get(bob).episode
+
+
+def test_an_entity_lookup_reads_its_own_scope(mock_encoder):
+    with CellularMemory(encoder=mock_encoder) as memory:
+        [alice] = memory.add(["Maria Lopez moved to Lisbon"], scope="user:alice")
+        memory.add(["Maria Lopez moved to Porto"] * 3, scope="user:bob")
+        state = memory._state
+        code = state.table.known_scope("user:alice")
+        assert list(state.entities.matches(frozenset({"maria lopez"}), code)) == [state.table.row_of[alice]]
+        assert len(state.entities.matches(frozenset({"maria lopez"}))) == 4
+        memory.check_invariants()
+
+
+def test_a_filter_within_a_scope_reads_that_scopes_postings(mock_encoder):
+    with CellularMemory(encoder=mock_encoder) as memory:
+        alice = memory.add([f"alice {i}" for i in range(6)], metadata=[{"n": i, "tag": "x"} for i in range(6)],
+                           scope="user:alice")  # fmt: skip
+        memory.add([f"bob {i}" for i in range(6)], metadata=[{"n": i, "tag": "x"} for i in range(6)], scope="user:bob")
+        for where in ({"tag": "x"}, {"tag": {"$ne": "y"}}, {"n": {"$gte": 3}}, {"$or": [{"n": 1}, {"n": {"$lt": 1}}]}):
+            hits = memory.search("alice", k=10, scope="user:alice", where=where)
+            assert hits and {h.id for h in hits} <= set(alice)
+        state = memory._state
+        code = state.table.known_scope("user:alice")
+        rows = state.scope_rows(code)
+        matched = state._metadata.matching({"n": {"$gte": 3}}, code, rows)
+        assert matched == {state.table.row_of[cell] for cell in alice[3:]}
+        assert len(state._metadata.matching({"n": {"$gte": 3}})) == 6  # every scope's
+        memory.delete(alice[:2])
+        memory.check_invariants()

@@ -95,17 +95,20 @@ def test_when_a_write_settles(config, cells, written, due):
     assert settle_due(config, cells, written) is due
 
 
-def test_the_refining_window_goes_round_the_rows_and_skips_deleted_cells():
-    data = clustered_unit_vectors(3_000, DIM, clusters=10, spread=1.0, queries=0, seed=7)
+def test_the_refining_window_goes_round_its_scopes_live_rows():
+    data = clustered_unit_vectors(3_500, DIM, clusters=10, spread=1.0, queries=0, seed=7)
     with memory() as mem:
-        ids = mem.add([f"cell {i}" for i in range(3_000)], vectors=data.vectors)
+        ids = mem.add([f"cell {i}" for i in range(3_000)], vectors=data.vectors[:3_000])
+        mem.add([f"other {i}" for i in range(500)], vectors=data.vectors[3_000:], scope="other")
         mem.delete(ids[2_995:2_997])
         state = mem._state
-        rows, following = refining(state, mem.config, 2_990, 3)
+        live = [row for row in range(3_000) if row not in (2_995, 2_996)]
+        state.commit_refine_start(0, 2_990)
+        rows = refining(state, mem.config, 0, 3)
         span = ingest.REFINED_PER_CELL * 3
-        assert following == (2_990 + span) % 3_000
-        assert rows.tolist() == sorted({(2_990 + i) % 3_000 for i in range(span)} - {2_995, 2_996})
-        assert len(refining(state, MemoryConfig(lexical=False, settle=False), 0, 3)[0]) == 0
+        assert rows.tolist() == sorted(live[(2_990 + i) % len(live)] for i in range(span))
+        assert state.refine_start(0) == (2_990 + span) % len(live)
+        assert len(refining(state, MemoryConfig(lexical=False, settle=False), 0, 3)) == 0
 
 
 def test_a_step_among_neighbouring_groups_finds_what_scoring_every_centroid_finds(monkeypatch):

@@ -30,4 +30,5 @@ SECTIONS: list[Render] = [
     serving.serving,
     services.concurrency,
     services.filtered,
+    services.tenants,
 ]

@@ -1,4 +1,5 @@
-"""A memory as a service: many clients at once (`concurrency`) and filtered searches (`filtered`)."""
+"""A memory as a service: many clients at once (`concurrency`), filtered searches (`filtered`) and many users in
+one memory (`tenants`)."""
 
 from __future__ import annotations
 
@@ -69,6 +70,38 @@ def filtered(results: RunResults) -> list[Table]:
                 column("status", "status"),
             ),
             [_filter_fields(r) for r in results.filtered],
+        )
+    ]
+
+
+def tenants(results: RunResults) -> list[Table]:
+    if not results.tenants:
+        return []
+    return [
+        Table(
+            "tenants",
+            "Many users in one memory: a scope's searches in the shared memory against its cells alone",
+            "Scopes written in interleaved turns of 1–5 cells (clustered 384-d vectors given with each write, faker "
+            "notes), then, in each probed scope, a text query (three words of one of its cells, with that cell's "
+            "vector) and a vector query, timed on one core in the shared memory and, one after the other, against "
+            "the same scope's cells in a memory of their own: `shared / alone` is the ratio of the medians. "
+            "Recall@10 is each probed scope's own vectors as queries against exact search over that scope; every "
+            "hit is checked to be of the scope searched. Resident memory: the process's growth over the writes, "
+            "against the raw float32 vectors. " + "; ".join(row.description for row in results.tenants[:1]),
+            (
+                SYSTEM,
+                column("scopes", "scopes"),
+                column("cells", "cells"),
+                column("text p50 (ms): shared / alone", "text_p50_ms", "text_alone_p50_ms"),
+                column("text shared / alone", "text_shared_over_alone"),
+                column("vector p50 (ms): shared / alone", "vector_p50_ms", "vector_alone_p50_ms"),
+                column("vector shared / alone", "vector_shared_over_alone"),
+                column("write p50 / p99 (ms)", "write_p50_ms", "write_p99_ms"),
+                column("recall@10", "recall@10", format=share),
+                column("resident / raw vectors", "resident_over_raw_vectors"),
+                column("status", "skipped"),
+            ),
+            [row.row() for row in results.tenants],
         )
     ]
 
