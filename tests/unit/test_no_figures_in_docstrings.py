@@ -11,16 +11,19 @@ The rule. A figure (a number, or a range of two) in a docstring or comment is me
 - or it follows a metric's name with at least two decimals: "recall 0.977", "recall@10 0.960", "median 0.038";
 - or two or more of them, each with at least three significant digits, stand in a list: "0.6794, 0.6873", "0.970 /
   0.977";
+- or it is a count of a thousand or more written with separators, a data set's or a run's size ("51,551 passages"),
+  unless it is a factor of a product ("1,000 × 384");
 unless the module's own code holds each of its numbers as a literal (a constant restated: `HEARTBEAT = 30.0`
 read as "30 s", `MARGIN = 0.1` as "10 %"), or a bound comes right before it ("at least 25×", "up to 5×", "±10 %").
 Whatever the code holds, a figure is measured when it follows a word that reports or compares one ("was 3",
-"took 0.6 ms", "0.564 vs 0.656", "against 1.9", "moved by 28 %"), an arrow ("0.60 → 1.22"), or an approximation
-("about 65 MB", "~1 ms", "about 1%"): history and measurements, never definitions.
+"gives 8", "took 0.6 ms", "0.564 vs 0.656", "against 1.9", "moved by 28 %"), an arrow ("0.60 → 1.22"), or an
+approximation ("about 65 MB", "~1 ms", "about 1%"): history and measurements, never definitions.
 Text in double quotes or backticks is an example or a name, never a figure.
 """
 
 import ast
 import io
+import itertools
 import math
 import re
 import tokenize
@@ -39,7 +42,9 @@ _BOUND = (
     r"beyond|every)|[≥≤<>±])\s*$"
 )
 _METRIC = r"\b(?:recall|precision|nDCG|NDCG|MRR|ARI|NMI|F1|accuracy|p50|p95|p99|median|mean|CI|log-sds?)(?:@\d+)?"
-_REPORTING = r"\b(?:was|were|went|took|gave|gained|cost|costs|spent|saved|reached|measured|moved|against|vs\.?|versus)"
+_REPORTING = (
+    r"\b(?:was|were|went|took|gave|gives?|gained|cost|costs|spent|saved|reached|measured|moved|against|vs\.?|versus)"
+)
 _APPROXIMATELY = r"(?:\b(?:about|around|roughly|nearly)\s+|[~≈]\s*)"
 
 WITH_UNIT = re.compile(rf"({_FIGURE})\s?{_UNIT}")
@@ -48,6 +53,7 @@ METRIC_DECIMAL = re.compile(rf"{_METRIC}\s*(?:[:=]|of|is|at)?\s*((?<![\w.])\d+\.
 REPORTED = re.compile(rf"{_REPORTING}\s+(?:(?:about|roughly|nearly|only|up to|by)\s+|[~≈]\s*)*({_FIGURE})")
 ARROW = re.compile(rf"({_FIGURE})\s*(?:→|->)\s*{_NUMBER}")
 APPROXIMATE = re.compile(rf"{_APPROXIMATELY}({_FIGURE})\s?(?:%|{_UNIT})")
+COUNT = re.compile(r"(?<![\w.×])(?<!\d,)(?<!× )(\d{1,3}(?:,\d{3})+(?:\.\d+)?)(?!\w|[.,]\d|\s?×)")
 DECIMAL = re.compile(r"(?<![\w.])\d+\.\d+(?![\w]|\.\d)")
 LIST_SEPARATOR = re.compile(r"\s*(?:,\s*(?:and|or)?|/|–|-|and|or)\s*")
 QUOTED = re.compile(r'"[^"\n]*"|“[^”\n]*”|`[^`\n]*`')
@@ -75,7 +81,7 @@ def measured_figures(text: str, literals: set[float]) -> list[tuple[int, str]]:
     docstring."""
     text = QUOTED.sub(lambda m: " " * len(m.group()), text)
     found = []
-    for pattern in (WITH_UNIT, RATIO, METRIC_DECIMAL):
+    for pattern in (WITH_UNIT, RATIO, METRIC_DECIMAL, COUNT):
         for m in pattern.finditer(text):
             bounded = re.search(_BOUND, text[: m.start(1)]) is not None
             if not bounded and not held_by_the_code(m.group(1), literals):
@@ -83,7 +89,7 @@ def measured_figures(text: str, literals: set[float]) -> list[tuple[int, str]]:
     for pattern in (REPORTED, ARROW, APPROXIMATE):
         found += [(m.start(), m.group()) for m in pattern.finditer(text)]
     precise = [m for m in DECIMAL.finditer(text) if significant_digits(m.group()) >= 3]
-    for a, b in zip(precise, precise[1:], strict=False):
+    for a, b in itertools.pairwise(precise):
         listed = LIST_SEPARATOR.fullmatch(text[a.end() : b.start()]) is not None
         if listed and not held_by_the_code(f"{a.group()} {b.group()}", literals):
             found.append((a.start(), text[a.start() : b.end()]))
@@ -179,6 +185,9 @@ def test_no_docstring_or_comment_quotes_a_measured_figure(package: str) -> None:
         "a Chroma query per group costs ~1 ms",
         "about 1% more median latency",
         "# NumPy's indexed increment took 1.2 µs",
+        "at least this many passages (the BEAM chats hold 51,551)",
+        "estimated last at 4,000 of its 6,642 cells",
+        "the cut gives 8 concepts",
     ],
 )
 def test_the_rule_finds_a_measured_figure(text: str) -> None:
@@ -202,6 +211,8 @@ def test_the_rule_finds_a_measured_figure(text: str) -> None:
         ("the recall target of `target_recall` 0.97, recall@10 ≥ 0.95", set()),
         ("Python 3.11, Chroma 1.5.9, e.g. \\x1b, `p50 (ms)`", set()),
         ("recall against exact search, measured at 3 sizes", set()),
+        ("after more than 20 writes, or 100,000 rows written", {20.0, 100_000.0}),
+        ("at most 4,096 groups, each a block of 384 × 1,024 float32", set()),
     ],
 )
 def test_the_rule_lets_a_definition_pass(text: str, literals: set[float]) -> None:
