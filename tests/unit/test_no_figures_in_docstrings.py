@@ -148,16 +148,7 @@ def figures_in(path: Path) -> list[str]:
     ]
 
 
-PACKAGES = [
-    "harness",
-    "baselines",
-    pytest.param(
-        "reference",
-        marks=pytest.mark.xfail(
-            strict=False, reason="reference/ is being edited for per-scope residency (issue 46); cleaned after it"
-        ),
-    ),
-]
+PACKAGES = ["harness", "baselines", "reference"]
 
 
 @pytest.mark.parametrize("package", PACKAGES)
