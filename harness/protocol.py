@@ -55,7 +55,7 @@ class Query:
 
 class SearchHit(NamedTuple):
     """One hit of a search. A named tuple: every system makes ten per query inside its timed search, and a
-    frozen dataclass took 0.57 µs to make here, a named tuple 0.37 µs."""
+    named tuple is cheaper to make than a frozen dataclass."""
 
     doc_id: str
     score: float

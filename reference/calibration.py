@@ -30,9 +30,11 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from . import kernels
 from .config import MemoryConfig
 from .index import NumpyGroupIndex, ProbeLimits
+from .kernels.jit import rows32
+from .kernels.quantize import quantized
+from .kernels.scan import keep_best
 
 if TYPE_CHECKING:
     from .state import EngineState
@@ -47,25 +49,18 @@ CONFIDENCE = 0.99
 MARGINS = (0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.5, 0.6, 0.8)
 MAX_REACH = 8
 """The largest multiple of the candidate budget tried, doubling, when the widest margin falls short of the
-target (BEAM passages before sleep: recall@10 0.972 at the widest margin, for targets 0.98 and 0.99 alike)."""
+target (before sleep, a high target can be out of reach of every margin)."""
 REFINEMENTS = 3
 """Halvings of the step between the last margin short of the target and the first that meets it: a margin
-read wider than the target needs costs speed (BEAM passages after sleep: recall@10 0.966 at margin 0.2,
-0.983 at 0.25, 46% slower)."""
+wider than the target needs costs speed."""
 TURNOVER = 0.25
 """A new estimate once the cells written or deleted since the last one reach this share of the cells it was made
 over (`EngineState.turnover`): a memory that only grows is estimated again at each 1.25 times its size; counted by
-growth alone, a memory that deletes as much as it writes would never be estimated again. An estimate's cost (one
-exact scan of the memory per sampled cell: 0.14 s at 51K cells, 1.5 s at a million) grows with the memory, so the
-estimates of a memory grown write by write cost five times its last one in all (at a multiple of 3, four times its
-size: 4/3); a write, however large, is estimated once, after it. The stdlib documentation written 1,000 at a time
-(targets 0.95 / 0.97 / 0.98; 300 held-out passages): estimated last at 4,000 of its 6,642 cells (at 3, and at 1),
-0.970 / 0.977 / 0.987 against 0.945 / 0.952 / 0.967 measured; at 5,000 (0.5), 0.973 / 0.978 / 0.986 against the
-same; at 6,642 (0.25), 0.959 / 0.978 / 0.986 against 0.947 / 0.967 / 0.981, each within 0.012. BEAM's halves
-(25,625 cells each) read within 0.012 at every multiple tried. A fresh estimate can also choose a wider margin than
-an old one that happened to hold (BEAM passages written 100 at a time, target 0.97: estimated last at 25,600,
-held-out recall 0.978 at 90 µs a search; estimated again at 51,200, 0.983 at 103 µs): the price of an estimate
-that holds for the memory as it is."""
+growth alone, a memory that deletes as much as it writes would never be estimated again. An estimate costs one
+exact scan of the memory per sampled cell, so it grows with the memory; the estimates of a memory grown write by
+write cost five times its last one in all, and a write, however large, is estimated once, after it. A fresh
+estimate may choose a wider margin than an old one that happened to hold: the price of an estimate that holds for
+the memory as it is."""
 MISS_FACTOR = 1.15
 """How many of new text's misses each miss of a sampled cell stands for. Held back from its group's centroid, a
 sampled cell is still an easier query than new text: the memory's groups were formed with it among them, so its
@@ -169,7 +164,7 @@ def calibrated(state: EngineState, config: MemoryConfig, scope: int | None = Non
     ):
         return ProbeSetting(config.probe_margin, None, cells, turnover=turnover, scope=scope)
     sample = np.sort(np.random.default_rng(cells).choice(rows, min(SAMPLE, len(rows)), replace=False))
-    queries = kernels.rows32(index.vectors_of(sample))
+    queries = rows32(index.vectors_of(sample))
     kth = _kth_exact_scores(index, rows, queries, sample)
     groups = state.groups.active_ids(scope)
     centroids = _held_back_centroids(state, groups, sample, queries)
@@ -221,7 +216,7 @@ def _held_back_centroids(
     sums = state.groups.sums[groups].astype(np.float64)
     np.add.at(sums, np.searchsorted(groups, state.table.group[sample]), -queries)
     norms = np.linalg.norm(sums, axis=1, keepdims=True)
-    codes: tuple[np.ndarray, np.ndarray] = kernels.quantized(kernels.rows32(sums / np.where(norms > 0, norms, 1.0)))
+    codes: tuple[np.ndarray, np.ndarray] = quantized(rows32(sums / np.where(norms > 0, norms, 1.0)))
     return codes
 
 
@@ -232,8 +227,8 @@ def _kth_exact_scores(index: NumpyGroupIndex, rows: np.ndarray, queries: np.ndar
     step = max(1, EXACT_SCORES // len(queries))
     for start in range(0, len(rows), step):
         chunk = rows[start : start + step]
-        scores = kernels.rows32(queries @ index.vectors_of(chunk).T)
-        kernels.keep_best(best_scores, best_rows, scores, chunk, sample)  # a cell is not its own neighbour
+        scores = rows32(queries @ index.vectors_of(chunk).T)
+        keep_best(best_scores, best_rows, scores, chunk, sample)  # a cell is not its own neighbour
     kth: np.ndarray = best_scores.min(axis=1)
     return kth
 

@@ -13,8 +13,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import kernels
 from .cells import grown
+from .config import MemoryConfig
+from .kernels.grouping import add_by_group, two_means, unit_rows
+from .kernels.jit import rows32
+from .kernels.quantize import quantized
 from .scopes import by_code
 
 
@@ -78,10 +81,9 @@ class GroupState:
             return view.centroids_of(self.sums)
 
     def active_centroid_codes(self, scope: int | None = None) -> tuple[np.ndarray, np.ndarray]:
-        """`active_centroids(scope)` as int8 codes and scales (`kernels.quantized`), cached alike: what a probe
-        orders groups by, a quarter of the bytes (BEAM passages, 537 groups: 0.04 ms a probe at margin 0
-        against 0.05 ms from the float32 centroids, recall@10 unchanged). Made on first use: ingest, which
-        reads the centroids after every chunk, never needs them."""
+        """`active_centroids(scope)` as int8 codes and scales (`kernels.quantize.quantized`), cached alike: what a probe
+        orders groups by, a quarter of the bytes of the float32 centroids, at the same recall. Made on first use:
+        ingest, which reads the centroids after every chunk, never needs them."""
         view = self._view(scope)
         with self._making:
             return view.codes_of(self.sums)
@@ -147,7 +149,7 @@ class GroupState:
         group_ids = np.asarray(group_ids, dtype=np.int64)
         if not len(group_ids):
             return
-        kernels.add_by_group(self.sums, group_ids, kernels.rows32(vectors), float(sign))
+        add_by_group(self.sums, group_ids, rows32(vectors), float(sign))
         groups, counts = np.unique(group_ids, return_counts=True)
         self._counts[groups] += sign * counts
         emptied = groups[self._counts[groups] == 0]
@@ -238,20 +240,20 @@ class _View:
 
     def centroids_of(self, sums: np.ndarray) -> np.ndarray:
         if self.centroids is None:
-            self.centroids, self.codes = kernels.unit_rows(sums, self.ids), None
+            self.centroids, self.codes = unit_rows(sums, self.ids), None
         elif self.stale:
             changed = np.fromiter(self.stale, dtype=np.int64, count=len(self.stale))
             at = np.searchsorted(self.ids, changed)
-            self.centroids[at] = kernels.unit_rows(sums, changed)
+            self.centroids[at] = unit_rows(sums, changed)
             if self.codes is not None:
-                self.codes[0][at], self.codes[1][at] = kernels.quantized(self.centroids[at])
+                self.codes[0][at], self.codes[1][at] = quantized(self.centroids[at])
         self.stale.clear()
         return self.centroids
 
     def codes_of(self, sums: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         centroids = self.centroids_of(sums)
         if self.codes is None:
-            self.codes = kernels.quantized(centroids)
+            self.codes = quantized(centroids)
         return self.codes
 
 
@@ -327,6 +329,17 @@ class LeaderClustering:
     target: Callable[[int], int]
     capacity: Callable[[int], int] = lambda cells: 2**62
     bound: Callable[[int], int] = lambda cells: 2**62
+
+    @classmethod
+    def of(cls, config: MemoryConfig) -> LeaderClustering:
+        """The clustering a memory of `config` writes with."""
+        return cls(
+            join_threshold=config.join_threshold,
+            chunk=config.ingest_chunk,
+            target=config.target_groups,
+            capacity=config.group_capacity,
+            bound=config.group_bound,
+        )
 
     def assign(
         self,
@@ -421,8 +434,8 @@ class _Plan:
 
     def split_oversized(self, capacity: int, bound: int, scope: int, *, done: np.ndarray | slice) -> None:
         """Split every group of `scope` above `capacity` in two until none is (or `bound` groups of it exist);
-        `done`: the positions of this write assigned so far (a slice from 0 when they are all its first ones:
-        read in place, each round costs a million-cell write 0.8 against 4 ms at its end)."""
+        `done`: the positions of this write assigned so far (a slice from 0 when they are all its first ones, read
+        in place rather than gathered)."""
         while self.state.n_active(scope) < bound:
             over = np.flatnonzero((self.state.counts > capacity) & (self.state.scopes == scope))
             if not len(over):
@@ -472,8 +485,8 @@ NEAREST_AMONG = 32
 """Past `EXACT_STEP_UP_TO` groups, a k-means step looks for each cell's nearest centroid among the centroids
 nearest its own group's (its group's included) instead of all of them."""
 EXACT_STEP_UP_TO = 2048
-"""Groups up to which a k-means step scores every cell against every centroid: beyond, that product (a
-million cells against 2,642 centroids: 2 TFLOP) would cost a step more than the write that grouped them."""
+"""Groups up to which a k-means step scores every cell against every centroid: beyond, that product (every cell
+against every centroid) would cost a step more than the write that grouped them."""
 
 
 def nearest_groups(
@@ -540,13 +553,13 @@ def kmeans_steps(
 
 
 def split_in_two(vectors: np.ndarray, *, iterations: int = 8) -> np.ndarray:
-    """A 2-means split of unit rows (`kernels.two_means`); True marks the second part. Rows that 2-means
+    """A 2-means split of unit rows (`kernels.grouping.two_means`); True marks the second part. Rows that 2-means
     cannot part (identical vectors) are split evenly, which keeps groups bounded.
 
-    Hand-written rather than scikit-learn's KMeans, which took 32 ms per 600-row split here: ingest
+    Hand-written rather than scikit-learn's KMeans, whose per-call overhead dominates a split this small: ingest
     splits hundreds of groups.
     """
-    part = kernels.two_means(kernels.rows32(vectors), iterations)
+    part = two_means(rows32(vectors), iterations)
     if not part.any():
         part = np.arange(len(vectors)) >= len(vectors) // 2
     return part

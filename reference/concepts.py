@@ -3,9 +3,7 @@ memory spans several of them; a concept gathers the groups whose centroids belon
 
 The live groups' centroids are linked by Ward's method and the tree is cut at the largest gap
 between successive merge heights, so the number of concepts is read off the data, never given.
-Measured on the MiniLM topic haystack (2,000 documents, 8 topics, 62 groups after a sleep) the cut
-gives 8 concepts at ARI 0.98; on synthetic clusters (5–100 clusters, spread 0.8–1.2) it finds the
-true number every time. Linkage costs O(G²) time and memory, so beyond `limit` groups only the
+Linkage costs O(G²) time and memory, so beyond `limit` groups only the
 `limit` largest are linked and every other group joins the concept of its nearest linked centroid.
 """
 

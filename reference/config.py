@@ -89,17 +89,14 @@ class MemoryConfig:
     `probe_per_k` · k candidates, a group is read only if its centroid's cosine to the query is at
     least the current k-th best score minus `probe_margin`: a query deep inside a tight cluster stops
     early, a query in diffuse data (real text) reads up to the budget. The margin usually ends probing
-    before the budget does; the budget caps the hard queries (raising it from 16 to 32 √N took real
-    text from recall@10 0.955 to 0.967 on the stdlib passages and 0.963 to 0.971 on BEAM, for about
-    1% more median latency, and cost 1% on the 100K synthetic memory). With the `numpy` backend and a
+    before the budget does; the budget caps the hard queries. With the `numpy` backend and a
     `target_recall` (recall@10 against exact search; None: keep `probe_margin`), the memory widens the
     margin from `probe_margin` as far as an estimate of its own recall requires, made as it grows and after
     each sleep pass (`calibration.py`). A memory of at most budget +
     `probe_cost_cells` cells is searched flat (exact). Compiled, probing costs little beyond the cells it
-    reads (measured here, one core: flat 116 vs probing 106 µs at 1,000 cells, 139 vs 88 at 1,500, 147 vs
-    81 at 2,000), so by default only a memory within the budget is searched flat; the NumPy probing
-    before it cost about 1,000 cells more. With `probing="top_k"` the best `group_top_k` groups are
-    searched and a flat search fills in when fewer than k hits score above `min_score` (the seed design).
+    reads, so by default only a memory within the budget is searched flat. With `probing="top_k"` the best
+    `group_top_k` groups are searched and a flat search fills in when fewer than k hits score above `min_score`
+    (the seed design).
 
     Vectors: with the `numpy` group backend the group index holds the cell vectors once, by row (flat search
     is one NumPy pass over them), and probes int8 codes of them (`index.NumpyGroupIndex`).

@@ -41,9 +41,9 @@ class StoreDamagedError(MagneticError):
 
 
 class NamespaceOwnedError(BackendUnavailableError):
-    """A namespace on a Chroma server that another live process serves (`ownership.py`)."""
+    """A namespace on a Chroma server that another live process serves (`store/lease.py`)."""
 
 
 class LeaseLostError(BackendUnavailableError):
     """This process can no longer vouch that it alone serves its namespace: another took it over, or its
-    lease could not be renewed in time (`ownership.py`)."""
+    lease could not be renewed in time (`store/lease.py`)."""

@@ -201,7 +201,7 @@ class Within:
     @cached_property
     def _row_mask(self) -> np.ndarray:
         """`rows` as a mask by row number, with one False past the last for every later row: a text query's
-        lexical candidates can be every row, and a binary search of 100K unsorted rows took 6.9 ms (0.12 ms)."""
+        lexical candidates can be every row, which a mask checks at once where a binary search would not."""
         assert self.rows is not None
         mask = np.zeros(int(self.rows[-1]) + 2 if len(self.rows) else 1, dtype=bool)
         mask[self.rows] = True
@@ -209,4 +209,4 @@ class Within:
 
 
 EVERYTHING = Within()
-"""The search that restricts nothing (one shared value: making a frozen dataclass costs 0.6 µs)."""
+"""The search that restricts nothing (one shared value, not a frozen dataclass made per search)."""

@@ -18,9 +18,12 @@ from typing import TYPE_CHECKING, NamedTuple, Protocol
 
 import numpy as np
 
-from . import kernels
-from .cells import with_room
+from .cells import CellTable, with_room
 from .chroma import ephemeral_client, guarded
+from .kernels.arena import append_rows, copy_segments
+from .kernels.jit import rows32
+from .kernels.probe import probe_for
+from .kernels.scan import scan
 
 if TYPE_CHECKING:
     from chromadb.api.models.Collection import Collection
@@ -46,8 +49,7 @@ def similarities(rows: np.ndarray, query: np.ndarray) -> np.ndarray:
     """Inner product of one query with every row (cosine, for unit vectors).
 
     `np.vecdot` streams the rows once; on rows that are not in cache, which is the usual case for a
-    group block, it ran twice as fast as BLAS gemv (`rows @ query`) here: 77 vs 165 µs for a block
-    of 1,000 × 384 float32, and 8.5 vs 18.7 ms for 100,000 rows.
+    group block, it is faster than BLAS gemv (`rows @ query`).
     """
     scores: np.ndarray = np.vecdot(rows, query)
     return scores
@@ -87,7 +89,7 @@ class ProbedMany(NamedTuple):
 
 
 class ProbeLimits(NamedTuple):
-    """Where budget probing stops (`kernels.probe_for`): it keeps the best `depth` cells, reads at least `floor`
+    """Where budget probing stops (`kernels.probe.probe_for`): it keeps the best `depth` cells, reads at least `floor`
     cells and at most `budget` (whole groups), and past the floor reads a group only if its centroid scores
     at least the k-th best cell so far minus `margin`."""
 
@@ -108,13 +110,11 @@ class NumpyGroupIndex:
     is full, or segments left behind by moves fill a quarter of its used part, it is rebuilt compactly; the
     unwritten rest of a segment costs no resident memory (the arena is zeroed lazily by the OS). The float32
     vectors are kept once, by row (`by_row`): flat search reads them in one pass, and a probe rescores its
-    best candidates from them (`kernels.probe_for`), so every score a search returns is exact. The cell table
+    best candidates from them (`kernels.probe.probe_for`), so every score a search returns is exact. The cell table
     keeps no copy with this backend.
 
-    The codes are a quarter of the float32 bytes, and a probe's scan costs less than half as much: the same
-    groups of BEAM passages (51,851 MiniLM vectors, one core) took 26 ns a cell against 59 ns over float32;
-    rescoring the best `depth + k` by the float32 vectors kept the recall@10 of every margin tried
-    (0.917–0.991) to the third decimal.
+    The codes are a quarter of the float32 bytes, and a probe's scan over them costs less than half as much;
+    rescoring the best `depth + k` by the float32 vectors keeps the recall of a float32 scan.
     """
 
     def __init__(self, dim: int) -> None:
@@ -132,11 +132,11 @@ class NumpyGroupIndex:
 
     def add(self, groups: np.ndarray, rows: np.ndarray, vectors: np.ndarray) -> None:
         """Index new rows' vectors in their groups. The first write into an empty index keeps `vectors` as its
-        store of vectors by row (no copy: a million-cell write spent 0.3–4 s faulting in a fresh 1.5 GB copy on
-        this VM), so callers pass arrays they do not write to afterwards."""
+        store of vectors by row (no copy: faulting in a fresh copy of a large write's vectors costs more than the
+        write), so callers pass arrays they do not write to afterwards."""
         if not len(rows):
             return
-        vectors = kernels.rows32(vectors)
+        vectors = rows32(vectors)
         self._slot_of = with_room(self._slot_of, int(rows.max()) + 1)
         in_order = one_run(rows)
         if not len(self.by_row) and in_order and rows[0] == 0 and vectors.flags.owndata:
@@ -156,9 +156,7 @@ class NumpyGroupIndex:
         outgrown = needed > self.capacities[targets]
         if outgrown.any():
             self._grow(targets[outgrown], needed[outgrown])
-        kernels.append_rows(
-            self.codes, self.scales, self.rows, self._slot_of, self.starts, self.sizes, groups, rows, vectors
-        )
+        append_rows(self.codes, self.scales, self.rows, self._slot_of, self.starts, self.sizes, groups, rows, vectors)
 
     def remove(self, groups: np.ndarray, rows: np.ndarray) -> None:
         for group, row in zip(groups.tolist(), rows.tolist()):
@@ -195,9 +193,7 @@ class NumpyGroupIndex:
 
     def scan(self, groups: np.ndarray, query: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Every cell of these groups with its exact cosine (no per-group top-k)."""
-        found: tuple[np.ndarray, np.ndarray] = kernels.scan(
-            self.by_row, self.rows, self.starts, self.sizes, groups, query
-        )
+        found: tuple[np.ndarray, np.ndarray] = scan(self.by_row, self.rows, self.starts, self.sizes, groups, query)
         return found
 
     def probe(
@@ -211,8 +207,8 @@ class NumpyGroupIndex:
         """Budget probing over `groups`, ordered by their quantized centroids (codes and scales, row i for
         `groups[i]`: `GroupState.active_centroid_codes`): the best `limits.depth` cells read, rescored exactly
         from the best `limits.depth + k` by their codes (but for those whose codes rule them out), best first.
-        The rule is `kernels.probe_for`'s."""
-        found = self.probe_many(groups, centroids, kernels.rows32(query).reshape(1, -1), k, limits)
+        The rule is `kernels.probe.probe_for`'s."""
+        found = self.probe_many(groups, centroids, rows32(query).reshape(1, -1), k, limits)
         return Probed(found.rows, found.scores, found.bytes_read)
 
     def probe_many(
@@ -226,7 +222,7 @@ class NumpyGroupIndex:
         """`probe` for each row of `queries` (C-contiguous float32), in one compiled call that holds no GIL."""
         if not queries.flags.writeable:  # a read-only view (`vectors_of`) would compile, and cache, another variant
             queries = queries.copy()
-        rows, scores, ends, read, rescored = kernels.probe_for(self.dim)(
+        rows, scores, ends, read, rescored = probe_for(self.dim)(
             self.codes, self.scales, self.by_row, self.rows, self.starts, self.sizes, groups, *centroids, queries,
             k, limits.depth, limits.depth + k, limits.floor, limits.budget, limits.margin,
         )  # fmt: skip
@@ -274,7 +270,7 @@ class NumpyGroupIndex:
     ) -> None:
         """Copy each group's slots into `codes`, `scales` and `rows` from slot `at[i]` on, and point the groups
         and their cells there."""
-        kernels.copy_segments(
+        copy_segments(
             self.codes, self.scales, self.rows, self.starts, self.sizes, groups, at, codes, scales, rows, self._slot_of
         )
         self.starts[groups] = at
@@ -294,7 +290,7 @@ class ChromaGroupIndex:
     (least recently used are dropped). Groups are built as they are added while there is room; a
     group that is not resident is rebuilt on demand from the memory's vectors (`vectors_of(rows)`).
     Membership is kept here, never only in Chroma. Every Chroma call runs under one lock: embedded
-    Chroma 1.5.9 answered short in about 1% of group queries run from several threads at once.
+    Chroma can answer short when group queries run from several threads at once.
     """
 
     def __init__(self, namespace: str, vectors_of: Callable[[np.ndarray], np.ndarray], capacity: int | None = None):
@@ -311,9 +307,9 @@ class ChromaGroupIndex:
     def add(self, groups: np.ndarray, rows: np.ndarray, vectors: np.ndarray) -> None:
         """Record membership; resident groups (and new ones while there is room) get the vectors now.
 
-        Chroma indexes new vectors on a collection's first query after a write (10–40 ms per group
-        at 25K cells, against about 1 ms once indexed), so one probe query per group written here
-        moves that cost from the first searches to ingest.
+        Chroma indexes new vectors on a collection's first query after a write, which costs that query many
+        times an indexed one, so one probe query per group written here moves that cost from the first searches
+        to ingest.
         """
         for group in np.unique(groups).tolist():
             mask = groups == group
@@ -409,3 +405,11 @@ class ChromaGroupIndex:
         self._resident.clear()
         self._members.clear()
         self._client.close()
+
+
+def group_index(backend: str, namespace: str, dim: int, table: CellTable) -> GroupIndex:
+    """Where groups' cells are searched: NumPy blocks in memory (`numpy`: the only copy of the vectors), or a
+    Chroma collection per group (`chroma`: the table keeps the vectors)."""
+    if backend == "chroma":
+        return ChromaGroupIndex(namespace, lambda rows: table.vectors[rows])
+    return NumpyGroupIndex(dim)

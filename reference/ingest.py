@@ -1,6 +1,6 @@
 """Writing cells: the write path beside `search.py` (reading) and `sleep.py` (consolidating).
 
-The facade checks and encodes what is written outside the lock (`NewCells`); here, under the write lock,
+A write's arguments are checked and encoded outside the lock (`checked_cells`, making `NewCells`); under the write lock,
 the clustering plans the cells' groups within their scopes and the state commits them: new cells with
 `EngineState.commit_write`, cells written again under ids the memory holds (`update`, an upsert) with
 `EngineState.commit_replace`, grouped as if their old versions were gone and stored in one replacing write.
@@ -16,20 +16,36 @@ import gc
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
-from typing import Any, NamedTuple
+from datetime import datetime
+from typing import Any
 
 import numpy as np
 
 from .calibration import K
-from .cells import CellBatch, CellRecord, ConflictNote
+from .cells import CellBatch, CellRecord, ConflictNote, new_ids, seen_text
 from .clustering import Assignment, GroupPart, LeaderClustering, Members, Placement, kmeans_steps
 from .config import MemoryConfig
+from .encoders import Encoder
 from .entities import extract_entities
 from .episodes import inferred_names
 from .errors import InvalidInputError
+from .history import kept_of
 from .scopes import by_code
+from .scoring import Clock
 from .state import EngineState
-from .validation import check_free
+from .validation import (
+    check_episode,
+    check_free,
+    check_importance,
+    check_metadata,
+    check_new_ids,
+    check_same_length,
+    check_scope,
+    check_texts_per_item,
+    check_timestamp,
+    per_item,
+    unit_rows,
+)
 
 
 @dataclass(frozen=True)
@@ -77,20 +93,61 @@ class NewCells:
         )
 
 
+def checked_cells(
+    texts: list[str],
+    *,
+    vectors: Any,
+    kind: str,
+    importance: float | Sequence[float] | None,
+    metadata: Mapping[str, Any] | Sequence[Mapping[str, Any]] | None,
+    timestamps: Sequence[float | datetime] | None,
+    ids: Sequence[str] | None,
+    context: str | Sequence[str] | None,
+    episode: str | Sequence[str] | None,
+    scope: str | Sequence[str],
+    config: MemoryConfig,
+    encoder: Encoder,
+    clock: Clock,
+    taken: Mapping[str, int] | None,
+) -> NewCells:
+    """`CellularMemory.add`'s arguments (its `texts` checked already) as cells to write: checked, so that a mistake
+    raises before anything is written, and encoded unless `vectors` are given. Ids in `taken` are refused here, and
+    again under the lock (`commit`)."""
+    count = len(texts)
+    for name, values in (("vectors", vectors), ("timestamps", timestamps), ("ids", ids)):
+        check_same_length(name, values, count)
+    importances = per_item("importance", importance, count, config.importance_of(kind), check_importance)
+    metadatas = per_item("metadata", metadata, count, dict[str, Any](), check_metadata)
+    if context is not None:
+        contexts = check_texts_per_item("context", context, count)
+        metadatas = [{**m, "context": c} for m, c in zip(metadatas, contexts)]
+    times = [clock()] * count if timestamps is None else [check_timestamp(t) for t in timestamps]
+    check_new_ids(ids, taken=taken)
+    if vectors is None:
+        vectors = encoder.encode([seen_text(text, meta) for text, meta in zip(texts, metadatas)])
+    return NewCells(
+        ids=list(ids) if ids is not None else new_ids(count),
+        texts=texts,
+        vectors=unit_rows(vectors, dim=encoder.dim),
+        kinds=[kind] * count,
+        importance=importances,
+        timestamps=times,
+        metadata=metadatas,
+        scopes=per_item("scope", scope, count, "", check_scope),
+        entities=[extract_entities(text) for text in texts],
+        episodes=None if episode is None else per_item("episode", episode, count, "", check_episode),
+    )
+
+
 SETTLE_SHARE = 0.25
 """A write settles the memory when its cells are at least this share of the cells it leaves, so that settling
 (up to `sleep_rounds` steps over every cell) costs it in proportion to its own size: a bulk load settles, a turn's
 few cells never do."""
 REFINED_PER_CELL = 4
-"""Stored cells a write that does not settle refines per cell it writes (`refining`). Written 100 at a time and
-settled at every fourfold growth instead, BEAM passages (51,551; 300 held-out ones as queries, exact scores, the
-probe's rule) ended with groups fitting their cells at a mean cosine of 0.6755 and recall@10 0.968 at margin 0.25,
-against 0.6947 and 0.981 written at once; and the write that grew the memory fourfold took 0.35–1.6 s against
-1.7 ms for the others. Refining 1, 2, 4 or 8 cells per cell written: 0.6794, 0.6873, 0.6875 and 0.6916, recall
-0.977, 0.981, 0.979 and 0.981 (no write above 0.14 s: a recall estimate, `calibration.py`). Checked on the
-standard library's documentation (6,642 passages, not tuned on): online with fourfold settles 0.6186 and 0.968,
-refining 4: 0.6287 and 0.969, written at once 0.6371 and 0.972. Writes of 100 cells into 20,000 take 3.8 ms
-against 1.9 (one cell: 0.73 against 0.46 ms), the price of the groups staying settled."""
+"""Stored cells a write that does not settle refines per cell it writes (`refining`): enough that a memory built a
+few cells at a time keeps groups that fit their cells nearly as well as one written at once, at a cost per write
+that stays in proportion to its own size (settling only at each growth of the memory would make the rare write
+that settles slow)."""
 
 
 def settle_due(config: MemoryConfig, cells: int, written: int) -> bool:
@@ -181,8 +238,8 @@ def cells_of(records: Sequence[CellRecord], *, histories: list[list[dict[str, An
 def rewrite_kept(
     state: EngineState, clustering: LeaderClustering, cells: NewCells, *, now: float, keep_episode: bool
 ) -> None:
-    """Cells written again under ids the memory holds (under the write lock), keeping what `kept_of` says a
-    cell keeps of its old self, and, with `keep_episode`, its episode."""
+    """Cells written again under ids the memory holds (under the write lock), keeping what `history.kept_of` says
+    a cell keeps of its old self, and, with `keep_episode`, its episode."""
     rows = state.rows_of(cells.ids)
     old = state.records(rows.tolist())
     kept = kept_of(old, cells.texts, now)
@@ -193,23 +250,6 @@ def rewrite_kept(
         episodes=[r.episode for r in old] if keep_episode else cells.episodes,
     )
     rewrite(state, clustering, rows, cells)
-
-
-class Kept(NamedTuple):
-    """Per cell written again: its history and its conflicts."""
-
-    histories: list[list[dict[str, Any]]]
-    conflicts: list[list[ConflictNote]]
-
-
-def kept_of(old: Sequence[CellRecord], texts: Sequence[str], now: float) -> Kept:
-    """What cells `old` keep when written again with `texts` at `now`: each its history, with its old text
-    added when the text changes, and its conflicts while its text stays (a new text drops them on both cells,
-    `EngineState.commit_replace`: they were judged on the old text, and the next sleep pass judges the new one)."""
-    changed = {r.id for r, text in zip(old, texts) if r.text != text}
-    histories = [[*r.history, {"text": r.text, "replaced": now}] if r.id in changed else r.history for r in old]
-    conflicts = [[] if r.id in changed else [note for note in r.conflicts if note.other not in changed] for r in old]
-    return Kept(histories, conflicts)
 
 
 def write(
@@ -274,14 +314,9 @@ def settled(
     """`plan` (made on `part.state`) and then k-means steps over the stored `rows` (live, ascending), those the
     plan's splits move and the new cells (`vectors`, of scopes `scopes`), within each scope's planned groups
     (`kmeans_steps`: up to `rounds[scope]`, fewer once at most a `share` of the cells moves). Online
-    grouping assigns a cell against the centroids of its moment, which move as groups fill and split. BEAM passages
-    in one write (51,551; 300 held-out ones as queries, exact scores, the probe's rule): after one step, margin 0.25
-    gave recall@10 0.974 reading 3,620 cells a query; after ten steps (`sleep_rounds`), 0.977 reading 2,595 at
-    margin 0.225, as after a sleep pass. At target 0.97 a search took 0.095 against 0.111 ms (same process, best of
-    7 passes). The steps are the write's cost: the BEAM write took 5.8 against 3.2 s, 100,000 synthetic cells (648
-    groups, every centroid scored) 21-24K against 41-50K cells/s, a million (the nearest 32 centroids scored) 4 s
-    more (1.4 s a step). Steps that score only those 32 after the first one saved that time at 100,000 cells but not
-    the search's: 0.103 ms on BEAM, as after one step. Sleep does more (merges, splits, conflict judging)."""
+    grouping assigns a cell against the centroids of its moment, which move as groups fill and split; the steps
+    bring the groups to where a sleep pass would, so that a probe reads fewer cells for the same recall, at the
+    cost of a slower write. Sleep does more (merges, splits, conflict judging)."""
     groups = plan.state  # the plan's own copy
     live = np.union1d(rows, plan.moved_rows)
     live_scopes = state.table.scope[live]
@@ -349,10 +384,9 @@ _LIBC = ctypes.CDLL(None)
 def large_write(large: bool) -> Iterator[None]:
     """Around a write (`large`: of more than a chunk of cells), pause the cyclic garbage collector during it and
     hand the pages it freed back to the OS after it (glibc's `malloc_trim`; elsewhere nothing). The collector's
-    full passes over the objects such a write makes cost 1–4 s of a million-cell write here; its cycles, if
-    any, are collected once it resumes. The chunk temporaries (each chunk's scores against every centroid:
-    21 MB at a million cells) are freed into the heap, which kept them resident: 0.15× the raw vectors after
-    a million-cell write, 0 after the trim."""
+    full passes over the objects such a write makes are a large share of its time; its cycles, if any, are
+    collected once it resumes. The chunk temporaries (each chunk's scores against every centroid) are freed into
+    the heap, which would keep them resident without the trim."""
     if not large:
         yield
         return

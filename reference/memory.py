@@ -1,77 +1,50 @@
 """`CellularMemory`: the public API of the engine and the orchestration of its parts.
 
-What the engine holds is `state.EngineState`; search and ranking are `search.py`, a sleep pass is
-`sleep.py`, input checks are `validation.py`. This module validates a call, takes the lock, and
-hands the state to the part that does the work.
+What the engine holds is `state.EngineState`; writing is `ingest.py` (a cell superseded in place:
+`supersession.py`), search and ranking are `search.py` (a call's queries and hits: `queries.py`), a sleep pass is
+`sleep.py`, input checks are `validation.py`. This module validates a call, takes the lock, and hands the state to
+the part that does the work.
 """
 
 from __future__ import annotations
 
-import logging
 import threading
-from collections import deque
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import replace
 from datetime import datetime
-from typing import Any, TypedDict, Unpack
-
-import numpy as np
+from typing import Any, Unpack
 
 from . import calibration, ingest, sleep, supersession
-from .cells import CellRecord, CellTable, new_ids, seen_text
+from .cells import CellRecord, CellTable
 from .clustering import GroupState, LeaderClustering
 from .concepts import Concept, concepts_of
 from .config import SEARCH_OPTIONS, MemoryConfig
 from .consolidation import ConsolidationReport
-from .embedded import EmbeddedStore, open_embedded
 from .encoders import Encoder, make_encoder
-from .entities import EntityIndex, extract_entities
-from .errors import InvalidInputError, MagneticError, NotFoundError
-from .filters import check_where
+from .entities import EntityIndex
+from .errors import InvalidInputError, NotFoundError
 from .hit import Hit
-from .index import ChromaGroupIndex, GroupIndex, NumpyGroupIndex
-from .ingest import NewCells
+from .index import group_index
 from .judges import Conflict, ConflictJudge, OfflineJudge
 from .lexical import LexicalIndex
-from .ownership import Lease, open_server
+from .queries import SearchRestriction, check_batch, checked_restriction, encoded_queries, hits_of
 from .residency import Residency
 from .scoring import Clock, system_clock
-from .search import Candidates, Mode, SearchPipeline
+from .search import Mode, SearchPipeline
 from .state import EngineState
 from .stats import MemoryStats, memory_stats
-from .store import CellStore, NullStore, StoreIdentity
+from .store import StoreIdentity, open_store
 from .validation import (
-    check_episode,
     check_ids,
-    check_importance,
     check_interval,
-    check_k,
     check_metadata,
-    check_new_ids,
-    check_same_length,
     check_scope,
     check_text,
     check_texts,
-    check_texts_per_item,
-    check_timestamp,
-    per_item,
     unit_rows,
-    unit_vector,
 )
 
 DEFAULT_CONFIG = MemoryConfig()
-
-
-class SearchRestriction(TypedDict, total=False):
-    """What a search may return (`CellularMemory.search_batch`'s keyword arguments of that name)."""
-
-    scope: str | None
-    where: Mapping[str, Any] | None
-    since: float | datetime | None
-    until: float | datetime | None
-
-
-log = logging.getLogger(__name__)
 
 
 class CellularMemory:
@@ -105,37 +78,25 @@ class CellularMemory:
         self.judge = judge if judge is not None else OfflineJudge()
         self.dim = self.encoder.dim
         self._sleep_mutex = threading.Lock()
-        self._sleeper: tuple[threading.Thread, threading.Event] | None = None
-        self.sleep_reports: deque[ConsolidationReport] = deque(maxlen=100)
-        self.sleep_errors: deque[MagneticError] = deque(maxlen=100)
-        self._clustering = LeaderClustering(
-            join_threshold=config.join_threshold,
-            chunk=config.ingest_chunk,
-            target=config.target_groups,
-            capacity=config.group_capacity,
-            bound=config.group_bound,
-        )
+        self._sleeper = sleep.Sleeper()
+        self.sleep_reports, self.sleep_errors = self._sleeper.reports, self._sleeper.errors
+        self._clustering = LeaderClustering.of(config)
         self._search = SearchPipeline(config)
-        self._embedded: EmbeddedStore | None = None
-        self._lease: Lease | None = None
-        store: CellStore = NullStore()
         identity = StoreIdentity(self.dim, self.encoder.name, check_encoder)
-        cells = None
-        if path is not None:
-            self._embedded, cells = open_embedded(path, config.namespace, identity, load=not bounded)
-            store = self._embedded.store
-        elif client is not None:
-            self._lease, store, cells = open_server(client, config.namespace, identity, config.lease_seconds)
+        self._store, cells = open_store(
+            path, client, config.namespace, identity, lease_seconds=config.lease_seconds, load=not bounded
+        )
+        store = self._store.store
         table = CellTable(self.dim, keep_vectors=config.group_backend == "chroma", speaker_key=config.speaker_key)
         self._state = EngineState(
             table=table,
             groups=GroupState.empty(self.dim),
-            index=_group_index(config, self.dim, table),
+            index=group_index(config.group_backend, config.namespace, self.dim, table),
             entities=EntityIndex(),
             lexical=LexicalIndex() if config.lexical else None,
             store=store,
             probe=calibration.initial(config),
-            fence=None if self._lease is None else self._lease.check,
+            fence=None if self._store.lease is None else self._store.lease.check,
             reuse_rows=bounded,
         )
         self._state.restore(cells, groups=store.group_bound() if bounded else 0)
@@ -174,31 +135,12 @@ class CellularMemory:
         texts = check_texts(texts)
         count = len(texts)
         with ingest.large_write(count > self.config.ingest_chunk):
-            for name, values in (("vectors", vectors), ("timestamps", timestamps), ("ids", ids)):
-                check_same_length(name, values, count)
-            importances = per_item("importance", importance, count, self.config.importance_of(kind), check_importance)
-            metadatas = per_item("metadata", metadata, count, dict[str, Any](), check_metadata)
-            if context is not None:
-                contexts = check_texts_per_item("context", context, count)
-                metadatas = [{**m, "context": c} for m, c in zip(metadatas, contexts)]
-            times = [self.clock()] * count if timestamps is None else [check_timestamp(t) for t in timestamps]
             state = self._state
-            check_new_ids(ids, taken=None if upsert else state.table.row_of)  # early; checked again under the lock
-            if vectors is None:
-                vectors = self.encoder.encode([seen_text(text, meta) for text, meta in zip(texts, metadatas)])
-            matrix = unit_rows(vectors, dim=self.dim)
-            cells = NewCells(
-                ids=list(ids) if ids is not None else new_ids(count),
-                texts=texts,
-                vectors=matrix,
-                kinds=[kind] * count,
-                importance=importances,
-                timestamps=times,
-                metadata=metadatas,
-                scopes=per_item("scope", scope, count, "", check_scope),
-                entities=[extract_entities(text) for text in texts],
-                episodes=None if episode is None else per_item("episode", episode, count, "", check_episode),
-            )
+            cells = ingest.checked_cells(
+                texts, vectors=vectors, kind=kind, importance=importance, metadata=metadata, timestamps=timestamps,
+                ids=ids, context=context, episode=episode, scope=scope, config=self.config, encoder=self.encoder,
+                clock=self.clock, taken=None if upsert else state.table.row_of,
+            )  # fmt: skip
             with self._resident.writing(cells.scopes, ids or ()):
                 ingest.commit(
                     state, self._clustering, self.config, cells, upsert=upsert, keep_episode=episode is None,
@@ -207,7 +149,7 @@ class CellularMemory:
                 self._resident.written(cells.scopes)
                 calibration.commit_due(state, self.config)
             written = cells.ids
-            del cells, matrix, vectors  # this write's temporaries, freed before the trim
+            del cells  # this write's temporaries, freed before the trim
             return written
 
     def update(
@@ -236,31 +178,10 @@ class CellularMemory:
         new_text = None if text is None else check_text(text)
         new_metadata = None if metadata is None else check_metadata(metadata)
         given = None if vector is None else unit_rows(vector, dim=self.dim)[0]
-        state = self._state
-        while True:
-            with self._resident.reading((), [cell_id]):
-                stamp = state.stamp_of(cell_id)
-                old = None if stamp < 0 else state.record(state.table.row_of[cell_id])
-            if old is None or (scope is not None and old.scope != scope):
-                raise NotFoundError(f"unknown ids: [{cell_id!r}]" + ("" if scope is None else f" in scope {scope!r}"))
-            new = self._updated(old, new_text, new_metadata, given)
-            with self._resident.writing((), [cell_id]):
-                if state.stamp_of(cell_id) < 0:
-                    raise NotFoundError(f"cell {cell_id!r} was deleted while it was being updated; nothing was written")
-                if state.stamp_of(cell_id) == stamp:
-                    cells = ingest.cells_of([new])
-                    ingest.rewrite_kept(state, self._clustering, cells, now=self.clock(), keep_episode=True)
-                    return state.record(state.table.row_of[cell_id])
-            # written meanwhile: made again from what that write left
-
-    def _updated(
-        self, old: CellRecord, text: str | None, metadata: dict[str, Any] | None, vector: np.ndarray | None
-    ) -> CellRecord:
-        """`old` with the fields `update` was given; its vector encoded anew when what the encoder sees changed."""
-        new = replace(old, text=text or old.text, metadata=old.metadata if metadata is None else metadata)
-        if vector is None and (text is not None or "context" in {*new.metadata, *old.metadata}):
-            vector = unit_rows(self.encoder.encode([seen_text(new.text, new.metadata)]), dim=self.dim)[0]
-        return new if vector is None else replace(new, vector=vector)
+        return supersession.update(
+            self._state, self._resident, self._clustering, cell_id, scope=scope, text=new_text,
+            metadata=new_metadata, vector=given, encoder=self.encoder, clock=self.clock,
+        )  # fmt: skip
 
     def delete(self, ids: str | Sequence[str] | None = None, *, scope: str | None = None) -> int:
         """Delete cells by id (all or nothing: an unknown id deletes nothing), or, with only `scope`, every
@@ -325,38 +246,19 @@ class CellularMemory:
         until: float | datetime | None = None,
     ) -> list[list[Hit]]:
         """`search` for many queries; texts without given `vectors` are encoded in one batch."""
-        k = check_k(k)
-        if mode not in ("similarity", "memory"):
-            raise InvalidInputError(f"mode must be 'similarity' or 'memory', got {mode!r}")
-        if isinstance(queries, str) or not isinstance(queries, Sequence) or len(queries) == 0:
-            raise InvalidInputError("queries must be a non-empty list of strings or vectors")
-        check_same_length("vectors", vectors, len(queries))
-        scope = None if scope is None else check_scope(scope)
-        where = None if where is None else check_where(where)
-        since = None if since is None else check_timestamp(since)
-        until = None if until is None else check_timestamp(until)
-        units, query_entities = self._encode_queries(queries, vectors)
+        k = check_batch(queries, k, mode, vectors)
+        restriction = checked_restriction(scope, where, since, until)
+        units, query_entities = encoded_queries(queries, vectors, self.encoder, self.dim)
         texts = [q if isinstance(q, str) else None for q in queries]
         state = self._state
-        if scope is None:
+        if restriction.scope is None:
             calibration.refresh_every_scope(state, self.config)
-        with self._resident.reading(None if scope is None else [scope]):
-            within = state.within(scope, where, since, until)
+        with self._resident.reading(None if restriction.scope is None else [restriction.scope]):
+            within = state.within(*restriction)
             if within is None:
                 return [[] for _ in queries]
-            if mode == "similarity":  # no score reads the access counts: they are noted once for the batch
-                found = self._search.ranked_many(state, units, k, query_entities, texts, within)
-                state.note_access(found[0].rows if len(found) == 1 else np.concatenate([f.rows for f in found]))
-            else:  # each query's reads are noted before the next is scored, which they may lift
-                found = []
-                for row, entities, text in zip(units, query_entities, texts):
-                    found.append(
-                        self._search.ranked(
-                            state, row, k, entities, mode=mode, query_text=text, clock=self.clock, within=within
-                        )
-                    )
-                    state.note_access(found[-1].rows)
-            return self._hits(found)
+            found = self._search.answered(state, units, k, query_entities, texts, within, mode=mode, clock=self.clock)
+            return hits_of(state.table, found)
 
     def get(self, cell_id: str) -> CellRecord:
         """The full record of one cell."""
@@ -454,34 +356,16 @@ class CellularMemory:
         """Consolidate every `interval` seconds (at most a week) on a background thread until `stop_sleep()`."""
         interval = check_interval(interval)
         self._state.check_open()
-        if self._sleeper is not None:
-            raise InvalidInputError("sleep is already running; stop_sleep() first")
-        stop = threading.Event()
-
-        def sleep_loop() -> None:
-            while not stop.wait(interval):
-                try:
-                    self.sleep_reports.append(self.consolidate(judge))
-                except MagneticError as error:  # kept for the caller (sleep_errors) and logged, never lost
-                    self.sleep_errors.append(error)
-                    log.error("sleep pass failed: %s", error)
-
-        thread = threading.Thread(target=sleep_loop, name="cellular-sleep", daemon=True)
-        self._sleeper = (thread, stop)
-        thread.start()
+        self._sleeper.start(interval, lambda: self.consolidate(judge))
 
     @property
     def sleeping(self) -> bool:
         """Whether background sleep is running (`start_sleep`)."""
-        return self._sleeper is not None
+        return self._sleeper.running
 
     def stop_sleep(self) -> None:
         """Stop the background sleep (waits for a running pass to finish)."""
-        if self._sleeper is not None:
-            thread, stop = self._sleeper
-            stop.set()
-            thread.join()
-            self._sleeper = None
+        self._sleeper.stop()
 
     def conflicts(self) -> list[Conflict]:
         """Every recorded conflict once, older cell first."""
@@ -505,60 +389,10 @@ class CellularMemory:
             try:
                 state.close()
             finally:
-                if self._embedded is not None:  # a client passed in stays open: it is the caller's
-                    self._embedded.close()
-                if self._lease is not None:
-                    self._lease.release()
+                self._store.close()
 
     def __enter__(self) -> CellularMemory:
         return self
 
     def __exit__(self, *exc_info: object) -> None:
         self.close()
-
-    # ---- internals -----------------------------------------------------------------------
-
-    def _encode_queries(
-        self, queries: Sequence[str | Any], vectors: Any
-    ) -> tuple[list[np.ndarray], list[frozenset[str]]]:
-        """Unit query vectors (given, else encoded in one batch) and each text query's entities."""
-        texts = [q for q in queries if isinstance(q, str)]
-        if vectors is None and not texts:  # vectors only: no encoder, no entities
-            return [unit_vector(q, dim=self.dim) for q in queries], [_NO_ENTITIES] * len(queries)
-        for position, text in enumerate(texts):
-            check_text(text, what=f"query {position}")
-        if vectors is not None:
-            units = [unit_vector(v, dim=self.dim, what="query vectors") for v in vectors]
-        else:
-            encoded = iter(unit_rows(self.encoder.encode(texts), dim=self.dim)) if texts else iter(())
-            units = [next(encoded) if isinstance(q, str) else unit_vector(q, dim=self.dim) for q in queries]
-        entities = [extract_entities(q) if isinstance(q, str) else frozenset() for q in queries]
-        return units, entities
-
-    def _hits(self, found: Sequence[Candidates]) -> list[list[Hit]]:
-        """The hits of each query's candidates, made in one pass over them all: each by `tuple.__new__` (`Hit`'s
-        generated constructor is a Python function), each with a copy of its cell's metadata by its own `copy`
-        (for the shared read-only empty mapping, the cheapest way to a fresh dict)."""
-        table, make = self._state.table, tuple.__new__
-        ids, texts, metadata = table.ids, table.texts, table.metadata
-        rows = found[0].rows if len(found) == 1 else np.concatenate([f.rows for f in found])
-        scores = found[0].scores if len(found) == 1 else np.concatenate([f.scores for f in found])
-        hits = [
-            make(Hit, (ids[row], texts[row], score, group, metadata[row].copy()))
-            for row, score, group in zip(rows.tolist(), scores.tolist(), table.group[rows].tolist())
-        ]
-        if len(found) == 1:
-            return [hits]
-        ends = np.cumsum([len(f.rows) for f in found]).tolist()
-        return [hits[start:end] for start, end in zip([0, *ends], ends)]
-
-
-_NO_ENTITIES: frozenset[str] = frozenset()
-
-
-def _group_index(config: MemoryConfig, dim: int, table: CellTable) -> GroupIndex:
-    """Where groups' cells are searched: NumPy blocks in memory (the only copy of the vectors), or a
-    Chroma collection per group (the table keeps the vectors)."""
-    if config.group_backend == "chroma":
-        return ChromaGroupIndex(config.namespace, lambda rows: table.vectors[rows])
-    return NumpyGroupIndex(dim)

@@ -9,7 +9,7 @@ small enough that probing would cost more (`MemoryConfig.flat_is_cheaper`) is se
 also exact. With `top_k` probing the best `group_top_k` groups are taken,
 and a flat search fills in when fewer than `k` candidates score above `min_score` (the seed design).
 Stage 2 scores the chosen groups' cells. The `numpy` index runs stages 1 and 2 as one compiled call
-over its arena (`kernels.probe_for`), taking the k-th best score as each group is read, and for a batch of vector
+over its arena (`kernels.probe.probe_for`), taking the k-th best score as each group is read, and for a batch of vector
 queries one call for them all, which holds no GIL (`SearchPipeline.ranked_many`: searches from several threads
 run at once, each holding the GIL only for its Python around that call); the `chroma`
 index queries one group at a time (the k-th best taken once, after the first `probe_per_k` · k
@@ -35,13 +35,14 @@ from typing import Literal, NamedTuple
 
 import numpy as np
 
-from . import kernels
 from .calibration import ProbeSetting
 from .config import MemoryConfig
 from .episodes import EpisodeIndex
 from .filters import EVERYTHING, Within
 from .fusion import calibrated_scores, reciprocal_rank
 from .index import GroupIndex, NumpyGroupIndex, ProbeLimits, similarities, top_k
+from .kernels.context import with_context
+from .kernels.jit import rows32
 from .scoring import Clock, memory_scores
 from .state import EngineState
 from .turns import with_turn_form
@@ -54,7 +55,7 @@ MEMORY_MODE_POOL = 4
 class Candidates(NamedTuple):
     """Rows and their scores, best first, rows unique: as the stage that made them scores (a cosine plus
     entity boost for dense candidates, a fused and context score for text queries, the memory-mode score
-    after ranking in that mode). A named tuple: a frozen dataclass took 0.8 µs of every search to make."""
+    after ranking in that mode). A named tuple: cheaper to make on every search than a frozen dataclass."""
 
     rows: np.ndarray
     scores: np.ndarray
@@ -81,6 +82,31 @@ class SearchPipeline:
         self.config = config
         self._routes: tuple[tuple[object, ...], dict[tuple[int | None, int, int], Route]] = ((), {})
         """The routes made since the memory last changed (`EngineState.version`), by scope, k and depth."""
+
+    def answered(
+        self,
+        state: EngineState,
+        queries: Sequence[np.ndarray],
+        k: int,
+        query_entities: Sequence[frozenset[str]],
+        query_texts: Sequence[str | None],
+        within: Within,
+        *,
+        mode: Mode,
+        clock: Clock,
+    ) -> list[Candidates]:
+        """Each query's candidates ranked for `mode`, their reads noted in the access counts (call under the
+        state's read lock). No similarity score reads the access counts, so a batch's are noted once; in memory
+        mode each query's reads are noted before the next is scored, which they may lift."""
+        if mode == "similarity":
+            found = self.ranked_many(state, queries, k, query_entities, query_texts, within)
+            state.note_access(found[0].rows if len(found) == 1 else np.concatenate([f.rows for f in found]))
+            return found
+        found = []
+        for query, entities, text in zip(queries, query_entities, query_texts):
+            found.append(self.ranked(state, query, k, entities, mode=mode, query_text=text, clock=clock, within=within))
+            state.note_access(found[-1].rows)
+        return found
 
     def ranked(
         self,
@@ -137,7 +163,7 @@ class SearchPipeline:
             return [self.run(state, *each, within) for each in zip(queries, repeat(k), query_entities, query_texts)]
         assert isinstance(state.index, NumpyGroupIndex)
         matrix = queries[probed[0]][None, :] if len(probed) == 1 else np.stack([queries[i] for i in probed])
-        many = state.index.probe_many(route.groups, route.centroid_codes, kernels.rows32(matrix), k, route.limits)
+        many = state.index.probe_many(route.groups, route.centroid_codes, rows32(matrix), k, route.limits)
         state.counters.count(flat=False, searches=len(probed), bytes_read=many.bytes_read)
         if len(queries) == 1 and not within.restricts:
             return [Candidates(many.rows, many.scores)]
@@ -229,16 +255,15 @@ class SearchPipeline:
         if not len(rows) or not (config.episode_weight or config.neighbour_weight):
             return scores
         before, after = episodes.neighbours(rows)
-        scored: np.ndarray = kernels.with_context(
+        scored: np.ndarray = with_context(
             rows, scores, episodes.code[rows], before, after, config.episode_weight, config.neighbour_weight
         )
         return scored
 
     def _route(self, state: EngineState, k: int, depth: int, scope: int | None) -> Route:
         """Stages 1–2's route for this scope, k and depth, made once until the memory or the scope's probe
-        setting changes (`EngineState.version`, `EngineState.probe_of`). Worked out in every search, it cost 4.9
-        µs of each: BEAM passages at target recall 0.97, one core, five alternating runs, medians 63.0 against
-        67.9 µs."""
+        setting changes (`EngineState.version`, `EngineState.probe_of`): worked out in every search, it would be a
+        noticeable share of a probe's cost."""
         made_for, routes = self._routes
         if made_for != (state, state.version):  # readers may share the dict: none changes the state
             made_for, routes = self._routes = ((state, state.version), {})

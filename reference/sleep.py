@@ -2,13 +2,16 @@
 lock), then judge the groups that changed for conflicts and record them on both cells.
 
 The regrouping policy itself (merges, k-means step, splits) is `consolidation.py`'s; this module
-orchestrates it against the state and the store.
+orchestrates it against the state and the store. `Sleeper` runs passes on a background thread.
 """
 
 from __future__ import annotations
 
+import logging
+import threading
 import time
-from collections.abc import Hashable, Mapping
+from collections import deque
+from collections.abc import Callable, Hashable, Mapping
 
 import numpy as np
 
@@ -16,10 +19,14 @@ from .cells import CellTable
 from .concepts import concept_of_group, concepts_of
 from .config import MemoryConfig
 from .consolidation import ConsolidationReport, GroupSizes, Regrouping, final_groups, plan_merges, plan_regrouping
-from .errors import BackendUnavailableError, InvalidInputError
+from .errors import BackendUnavailableError, InvalidInputError, MagneticError
 from .judges import Conflict, ConflictJudge, JudgeError, Statement
 from .scoring import Clock
 from .state import EngineState
+
+log = logging.getLogger(__name__)
+KEPT = 100
+"""Reports and failures a background sleeper keeps (the latest)."""
 
 
 def consolidate(
@@ -190,3 +197,42 @@ def recorded_conflicts(state: EngineState) -> list[Conflict]:
         for c in table.conflicts[row]
         if c.other_is_newer
     ]
+
+
+class Sleeper:
+    """Sleep passes every `interval` seconds on a background thread, their reports and failures kept for the caller
+    (the latest `KEPT` of each) and failures logged, never lost."""
+
+    def __init__(self) -> None:
+        self.reports: deque[ConsolidationReport] = deque(maxlen=KEPT)
+        self.errors: deque[MagneticError] = deque(maxlen=KEPT)
+        self._running: tuple[threading.Thread, threading.Event] | None = None
+
+    @property
+    def running(self) -> bool:
+        return self._running is not None
+
+    def start(self, interval: float, sleep_pass: Callable[[], ConsolidationReport]) -> None:
+        if self._running is not None:
+            raise InvalidInputError("sleep is already running; stop_sleep() first")
+        stop = threading.Event()
+
+        def loop() -> None:
+            while not stop.wait(interval):
+                try:
+                    self.reports.append(sleep_pass())
+                except MagneticError as error:
+                    self.errors.append(error)
+                    log.error("sleep pass failed: %s", error)
+
+        thread = threading.Thread(target=loop, name="cellular-sleep", daemon=True)
+        self._running = (thread, stop)
+        thread.start()
+
+    def stop(self) -> None:
+        """Stop, after the pass running now (if any) has finished."""
+        if self._running is not None:
+            thread, stop = self._running
+            stop.set()
+            thread.join()
+            self._running = None

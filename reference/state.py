@@ -16,7 +16,6 @@ from typing import Any
 
 import numpy as np
 
-from . import kernels
 from .calibration import ProbeSetting
 from .cells import CellBatch, CellRecord, CellTable, ConflictNote, seen_text, superseded
 from .clustering import GroupPart, GroupState, Placement
@@ -26,6 +25,8 @@ from .errors import InvalidInputError, InvariantError, NotFoundError
 from .filters import EVERYTHING, MetadataIndex, Within
 from .index import GroupIndex
 from .judges.base import Conflict
+from .kernels.grouping import unit_rows
+from .kernels.rows import count_reads
 from .lexical import LexicalIndex
 from .locks import ReadWriteLock
 from .scopes import ScopeRows, by_code
@@ -36,7 +37,7 @@ log = logging.getLogger(__name__)
 
 class _Reading:
     """`with state.reading():` acquires the read side of the state's lock and checks the state is open (a plain
-    object: a search takes it on every call, and a generator-based context manager cost it about 1 µs)."""
+    object: a search takes it on every call, and a generator-based context manager costs more)."""
 
     def __init__(self, state: EngineState) -> None:
         self._state = state
@@ -99,7 +100,7 @@ class EngineState:
         self.table, self.index, self.entities, self.store = table, index, entities, store
         self.fence = fence
         """Called before every read and write: raises when this process may no longer serve the store's cells
-        (a lease on a Chroma server, `ownership.py`)."""
+        (a lease on a Chroma server, `store/lease.py`)."""
         self._initial = probe
         self._probe_of: dict[int | None, ProbeSetting] = {}
         """The probing margin of each scope (None: of a search of every scope), where it was estimated."""
@@ -505,7 +506,7 @@ class EngineState:
     def note_access(self, rows: np.ndarray) -> None:
         """Count a read of these cells (persisted at the next flush)."""
         with self.access_lock:
-            kernels.count_reads(self.table.access, rows)
+            count_reads(self.table.access, rows)
             self._mark_dirty(rows)
 
     def rows_of(self, ids: Sequence[str]) -> np.ndarray:
@@ -550,7 +551,7 @@ class EngineState:
             ids = groups.active_ids(scope)
             if not np.array_equal(ids, np.unique(table.group[live if scope is None else by_scope[scope]])):
                 problems.append(f"the live groups of scope {scope} differ from its cells' groups")
-            elif not np.allclose(groups.active_centroids(scope), kernels.unit_rows(groups.sums, ids), atol=1e-5):
+            elif not np.allclose(groups.active_centroids(scope), unit_rows(groups.sums, ids), atol=1e-5):
                 problems.append(f"a cached centroid of scope {scope} differs from its group's normalised sum")
         if self.lexical is not None and self.lexical.rows() != set(live.tolist()):
             problems.append("the lexical index holds other cells than the live ones")

@@ -1,15 +1,68 @@
-"""Recorded contradictions applied as updates: the newer cell stays, the older one goes into its history.
-
-What any cell written again keeps of its old self (history, conflicts) is the write path's (`ingest.kept_of`).
-"""
+"""A cell superseded by a newer version of itself: an update in place, and recorded contradictions applied as
+updates (the newer cell stays, the older one goes into its history). What the new version keeps of the old one is
+`history.py`'s; the write itself is the write path's (`ingest.rewrite`)."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+from typing import Any
+
+import numpy as np
+
 from . import ingest
+from .cells import CellRecord, seen_text
 from .clustering import LeaderClustering
+from .encoders import Encoder
+from .errors import NotFoundError
+from .history import superseding
 from .judges import Conflict
+from .residency import Residency
+from .scoring import Clock
 from .sleep import recorded_conflicts
 from .state import EngineState
+from .validation import unit_rows
+
+
+def update(
+    state: EngineState,
+    resident: Residency,
+    clustering: LeaderClustering,
+    cell_id: str,
+    *,
+    scope: str | None,
+    text: str | None,
+    metadata: dict[str, Any] | None,
+    vector: np.ndarray | None,
+    encoder: Encoder,
+    clock: Clock,
+) -> CellRecord:
+    """Replace a cell in place with the fields given (checked), and return its new record. The new version is made
+    from the cell as read (encoding outside the lock) and written only if the cell is still that version; if
+    another write changed it meanwhile, it is made again from what that write left. A deleted cell stays deleted."""
+    while True:
+        with resident.reading((), [cell_id]):
+            stamp = state.stamp_of(cell_id)
+            old = None if stamp < 0 else state.record(state.table.row_of[cell_id])
+        if old is None or (scope is not None and old.scope != scope):
+            raise NotFoundError(f"unknown ids: [{cell_id!r}]" + ("" if scope is None else f" in scope {scope!r}"))
+        new = _revised(old, text, metadata, vector, encoder)
+        with resident.writing((), [cell_id]):
+            if state.stamp_of(cell_id) < 0:
+                raise NotFoundError(f"cell {cell_id!r} was deleted while it was being updated; nothing was written")
+            if state.stamp_of(cell_id) == stamp:
+                ingest.rewrite_kept(state, clustering, ingest.cells_of([new]), now=clock(), keep_episode=True)
+                return state.record(state.table.row_of[cell_id])
+        # written meanwhile: made again from what that write left
+
+
+def _revised(
+    old: CellRecord, text: str | None, metadata: dict[str, Any] | None, vector: np.ndarray | None, encoder: Encoder
+) -> CellRecord:
+    """`old` with the fields `update` was given; its vector encoded anew when what the encoder sees changed."""
+    new = replace(old, text=text or old.text, metadata=old.metadata if metadata is None else metadata)
+    if vector is None and (text is not None or "context" in {*new.metadata, *old.metadata}):
+        vector = unit_rows(encoder.encode([seen_text(new.text, new.metadata)]), dim=encoder.dim)[0]
+    return new if vector is None else replace(new, vector=vector)
 
 
 def apply_recorded(state: EngineState, clustering: LeaderClustering, now: float) -> list[Conflict]:
@@ -22,7 +75,7 @@ def apply_recorded(state: EngineState, clustering: LeaderClustering, now: float)
         if conflict.first not in row_of or conflict.second not in row_of:
             continue  # one of them went with an earlier supersession
         older, newer = state.records([row_of[conflict.first], row_of[conflict.second]])
-        history = [*older.history, {"text": older.text, "replaced": now}, *newer.history]
+        history = superseding(older, newer, now)
         ingest.rewrite(state, clustering, state.rows_of([newer.id]), ingest.cells_of([newer], histories=[history]))
         state.commit_delete(state.rows_of([older.id]))
         applied.append(conflict)

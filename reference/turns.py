@@ -2,12 +2,11 @@
 
 The last stage of a text query (`search.py`, after context): a candidate whose text ends with a question mark
 scores `MemoryConfig.asking_penalty` less (in a dialogue a question seldom holds the answer), and one written by a
-speaker the query names (`MemoryConfig.speaker_key` in its metadata) scores `speaker_weight` more. On the LoCoMo
-dev conversations (MiniLM, turn level) a question ends 13 % of evidence turns against 27 % of all turns and 39 % of
-the turns the engine ranked in its top 10 before this stage: a question matches a question. Chosen on three of the
-five conversations (26, 41, 43) from penalties 0.05–0.2 and weights 0–0.15 added to the scores (scaling them did
-less on both parts), reported on the other two (47, 49) in `MemoryConfig`'s docstring. A speaker's turns rise on
-their own: the evidence of a question about one person is mostly what that person said.
+speaker the query names (`MemoryConfig.speaker_key` in its metadata) scores `speaker_weight` more. A question
+seldom answers one, yet a dense or lexical search ranks questions high for a question: a question matches a
+question. A speaker's turns rise on their own: the evidence of a question about one person is mostly what that
+person said. Both weights were chosen on three of the five LoCoMo dev conversations and checked on the other two
+(`MemoryConfig`).
 """
 
 from __future__ import annotations

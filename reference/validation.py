@@ -12,8 +12,8 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from . import kernels
 from .errors import DimensionMismatchError, InvalidInputError
+from .kernels import rows as row_kernels
 
 MAX_TEXT_CHARS = 1_000_000
 CHECK_BLOCK = 4096
@@ -38,8 +38,8 @@ def check_texts(texts: Any) -> list[str]:
 
 def plain_strings(items: list[Any]) -> bool:
     """Whether every item is a non-empty str without NUL that UTF-8 can encode, tested a block at a time
-    (a few calls per block, not several per item: a million-cell write spent 2.5 s checking one text at a
-    time). When it is False, the per-item checks name the culprit."""
+    (a few calls per block, not several per item, which a million-cell write would feel). When it is False, the
+    per-item checks name the culprit."""
     for start in range(0, len(items), CHECK_BLOCK):
         block = items[start : start + CHECK_BLOCK]
         try:
@@ -92,11 +92,11 @@ def check_interval(seconds: Any) -> float:
 
 
 def unit_vector(vector: Any, *, dim: int, what: str = "query vector") -> np.ndarray:
-    """One vector, L2-normalised: the fast path for a query (`kernels.unit_vector`: its float64 sum of
+    """One vector, L2-normalised: the fast path for a query (`kernels.rows.unit_vector`: its float64 sum of
     squares is NaN, infinite or zero exactly when the vector is unusable); anything unusual goes through
     `unit_rows`."""
     if isinstance(vector, np.ndarray) and vector.ndim == 1 and vector.shape[0] == dim and vector.dtype.char in "fd":
-        unit, usable = kernels.unit_vector(vector)
+        unit, usable = row_kernels.unit_vector(vector)
         if usable:
             return unit
     first: np.ndarray = unit_rows(vector, dim=dim, what=what)[0]

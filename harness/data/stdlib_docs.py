@@ -1,7 +1,7 @@
 """Prints, as a JSON list, the interpreter's help topics (`pydoc_data`) and the docstrings of the standard
 library's modules, their classes and functions. Run as a script in an interpreter that imports nothing else
 (`python -I -S`: `corpus.load_corpus("stdlib")` does), so that no package can change them: typing_extensions,
-once imported, replaces two of `typing`'s functions with its own, and the corpus lost their docstrings."""
+once imported, replaces two of `typing`'s functions with its own, which have no docstrings."""
 
 import importlib
 import inspect

@@ -3,8 +3,8 @@
 Scaling runs on synthetic clustered vectors in two regimes. "fixed": 100 clusters at every N, so each
 cluster (and each group) grows with N — the published claims are judged here. "growing": one
 cluster per 1,000 vectors, so topics multiply as memory grows and cluster size stays constant.
-`spread` sets how diffuse the clusters are (0.8: cosine ≈ 0.61 between two points of a cluster,
-1.0: 0.50, 1.2: 0.41; real text embeddings are more diffuse still, hence the real-text regime).
+`spread` sets how diffuse the clusters are (two points of a cluster have a cosine close to 1 / (1 + spread²):
+`clustered_unit_vectors`); real text embeddings are more diffuse still, hence the real-text regime.
 """
 
 from __future__ import annotations

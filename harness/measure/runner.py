@@ -4,9 +4,7 @@ Every system of a job list is built first (build time and memory measured one by
 query setting of every system (its defaults, and with `sweep` each value of its query parameter)
 answers all queries once per pass, back to back, as ann-benchmarks times an index: another system's
 search between two of a setting's would flush its data from the caches (an exact scan reads every
-vector). Timed in blocks of 25 queries that the settings took in turn, the engine's searches on BEAM
-(51,551 passages, recall@10 0.960) took 0.087 ms in one run, and 0.072–0.085 ms in three back to back;
-flat-numpy, whose 79 MB never stays in cache, read 3.0–3.5 ms in all four.
+vector, and a large memory's vectors never stay in cache).
 The settings' order rotates from pass to pass, and a verdict reads each query's fastest pass
 (`confidence.best_of_passes`), so a burst of load on a shared machine that falls on one setting's
 queries in one pass does not reach it. When the planned passes leave the median of a measurement that

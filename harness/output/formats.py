@@ -17,7 +17,7 @@ Format = Callable[[Any], str]
 
 
 def figure(value: Any) -> str:
-    """A measured figure to `SIGNIFICANT` digits without an exponent (0.0234, 1.91, 16.1, 1,390, 27,080);
+    """A measured figure to `SIGNIFICANT` digits without an exponent (`0.0234`, `1.91`, `16.1`, `1,390`, `27,080`);
     whole numbers with thousands separated; text as it is."""
     if _missing(value):
         return MISSING

@@ -444,7 +444,7 @@ class RunInfo:
     dataset: str | None = None
     dataset_info: dict[str, Any] = field(default_factory=dict)
     load_average: tuple[float, float, float] | None = None
-    """The machine's load average over the last 1, 5 and 15 minutes when the run ended (None: not recorded)."""
+    """The machine's load averages when the run ended, as `psutil.getloadavg()` gives them (None: not recorded)."""
     took: dict[str, float] = field(default_factory=dict)
     """Seconds each experiment took."""
     planned: dict[str, float] = field(default_factory=dict)

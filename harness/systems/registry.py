@@ -75,7 +75,7 @@ SYSTEMS: dict[str, Lazy] = {
         "harness.systems.reference",
         "ReferenceSystem",
         name="reference-chroma",
-        group_backend="chroma",  # a Chroma query per group costs ~1 ms: fewer, larger groups, a deeper floor
+        group_backend="chroma",  # a Chroma query per group is a call into Chroma: fewer, larger groups, a deeper floor
         group_size=128,
         group_size_per_sqrt_n=1.0,
         probe_per_k=150,

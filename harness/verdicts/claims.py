@@ -42,7 +42,7 @@ EDGE = (
 )
 FLAT_RAG = "flat-chroma"
 REALTEXT_PASSAGES = 50_000
-"""The real-text targets need at least this many passages (the BEAM chats give 51,551; `--dataset`)."""
+"""The real-text targets need at least this many passages (the BEAM chats hold enough; `--dataset`)."""
 REALTEXT_ENGINES = ("reference-slept", "reference-dense")
 HIGH_RECALL = 0.97
 """The recall target of the high-recall claim: the engines' sweep point `target_recall` 0.97."""

@@ -2,10 +2,9 @@
 
 Each measurement's latencies form a matrix, timing passes × queries (every pass times the same queries in the
 same order). A verdict reads each query's fastest pass (`best_of_passes`), as ann-benchmarks keeps the best of
-its runs: load on a shared machine only ever slows a pass, and a verdict is about the code, not the load. Between
-two identical default runs on a loaded machine, the pooled medians moved verdicts between INCONCLUSIVE and
-SUPPORTED (flat-latency-growing: 1.29, 95% CI 1.08–1.49, then 1.08, CI 1.02–1.20), while the best-of-passes
-ratios of the same runs were 1.32 (1.28–1.33) and 1.24 (1.20–1.26). A figure computed from medians (a ratio,
+its runs: load on a shared machine only ever slows a pass, and a verdict is about the code, not the load (pooled
+over every pass, the medians of two identical runs on a loaded machine can read different verdicts). A figure
+computed from medians (a ratio,
 a slope) gets one value per bootstrap round (`ROUNDS`, seeded), which resamples the queries, the same query
 positions for measurements timed on the same queries; its 95% interval is the 2.5th–97.5th percentile. An
 interval that reaches into the bar's indifference zone (`MARGIN`, which absorbs what moves between runs)
@@ -29,16 +28,14 @@ ROUNDS = 1000
 LEVEL = 0.95
 SUPPORTED, REFUTED, INCONCLUSIVE = "SUPPORTED", "NOT SUPPORTED", "INCONCLUSIVE"
 MARGIN = 0.1
-"""A bar is judged with an indifference zone of ±10 %: between two identical default runs here a median
-moved by up to 16 % (the engine's p50 at 100K: 0.564 vs 0.656 ms) while each run's interval was
-narrower, so an interval that ends within 10 % of the bar is too close to call."""
+"""A bar is judged with an indifference zone of ±10 %: a median moves more between identical runs than each run's
+interval is wide, so an interval that ends within 10 % of the bar is too close to call."""
 
 
 BETWEEN_RUNS = 0.06
-"""The log-scale standard deviation of a verdict's figure between identical default runs, added to each positive
-figure's interval: over four runs on this loaded machine, six figures moved with log-sds 0.012–0.106 (median
-0.038, 75th percentile 0.056); flat-latency-growing's ratio was 1.32, 1.24, 1.29 and 1.36 while each run's own
-interval was ±0.04, so a verdict 13 % inside its bar went SUPPORTED, SUPPORTED, SUPPORTED, INCONCLUSIVE."""
+"""The log-scale standard deviation of a verdict's figure between identical default runs (a high percentile of
+the verdicts' figures), added to each positive figure's interval: a run's own interval is narrower than what
+moves between runs, so without it a verdict well inside its bar could read otherwise on a rerun."""
 
 
 SETTLED = 0.05
@@ -82,10 +79,9 @@ def _signed(value: float, digits: int) -> str:
 @dataclass(frozen=True)
 class Judgement:
     """A verdict and those a rerun of the same code may read: the verdicts its figure gets when moved by one
-    `BETWEEN_RUNS` standard deviation either way, its own among them. Two identical runs here put the upper
-    end of one interval either side of the edge of NOT SUPPORTED (realtext-high-recall: 24.1×, 95% CI
-    20.0–27.7×, then 23.7×, CI 20.1–27.0×, against an edge at 27.3×): a threshold cannot keep a figure that
-    sits on it from reading either side, so such a verdict is named as standing at the edge."""
+    `BETWEEN_RUNS` standard deviation either way, its own among them. Two identical runs can put the end of
+    an interval either side of a verdict's edge: a threshold cannot keep a figure that sits on it from reading
+    either side, so such a verdict is named as standing at the edge."""
 
     verdict: str
     reachable: frozenset[str]

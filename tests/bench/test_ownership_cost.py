@@ -1,4 +1,4 @@
-"""What one owner per namespace costs on a Chroma server (`reference/ownership.py`), against a server started here:
+"""What one owner per namespace costs on a Chroma server (`reference/store/lease.py`), against a server started here:
 a search and a one-cell add with the lease checked, timed against the same memory with its check taken out in the
 same run; one round trip to the server, the least the other rule (each process reads the others' writes before it
 answers) would add to every search; how long a second opener waits to be refused, and how long after its owner is
@@ -18,7 +18,7 @@ from harness.measure.servers import ChromaServer
 from reference import CellularMemory, MemoryConfig, NamespaceOwnedError
 from reference.chroma import server_client
 from reference.encoders import MockEncoder
-from reference.ownership import FencedStore
+from reference.store.lease import FencedStore
 from tests.bench.conftest import record, record_ratio, time_queries
 from tests.bench.test_agent_loop import loop_texts
 from tests.server import test_ownership
@@ -106,7 +106,7 @@ def test_one_cell_add(benchmark, owned, check):
 
 def test_lease_check(benchmark, owned):
     memory, _ = owned
-    benchmark(memory._lease.check)
+    benchmark(memory._store.lease.check)
     record("ownership_lease_check_s", benchmark.stats["median"])
 
 

@@ -20,10 +20,10 @@ import pytest
 
 from reference import BackendUnavailableError, CellularMemory, StoreDamagedError
 from reference.chroma import persistent_client
-from reference.embedded import set_aside_vector_segment
 from reference.encoders import MockEncoder
-from reference.sidecar import Sidecar
-from reference.store import ChromaCells
+from reference.store.collection import ChromaCells
+from reference.store.embedded import set_aside_vector_segment
+from reference.store.sidecar import Sidecar
 from tests.integration.test_persistence import TEXTS, answers
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -202,7 +202,7 @@ KILLED_DURING_UPDATE = textwrap.dedent(
     sys.path.insert(0, sys.argv[2])
     from reference import CellularMemory
     from reference.encoders import MockEncoder
-    from reference.store import ChromaCells
+    from reference.store.collection import ChromaCells
     memory = CellularMemory(path=sys.argv[1], encoder=MockEncoder())
     ChromaCells.upsert = lambda *args, **kwargs: os._exit(9)  # killed inside Chroma's write
     memory.update(memory.ids()[0], text="an updated text about a walrus")

@@ -147,7 +147,7 @@ def test_a_batch_whose_writer_died_is_whole_or_absent_on_reopen(tmp_path, monkey
         monkeypatch.undo()
         mem._state.abandon()  # the process "dies": nothing more is written
         if layout == "embedded":
-            mem._embedded.close()  # the OS would release its lock
+            mem._store.embedded.close()  # the OS would release its lock
     with open_store(layout, tmp_path) as mem:
         expected = TEXTS[:15] if survives else TEXTS[:9]
         assert len(mem) == len(expected) and [mem.get(i).text for i in mem.ids()] == expected

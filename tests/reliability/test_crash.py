@@ -2,7 +2,7 @@
 batch is ever partly present.
 
 Each reopen runs in a fresh process, as a restart after a crash does: that is the open that must
-cope with what the killed writer left on disk (see `reference.embedded`)."""
+cope with what the killed writer left on disk (see `reference.store.embedded`)."""
 
 from __future__ import annotations
 

@@ -238,7 +238,7 @@ def test_a_scope_read_before_it_was_written_and_let_go_is_read_again(tmp_path):
     with CellularMemory(str(tmp_path / "store"), encoder=MockEncoder(DIM), config=config) as memory:
         for scope in ("a", "b", "c"):
             memory.add([f"{scope} {i}" for i in range(40)], vectors=rng.standard_normal((40, DIM)), scope=scope)
-        loads = HeldLoads(memory._embedded.store)
+        loads = HeldLoads(memory._store.embedded.store)
         for trial in range(5):
             memory.search(rng.standard_normal(DIM), k=1, scope="b")  # "a" out of RAM
             vector = rng.standard_normal(DIM)

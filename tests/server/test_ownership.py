@@ -1,4 +1,4 @@
-"""One owner per namespace on a Chroma server (`reference/ownership.py`), against a real `chroma run`: a second
+"""One owner per namespace on a Chroma server (`reference/store/lease.py`), against a real `chroma run`: a second
 opener is refused, a killed or paused owner's namespace is taken over by one process, and nothing acknowledged is
 lost."""
 
@@ -25,7 +25,7 @@ from harness.measure.servers import ChromaServer
 from reference import CellularMemory, LeaseLostError, MemoryConfig, NamespaceOwnedError
 from reference.chroma import server_client
 from reference.encoders import MockEncoder
-from reference.ownership import RENEWALS, Lease
+from reference.store.lease import RENEWALS, Lease
 from tests.reliability.counts import record
 from tests.threads import run_concurrently
 
@@ -301,10 +301,10 @@ def test_an_owner_whose_lease_was_taken_refuses_every_call_for_good_and_leaves_t
     address = chroma_server.address
     first = open_memory(address, "lost")
     first.add(["the first owner's note"])
-    first._lease._stop.set()  # its renewals stop (cut off from the server, as far as the server can tell)
+    first._store.lease._stop.set()  # its renewals stop (cut off from the server, as far as the server can tell)
     second = open_memory(address, "lost")
     second.add(["the second owner's note"])
-    assert not first._lease.renew()  # the server answers again: the lease is gone, and so is this process's claim
+    assert not first._store.lease.renew()  # the server answers again: the lease is gone, and so is this process's claim
     with pytest.raises(LeaseLostError, match="no longer served by this process"):
         first.search("note", k=1)
     with pytest.raises(LeaseLostError, match="no longer served by this process"):
@@ -325,5 +325,5 @@ def test_an_in_process_client_takes_no_lease(tmp_path):
     client = persistent_client(str(tmp_path))
     with CellularMemory(client=client, encoder=MockEncoder(64), config=MemoryConfig(namespace="local")) as memory:
         memory.add(["kept without a lease"])
-        assert memory._lease is None
+        assert memory._store.lease is None
     assert "local_owner" not in {c.name for c in client.list_collections()}

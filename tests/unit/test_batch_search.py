@@ -12,7 +12,7 @@ from harness.data.generators.vectors import clustered_unit_vectors
 from reference import CellularMemory
 from reference.encoders import MockEncoder
 from reference.index import NumpyGroupIndex, ProbeLimits
-from reference.kernels import quantized
+from reference.kernels.quantize import quantized
 from reference.state import SearchCounters
 
 DIM = 64

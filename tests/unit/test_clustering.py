@@ -3,8 +3,8 @@
 import numpy as np
 import pytest
 
-from reference import kernels
 from reference.clustering import GroupState, LeaderClustering
+from reference.kernels.quantize import quantized
 
 
 def unit(*angles_degrees: float) -> np.ndarray:
@@ -96,7 +96,7 @@ def codes_agree(state: GroupState, *scopes: int) -> None:
     """The cached centroid codes (of each scope; none given: of every scope) are those of the centroids now."""
     for scope in scopes or (None,):
         codes, scales = state.active_centroid_codes(scope)
-        expected_codes, expected_scales = kernels.quantized(state.active_centroids(scope))
+        expected_codes, expected_scales = quantized(state.active_centroids(scope))
         np.testing.assert_array_equal(codes, expected_codes)
         np.testing.assert_array_equal(scales, expected_scales)
 

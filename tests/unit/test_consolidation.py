@@ -104,7 +104,7 @@ def test_a_crash_in_the_middle_of_a_merge_leaves_a_consistent_store(tmp_path, mo
         memory.consolidate()
     assert_consistent(memory)  # memory is unchanged: the store is written first
     memory._state.abandon()  # the process "dies": nothing more is written
-    memory._embedded.close()  # and the OS releases its lock
+    memory._store.embedded.close()  # and the OS releases its lock
     with CellularMemory(path=str(tmp_path), encoder=MockEncoder(32), config=FRAGMENTING) as reopened:
         assert sorted(reopened.ids()) == sorted(ids)
         assert_consistent(reopened)

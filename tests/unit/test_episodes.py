@@ -3,9 +3,10 @@
 import numpy as np
 import pytest
 
-from reference import CellularMemory, InvalidInputError, MemoryConfig, kernels
+from reference import CellularMemory, InvalidInputError, MemoryConfig
 from reference.encoders import MockEncoder
 from reference.episodes import EpisodeIndex, inferred_names
+from reference.kernels.context import with_context
 
 SESSION_A = ["we planned the trip to Lisbon", "flights are booked for May", "the hotel is near the river"]
 SESSION_B = ["the quarterly report is late", "finance wants the numbers by Friday", "the audit starts next week"]
@@ -108,12 +109,12 @@ def test_problems_name_each_kind_of_broken_link():
 def test_context_adds_the_episodes_best_and_the_better_neighbour_then_rescales():
     rows, scores = np.asarray([1, 2, 5, 8]), np.asarray([0.9, 0.2, 0.4, -0.1])
     episodes, before, after = np.asarray([0, 0, 1, 2]), np.asarray([-1, 1, -1, 7]), np.asarray([2, 3, 6, -1])
-    scored = kernels.with_context(rows, scores, episodes, before, after, 0.5, 0.25)
+    scored = with_context(rows, scores, episodes, before, after, 0.5, 0.25)
     expected = [0.9 + 0.5 * 0.9 + 0.25 * 0.2, 0.2 + 0.5 * 0.9 + 0.25 * 0.9, 0.4 + 0.5 * 0.4, -0.1 + 0.0]
     assert scored.tolist() == pytest.approx([value / 1.75 for value in expected])  # an episode's best is at least 0
-    lifted = kernels.with_context(rows, np.asarray([0.5, 0.45, 0.1, 0.1]), episodes, before, after, 4.0, 0.0)
+    lifted = with_context(rows, np.asarray([0.5, 0.45, 0.1, 0.1]), episodes, before, after, 4.0, 0.0)
     assert np.argmax(lifted) == 0  # context never lifts another above the best match
-    alone = kernels.with_context(rows, scores, episodes, np.full(4, -1), np.full(4, -1), 0.5, 0.25)
+    alone = with_context(rows, scores, episodes, np.full(4, -1), np.full(4, -1), 0.5, 0.25)
     assert alone.tolist() == pytest.approx([1.35 / 1.5, 0.65 / 1.5, 0.6 / 1.5, -0.1 / 1.5])  # no neighbour: no share
 
 

@@ -5,8 +5,10 @@ import pytest
 from numba import njit
 
 from harness.data.generators.vectors import clustered_unit_vectors
-from reference import intrinsics, kernels
 from reference.index import ChromaGroupIndex, NumpyGroupIndex, ProbeLimits, top_k
+from reference.kernels import intrinsics
+from reference.kernels.probe import descending
+from reference.kernels.quantize import quantized
 
 
 def test_top_k_orders_best_first():
@@ -74,7 +76,7 @@ def test_codes_map_each_rows_largest_magnitude_to_127_and_round_the_rest_to_near
     vectors[1, 7] = -9.0  # the largest magnitude negative
     vectors[2] = 0.0  # no direction: codes 0, scale 0
     vectors[3, :5] = [0.5, -0.5, 1.5, 2.5, 127.0]  # halves round to even
-    codes, scales = kernels.quantized(vectors)
+    codes, scales = quantized(vectors)
     top = np.abs(vectors).max(axis=1)
     np.testing.assert_array_equal(scales, top / np.float32(127))
     inverse = np.divide(np.float32(127), top, out=np.zeros_like(top), where=top > 0)
@@ -84,8 +86,8 @@ def test_codes_map_each_rows_largest_magnitude_to_127_and_round_the_rest_to_near
 
 def code_scores(vectors: np.ndarray, query: np.ndarray) -> np.ndarray:
     """Each vector's score against the query by their int8 codes, in the kernel's float32 order of products."""
-    codes, scales = kernels.quantized(vectors)
-    query_codes, query_scale = kernels.quantized(query[None, :])
+    codes, scales = quantized(vectors)
+    query_codes, query_scale = quantized(query[None, :])
     return (codes.astype(np.int32) @ query_codes[0].astype(np.int32)).astype(np.float32) * scales * query_scale[0]
 
 
@@ -122,10 +124,10 @@ def test_probe_reads_the_groups_the_rule_names_and_keeps_the_best_it_read(floor,
     for query in data.queries[:10]:
         read = _probe_by_the_rule(groups, centroids, members, vectors, query, 5, floor, budget, margin)
         assert read
-        quantized = kernels.quantized(centroids)
-        everything = index.probe(groups, quantized, query, 5, ProbeLimits(600, floor, budget, margin))
+        codes = quantized(centroids)
+        everything = index.probe(groups, codes, query, 5, ProbeLimits(600, floor, budget, margin))
         assert sorted(everything.rows.tolist()) == sorted(read)  # depth 600 rescores and keeps every cell read
-        rows, scores, _ = index.probe(groups, quantized, query, 5, ProbeLimits(7, floor, budget, margin))
+        rows, scores, _ = index.probe(groups, codes, query, 5, ProbeLimits(7, floor, budget, margin))
         rescored = np.asarray(read)[np.argsort(-code_scores(vectors[read], query), kind="stable")[:12]]
         expected = rescored[np.argsort(-(vectors[rescored] @ query), kind="stable")[:7]]
         assert rows.tolist() == expected.tolist()  # the best 7 + 5 by codes, rescored exactly
@@ -152,13 +154,13 @@ def test_the_vnni_product_is_the_exact_integer_dot_product_of_the_codes():
 def test_descending_ranks_highest_first_and_keeps_the_order_of_scores_within_one_step():
     rng = np.random.default_rng(8)
     scores = rng.permutation(np.linspace(-0.4, 0.9, 1000)).astype(np.float32)  # 1.3e-3 apart: far over a step
-    assert kernels.descending(scores).tolist() == np.argsort(-scores, kind="stable").tolist()
+    assert descending(scores).tolist() == np.argsort(-scores, kind="stable").tolist()
     tied = np.array([0.5, 0.2, 0.5, 0.5 - 1e-9, 0.9, 0.2], dtype=np.float32)
-    assert kernels.descending(tied).tolist() == [4, 0, 2, 3, 1, 5]
+    assert descending(tied).tolist() == [4, 0, 2, 3, 1, 5]
     for few in ([], [0.3], [0.3, 0.3, 0.3]):
-        assert kernels.descending(np.asarray(few, dtype=np.float32)).tolist() == list(range(len(few)))
+        assert descending(np.asarray(few, dtype=np.float32)).tolist() == list(range(len(few)))
     near = np.array([0.1, 0.1 + 1e-7, 0.8], dtype=np.float32)  # within one step (1.07e-5): taken as equal
-    assert kernels.descending(near).tolist() == [2, 0, 1]
+    assert descending(near).tolist() == [2, 0, 1]
 
 
 @pytest.mark.parametrize(("near", "rescored"), [(0.0, 7), (1.0, 12)])
@@ -175,6 +177,6 @@ def test_probe_rescores_only_the_cells_whose_codes_may_reach_the_best_depth(near
     index = NumpyGroupIndex(16)
     index.add(np.zeros(12, dtype=np.int64), np.arange(12), vectors)
     groups = np.zeros(1, dtype=np.int64)
-    found = index.probe(groups, kernels.quantized(query[None, :]), query, 5, ProbeLimits(7, 0, 100, 0.0))
+    found = index.probe(groups, quantized(query[None, :]), query, 5, ProbeLimits(7, 0, 100, 0.0))
     assert found.rows.tolist() == np.argsort(-(vectors @ query), kind="stable")[:7].tolist()
     assert found.bytes_read == (1 + 12) * (16 + 4) + rescored * 16 * 4

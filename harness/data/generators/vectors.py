@@ -22,9 +22,9 @@ def clustered_unit_vectors(
 ) -> VectorSet:
     """`n` unit vectors (and `queries` more) scattered around `clusters` random unit centres.
 
-    A point is centre + spread · N(0, I/dim), normalised. Spread 0.8 gives a cosine of about 0.78
-    to its own centre, about 0.61 between two points of one cluster and about 0 across clusters;
-    spread 1.0 gives 0.71 and 0.50 (too diffuse for a 0.6 join threshold).
+    A point is centre + spread · N(0, I/dim), normalised: in many dimensions its cosine to its own centre is
+    close to 1 / √(1 + spread²), to another point of its cluster close to 1 / (1 + spread²), and close to 0
+    across clusters, so a larger spread leaves fewer of a cluster's points above a fixed join threshold.
     """
     rng = np.random.default_rng(seed)
     centres = rng.standard_normal((clusters, dim))

@@ -43,10 +43,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .cells import CellBatch, CellRecord
-from .chroma import backend_errors
-from .errors import BackendUnavailableError, LeaseLostError, NamespaceOwnedError
-from .store import CellStore, ServerCellStore, StoreIdentity
+from ..cells import CellBatch, CellRecord
+from ..chroma import backend_errors
+from ..errors import BackendUnavailableError, LeaseLostError, NamespaceOwnedError
+from .protocol import CellStore, StoreIdentity
+from .server import ServerCellStore
 
 log = logging.getLogger(__name__)
 RENEWALS = 5

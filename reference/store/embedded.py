@@ -34,11 +34,13 @@ from typing import Any
 import numpy as np
 from filelock import FileLock, Timeout
 
-from .cells import CellBatch, CellRecord
-from .chroma import persistent_client
-from .errors import BackendUnavailableError, InvalidInputError, VectorSegmentUnreadableError
+from ..cells import CellBatch, CellRecord
+from ..chroma import persistent_client
+from ..errors import BackendUnavailableError, InvalidInputError, VectorSegmentUnreadableError
+from .collection import ChromaCells
+from .protocol import StoreIdentity
+from .server import ServerCellStore
 from .sidecar import SIDECAR, InFlight, Sidecar
-from .store import ChromaCells, ServerCellStore, StoreIdentity
 
 log = logging.getLogger(__name__)
 LOCK = "magbench.lock"

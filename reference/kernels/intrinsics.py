@@ -5,15 +5,11 @@ VNNI (`vpdpbusd`: 32 products of an unsigned and a signed byte summed into eight
 and the vectors' length is a multiple of 32: the compiler widens each byte to 16 bits instead. `vpdpbusd` takes its
 first operand unsigned: a cell's codes are flipped into it by their top bit (c ⊕ 0x80 = c + 128 as an unsigned
 byte), so the sum it returns is the signed dot product plus 128 × the sum of the query's codes, which a caller
-subtracts once per query; the result is the exact integer the portable loop gives. Rows of codes in the level-2
-cache: 4.7 against 19 ns a 384-code row here; BEAM passages at target recall 0.97, same process, best of 7
-passes: 75.0 against 103.9 µs a search, the same cells found.
+subtracts once per query; the result is the exact integer the portable loop gives, several times faster.
 
 A prefetch (`llvm.prefetch`, on any CPU; it never faults and changes no result) asks for a row's cache lines
 before the scan reaches it: a probe reads a few dozen groups' segments of the arena in centroid order, each a
-jump the hardware's prefetchers cannot foresee. On a synthetic arena (31 random segments of 96 rows of 384 codes,
-20 MB) a scan took 12.9 ns a row, 5.4 with each row fetched 8 to 24 rows ahead; in the probe over BEAM's arena
-it gained far less (`kernels.AHEAD`), for reasons not measured here.
+jump the hardware's prefetchers cannot foresee (how far ahead: `probe.AHEAD`).
 """
 
 from __future__ import annotations
@@ -28,7 +24,7 @@ from numba.core import cgutils
 from numba.extending import intrinsic
 
 WIDTH = 32
-"""Bytes one instruction multiplies (256-bit registers: 512-bit ones were no faster here, 14 against 13 ns a row)."""
+"""Bytes one instruction multiplies (256-bit registers: 512-bit ones are no faster, and fewer CPUs have them)."""
 LINE = 64
 """Bytes in a cache line."""
 _ADDRESS = ir.IntType(64)

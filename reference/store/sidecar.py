@@ -3,12 +3,11 @@ exact vector, and the Chroma writes in flight.
 
 Chroma holds each cell's id and embedding, the vector index it serves. The rest lives here, in typed columns
 of a STRICT table (a damaged value cannot be read back as another type), written once per batch:
-- the engine's fields would cost Chroma a metadata row per key and cell (ingest 1,082 against 1,914 cells/s
-  with none, measured here) and its exact vectors a base64 copy;
+- the engine's fields would cost Chroma a metadata row per key and cell, which slows its ingest, and its exact
+  vectors a base64 copy;
 - the texts, because Chroma indexes every document it is given for its own full-text search, which the
-  engine does not use (it has `lexical.py`): 20K documents cost Chroma's add 10.7 s, against 4.5 s for the
-  same ids and embeddings alone (measured here). Stores of earlier versions hold their texts in Chroma's
-  documents: a NULL text here, copied over once on open (`embedded.py`).
+  engine does not use (it has `lexical.py`) and which slows Chroma's add down. Stores of earlier versions hold
+  their texts in Chroma's documents: a NULL text here, copied over once on open (`embedded.py`).
 WAL mode with full sync: a write here is durable before the Chroma write it precedes. One scope's cells are read
 on a connection of their own (`load_scope`), which WAL lets read while the engine writes on the other.
 
@@ -31,8 +30,8 @@ from typing import Any, Literal
 
 import numpy as np
 
-from .cells import CellBatch, CellRecord, ConflictNote
-from .errors import BackendUnavailableError, StoreDamagedError
+from ..cells import CellBatch, CellRecord, ConflictNote
+from ..errors import BackendUnavailableError, StoreDamagedError
 
 SIDECAR = "magbench.sqlite3"
 Write = Literal["add", "delete", "update", "rebuild"]
@@ -81,7 +80,7 @@ class Sidecar:
         self.path = root / SIDECAR
         try:
             self._db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
-            self._db.execute("PRAGMA page_size=16384")  # a new file only: rows of 1.6 KB, eight to a page
+            self._db.execute("PRAGMA page_size=16384")  # a new file only: several rows, each with its vector, to a page
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("PRAGMA synchronous=FULL")
             self._db.executescript(SCHEMA)

@@ -1,0 +1,171 @@
+"""The second search stage: budget probing over the group index's arena, many queries in one call with the GIL
+released, and the order of the groups it reads."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+
+import numpy as np
+
+from . import intrinsics
+from .jit import compiled, dot, replace_smallest
+from .quantize import code_dot, code_sum, quantized
+
+RESCORE_ERRORS = 8.0
+"""A cell read is rescored unless its code score lies this many standard errors of quantization below the
+`depth`-th best exact score so far: codes err by `scale / √12` per unit of each vector's norm (uniform
+rounding), so this many of them is a wide margin over the largest error real text shows, and a cell ruled out
+cannot reach the best `depth`."""
+
+
+AHEAD = 16
+"""Cells a probe's prefetch runs ahead of its reads, in its order of reading (`intrinsics.prefetch_row`): far
+enough for a row to arrive before it is read, near enough that it is still cached when it is."""
+
+
+@functools.cache
+def probe_for(dim: int) -> Callable[..., tuple[np.ndarray, np.ndarray, np.ndarray, int, int]]:
+    """The budget probe, compiled for `dim`-component vectors: with the length of its dot products a constant,
+    the compiler unrolls them; the heaps' lowest score is held in a register as well. Compiled once per dimension
+    and install, like the other kernels. Codes are multiplied
+    by the CPU's VNNI instruction where it has one, else by `code_dot`: the same integers; each cell's codes are
+    prefetched `AHEAD` cells before they are read (`intrinsics.py`). It probes a matrix of queries in one call,
+    the GIL released throughout: a search from several threads holds the GIL only for its Python around it."""
+    flipped = intrinsics.vnni_usable(dim)  # a bool: what `probe` closes over keys numba's cache of it
+
+    @compiled
+    def probe(
+        codes: np.ndarray,
+        scales: np.ndarray,
+        vectors: np.ndarray,
+        rows: np.ndarray,
+        starts: np.ndarray,
+        sizes: np.ndarray,
+        groups: np.ndarray,
+        centroid_codes: np.ndarray,
+        centroid_scales: np.ndarray,
+        queries: np.ndarray,
+        k: int,
+        depth: int,
+        rescored: int,
+        floor: int,
+        budget: int,
+        margin: float,
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, int, int]:
+        """Budget probing over the arena's codes, for each row of `queries` on its own. `groups[i]` has its
+        centroid quantized as `centroid_codes[i]` and `centroid_scales[i]`; groups are read in the order of
+        their centroids' code scores until `budget` cells are read, and once `floor` cells are read probing
+        stops at the first group whose centroid scores below the k-th best cell read so far minus `margin` (in
+        that order every later group scores lower still, but for `descending`'s rounding). A cell read is
+        scored by its codes against the query's; the best `rescored` of them are scored again exactly, from
+        their float32 `vectors` (by row), in the order of their code scores, but for those that
+        `RESCORE_ERRORS` rules out. Returns the best `depth` of those for each query, best first, one query's
+        after another's (rows and exact scores; query i's at `ends[i - 1] : ends[i]`, from 0 for the first),
+        `ends`, and the number of cells read and the number rescored over all queries."""
+        count = len(queries)
+        found_rows = np.empty(count * depth, np.int64)
+        found_scores = np.empty(count * depth, np.float32)
+        ends = np.empty(count, np.int64)
+        total = cells_read = cells_rescored = 0
+        all_query_codes, query_scales = quantized(queries)
+        centroid_scores = np.empty(len(groups), np.float32)
+        for q in range(count):
+            query, query_codes, query_scale = queries[q], all_query_codes[q], query_scales[q]
+            offset = np.int32(128) * code_sum(query_codes) if flipped else np.int32(0)  # what `code_dot` adds
+            for i in range(len(groups)):
+                centroid_scores[i] = (
+                    np.float32(code_dot(centroid_codes, i, query_codes, dim, flipped) - offset)
+                    * centroid_scales[i]
+                    * query_scale
+                )
+            order = descending(centroid_scores)
+            kth = np.full(k, -np.inf, np.float32)  # min-heaps: the k best scores, and the best `rescored` cells
+            unused = np.zeros(k, np.int64)
+            best_scores = np.full(rescored, -np.inf, np.float32)
+            best_slots = np.full(rescored, -1, np.int64)
+            read = 0
+            for step in range(len(order)):
+                position = order[step]
+                if read >= budget or (read >= floor and centroid_scores[position] < kth[0] - margin):
+                    break
+                group = groups[position]
+                start, end = starts[group], starts[group] + sizes[group]
+                following = starts[groups[order[step + 1]]] if step + 1 < len(order) else end  # the next group's
+                lowest = best_scores[0]  # held in a register: most cells read enter neither heap
+                for slot in range(start, end):
+                    ahead = slot + AHEAD
+                    intrinsics.prefetch_row(codes, ahead if ahead < end else following + ahead - end)
+                    score = (
+                        np.float32(code_dot(codes, slot, query_codes, dim, flipped) - offset)
+                        * scales[slot]
+                        * query_scale
+                    )
+                    if score > lowest:
+                        if score > kth[0]:
+                            replace_smallest(kth, unused, score, 0)
+                        replace_smallest(best_scores, best_slots, score, slot)
+                        lowest = best_scores[0]
+                read += sizes[group]
+            held = best_slots >= 0
+            code_scores, slots = best_scores[held], best_slots[held]
+            by_code = np.argsort(-code_scores, kind="mergesort")
+            code_scores, slots = code_scores[by_code], slots[by_code]
+            kept = np.empty(len(slots), np.int64)
+            exact = np.empty(len(slots), np.float32)
+            top = np.full(depth, -np.inf, np.float32)  # a min-heap of the best `depth` exact scores so far
+            no_payload = np.zeros(depth, np.int64)  # as for `kth`: a heap with no payload
+            kept_count = 0
+            for i in range(len(slots)):
+                slot = slots[i]
+                error = np.sqrt((scales[slot] ** 2 + query_scale**2) / 12)  # the code score's standard error
+                if i >= depth and code_scores[i] < top[0] - RESCORE_ERRORS * error:
+                    continue  # its exact score cannot reach the best `depth`
+                kept[kept_count], exact[kept_count] = rows[slot], dot(vectors, rows[slot], query, dim)
+                if exact[kept_count] > top[0]:
+                    replace_smallest(top, no_payload, exact[kept_count], 0)
+                kept_count += 1
+            ranked = np.argsort(-exact[:kept_count], kind="mergesort")[:depth]
+            found_rows[total : total + len(ranked)] = kept[ranked]
+            found_scores[total : total + len(ranked)] = exact[ranked]
+            total += len(ranked)
+            ends[q] = total
+            cells_read += read
+            cells_rescored += kept_count
+        return found_rows[:total], found_scores[:total], ends, cells_read, cells_rescored
+
+    return probe
+
+
+ORDER_STEPS = 65_535
+"""`descending` ranks scores rounded down to this many steps of their range, a two-digit key of a radix sort."""
+
+
+@compiled
+def descending(scores: np.ndarray) -> np.ndarray:
+    """The positions of `scores`, highest first, each score rounded down to one of `ORDER_STEPS` + 1 steps of
+    their range (so a later score is at most one step, 1/65,535 of the range, above an earlier one; equal
+    steps keep their positions' order). A radix sort in two passes of 8-bit digits: faster over a memory's
+    centroid scores than a max-heap built and popped for the groups a probe reads (its sifts branch on every
+    comparison)."""
+    order = np.arange(len(scores))
+    if len(scores) < 2:
+        return order
+    low, high = scores.min(), scores.max()
+    per_step = ORDER_STEPS / (high - low) if high > low else 0.0
+    keys = np.empty(len(scores), np.int64)
+    for i in range(len(scores)):  # highest first: the largest score gets key 0
+        keys[i] = ORDER_STEPS - min(ORDER_STEPS, int((scores[i] - low) * per_step))
+    passed = np.empty(len(scores), np.int64)
+    for shift in (0, 8):
+        starts = np.zeros(257, np.int64)
+        for i in range(len(order)):
+            starts[((keys[order[i]] >> shift) & 255) + 1] += 1
+        for digit in range(256):
+            starts[digit + 1] += starts[digit]
+        for i in range(len(order)):
+            digit = (keys[order[i]] >> shift) & 255
+            passed[starts[digit]] = order[i]
+            starts[digit] += 1
+        order, passed = passed, order
+    return order

@@ -1,0 +1,32 @@
+"""Per-call row work a search does from Python: a query's check and normalisation, and its hits' access counts."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .jit import brief, brief_strict
+
+
+@brief_strict
+def unit_vector(vector: np.ndarray) -> tuple[np.ndarray, bool]:
+    """`vector` at unit length, as float32, its squares summed in float64; False when that sum is NaN,
+    infinite or zero (no direction to keep). A query's check and normalisation in one call, where NumPy's
+    widening, dot product, division and narrowing would be a noticeable share of a search."""
+    square = 0.0
+    for j in range(len(vector)):
+        square += np.float64(vector[j]) * np.float64(vector[j])
+    unit = np.empty(len(vector), np.float32)
+    if not 0.0 < square < np.inf:
+        return unit, False
+    inverse = 1.0 / np.sqrt(square)
+    for j in range(len(vector)):
+        unit[j] = vector[j] * inverse
+    return unit, True
+
+
+@brief
+def count_reads(access: np.ndarray, rows: np.ndarray) -> None:
+    """`access[row] += 1` for each of `rows`, in place (cheaper than NumPy's indexed increment for a
+    search's few rows)."""
+    for row in rows:
+        access[row] += 1

@@ -1,0 +1,130 @@
+"""The cells' Chroma collection (`{namespace}_cells`, cosine space): ids and embeddings (and documents, in the
+server layout), opened with the store's identity check and written in chunks of Chroma's batch limit. Both
+stores write through it (`embedded.py`, `server.py`)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from ..cells import CellBatch
+from ..chroma import backend_errors, guarded
+from ..errors import BackendUnavailableError, DimensionMismatchError, EncoderMismatchError, VectorSegmentUnreadableError
+from .protocol import StoreIdentity
+
+
+class ChromaCells:
+    """The cells' collection: opened with the identity check, written in chunks of Chroma's batch limit."""
+
+    def __init__(self, client: Any, namespace: str, identity: StoreIdentity) -> None:
+        self.name = f"{namespace}_cells"
+        dim, encoder = identity.dim, identity.encoder
+        self._collection = guarded(
+            f"opening collection {self.name}",
+            client.get_or_create_collection,
+            self.name,
+            embedding_function=None,
+            configuration={"hnsw": {"space": "cosine"}},
+            metadata={"dim": dim, "encoder": encoder, "normalised": True},
+        )
+        stored = self._collection.metadata or {}
+        if stored.get("dim", dim) != dim:
+            raise DimensionMismatchError(
+                f"collection {self.name} holds {stored['dim']}-d vectors but the encoder makes {dim}-d ones; "
+                "open it with the encoder it was built with, or use another path or namespace"
+            )
+        made_by = stored.get("encoder", "unknown")
+        if identity.check_encoder and made_by not in ("unknown", encoder):
+            raise EncoderMismatchError(
+                f"collection {self.name} holds vectors made by encoder {made_by!r}, not {encoder!r}: their "
+                f"similarities would be meaningless; open it with {made_by!r}, use another path or namespace, "
+                "or pass check_encoder=False if you know the two encoders make the same vectors"
+            )
+        self.batch = guarded("reading the batch limit", client.get_max_batch_size)
+        """Cells per Chroma write (its limit)."""
+
+    def count(self) -> int:
+        return int(guarded(f"counting {self.name}", self._collection.count))
+
+    def read(self, include: list[str]) -> dict[str, Any]:
+        """Every record's `include` fields. Chroma 1.5.9 opens the vector segment (and applies its pending
+        log) on every read, so a segment damaged by a kill fails the read: that raises
+        `VectorSegmentUnreadableError`, which opening the store by path repairs (`embedded.py`)."""
+        try:
+            found: dict[str, Any] = self._collection.get(include=include)
+            return found
+        except backend_errors() as error:
+            if "hnsw" not in str(error).lower():
+                raise BackendUnavailableError(f"Chroma failed while reading {self.name}: {error}") from error
+            raise VectorSegmentUnreadableError(
+                f"Chroma cannot read the vector segment of {self.name} ({error}); its records are intact: "
+                "opening the store by path (CellularMemory(path=...)) rebuilds the segment"
+            ) from error
+
+    def present(self, ids: Sequence[str]) -> set[str]:
+        """Which of these ids the collection holds (read from its records)."""
+        found: set[str] = set()
+        for start in range(0, len(ids), self.batch):
+            chunk = list(ids[start : start + self.batch])
+            found.update(guarded(f"reading {self.name}", self._collection.get, ids=chunk, include=[])["ids"])
+        return found
+
+    def add(
+        self, batch: CellBatch, metadatas: Sequence[dict[str, Any]] | None = None, *, documents: bool = True
+    ) -> None:
+        """Write a batch in chunks (its texts as documents unless `documents` is False), all or nothing: a failed
+        write removes what it may have written (the chunk that failed included: Chroma commits records before
+        it updates the vector segment)."""
+        attempted = 0
+        try:
+            for start in range(0, len(batch), self.batch):
+                attempted = min(start + self.batch, len(batch))
+                chunk = slice(start, attempted)
+                guarded(
+                    f"writing to {self.name}",
+                    self._collection.add,
+                    ids=batch.ids[chunk],
+                    embeddings=batch.vectors[chunk],
+                    **({"documents": batch.texts[chunk]} if documents else {}),
+                    **({} if metadatas is None else {"metadatas": list(metadatas[chunk])}),
+                )
+        except Exception as error:
+            try:
+                self._collection.delete(ids=batch.ids[:attempted])
+            except Exception as rollback_error:
+                error.add_note(f"removing the batch's partial write failed as well: {rollback_error}")
+            raise
+
+    def delete(self, ids: Sequence[str]) -> None:
+        for start in range(0, len(ids), self.batch):
+            guarded(f"deleting from {self.name}", self._collection.delete, ids=list(ids[start : start + self.batch]))
+
+    def upsert(
+        self,
+        ids: Sequence[str],
+        vectors: np.ndarray,
+        texts: Sequence[str] | None = None,
+        metadatas: Sequence[dict[str, Any]] | None = None,
+    ) -> None:
+        """Write these cells over the ones of the same ids (in chunks; not all or nothing); without `texts`
+        the documents stay as they are."""
+        for start in range(0, len(ids), self.batch):
+            chunk = slice(start, start + self.batch)
+            guarded(
+                f"updating {self.name}",
+                self._collection.upsert,
+                ids=list(ids[chunk]),
+                embeddings=vectors[chunk],
+                **({} if texts is None else {"documents": list(texts[chunk])}),
+                **({} if metadatas is None else {"metadatas": list(metadatas[chunk])}),
+            )
+
+    def update_metadata(self, ids: Sequence[str], metadatas: Sequence[dict[str, Any]]) -> None:
+        """Set some metadata keys of these cells (Chroma merges them into what is stored)."""
+        for start in range(0, len(ids), self.batch):
+            stop = start + self.batch
+            guarded(
+                f"updating {self.name}", self._collection.update, ids=ids[start:stop], metadatas=metadatas[start:stop]
+            )
