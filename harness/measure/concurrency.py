@@ -37,14 +37,13 @@ from harness.data.generated import notes_evalset
 from harness.measure.checking import check_hits
 from harness.measure.clients import ClientPool, Connection, Load, Searched, Written, run_threads
 from harness.measure.metrics import latency_stats, threshold_recall
-from harness.measure.runner import one_core, open_system, warm
+from harness.measure.runner import K, one_core, open_system, warm
 from harness.measure.servers import ChromaServer, mcp_server
 from harness.output.progress import Progress, silent
 from harness.output.results import ConcurrencyRow
 from harness.protocol import Document, Query, SearchHit, vector_of
 from reference.encoders import MockEncoder
 
-K = 10
 LEVELS = (1, 2, 4, 8)
 USER = "bench"
 """The MCP user whose memories the server's clients search and write."""

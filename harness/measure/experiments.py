@@ -40,7 +40,7 @@ from harness.measure.metrics import (
 from harness.measure.plan import DIALOGUE_SYSTEMS, GROUPING_SYSTEMS, NEEDLE_DOCS, NEEDLES, REGIMES, RunPlan
 from harness.measure.runbooks import agent_loop as loop_runbook
 from harness.measure.runbooks import agent_stream, dialogue_replay, expiring_stream
-from harness.measure.runner import Job, built, group_labels, measure_together, ranked_until
+from harness.measure.runner import Job, K, built, group_labels, measure_together, ranked_until
 from harness.measure.streaming import replay, run_streams
 from harness.measure.tenants import run_tenants, tenant_data, tenant_runbook
 from harness.measure.tokens import BUDGETS, token_counter, within_budget
@@ -322,7 +322,7 @@ by turn, the question asked as soon as its last evidence turn is written; turn b
 
 
 @experiment("dialogue", section="dialogue", data=["dialogue"], work=work.dataset)
-def dialogue(context: RunContext, *, k: int = 10) -> list[DialogueRow]:
+def dialogue(context: RunContext, *, k: int = K) -> list[DialogueRow]:
     """Evidence recall per question of a dialogue benchmark, loaded in bulk and replayed online.
 
     One memory per conversation; each question's retrieved turns scored against its evidence turns
@@ -443,7 +443,7 @@ def _sessions(turns: list[str], session_of: Mapping[str, str]) -> list[str]:
 
 
 @experiment("knowledge-update", section="updates", data=["default", "dialogue"], work=work.knowledge_update)
-def knowledge_update(context: RunContext, *, k: int = 10) -> list[UpdateRow]:
+def knowledge_update(context: RunContext, *, k: int = K) -> list[UpdateRow]:
     """Facts that changed: the share whose current version a search ranks above its older ones (top 10).
 
     Generated dialogues (`generated.updates_evalsets`) in the default run, a LongMemEval file's knowledge-update

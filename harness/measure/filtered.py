@@ -26,12 +26,11 @@ from harness.data.evalset import EvalSet
 from harness.data.generators.vectors import clustered_unit_vectors, exact_top_k
 from harness.measure.checking import check_hits
 from harness.measure.metrics import latency_stats, recall_at_k
-from harness.measure.runner import WARMUP_QUERIES, one_core, open_system
+from harness.measure.runner import WARMUP_QUERIES, K, one_core, open_system
 from harness.output.progress import Progress, silent
 from harness.output.results import FilterRow
 from harness.protocol import Document, MemorySystem, Query
 
-K = 10
 OWNERS = 100
 CHOSEN = "o0"
 """The owner whose documents the 1 % cases match (and the 99 % filter leaves out)."""

@@ -21,8 +21,8 @@ REGIMES: dict[str, Callable[[int], int]] = {
     "growing": lambda n: max(1, n // GROWING_CLUSTER),
 }
 """Clusters at size N, per scaling regime."""
-NEEDLE_DOCS, NEEDLES = 200, 5
-"""The published needle case: a haystack of 200 documents holding 5 needles."""
+NEEDLE_DOCS, NEEDLES, NEEDLE_TOP = 200, 5, 3
+"""The published needle case: a haystack of 200 documents holding 5 needles, each to be found in the top 3."""
 
 SCALING_SYSTEMS = ("reference", "reference-chroma", "flat-numpy", "flat-chroma", "kmeans", "faiss-ivf", "faiss-hnsw")
 NEEDLE_SYSTEMS = ("reference", "reference-no-entities", "flat-chroma", "flat-numpy", "kmeans")

@@ -33,6 +33,7 @@ from harness.data.evalset import EvalSet
 from harness.data.generated import vectors_evalset
 from harness.measure.checking import check_documents, check_hits
 from harness.measure.metrics import capped_recall_at_k, hits_at_k, mrr, ndcg_at_k, recall_at_k
+from harness.measure.plan import NEEDLE_TOP
 from harness.output.progress import Progress, silent
 from harness.output.results import Measurement
 from harness.protocol import (
@@ -49,11 +50,14 @@ from harness.systems.registry import check_declaration, resolve
 from harness.systems.slowdown import Slowed
 from harness.verdicts.confidence import unsettled
 
+K = 10
+"""Hits a measured search asks for: the recall@10, nDCG@10 and the other figures at 10 are read from them."""
 WARMUP_QUERIES = 3
 """Untimed queries before a setting's timed ones in each pass (the evaluation set's first ones)."""
 WARM_CELLS = 1_500
 """Cells a system's warm-up writes (`warm`): enough that the engine probes its groups rather than searching flat."""
-FOUND_KS = (1, 3, 10)
+FOUND_KS = (1, NEEDLE_TOP, K)
+"""The cutoffs a needle is counted found at: the first hit, the published case's, and every hit."""
 _warmed: set[tuple[str, str]] = set()
 """The systems warmed up in this process, and with which kind of query ("vector", "text")."""
 
@@ -107,7 +111,7 @@ def one_core() -> threadpool_limits:
 def measure_together(
     jobs: Sequence[Job],
     *,
-    k: int = 10,
+    k: int = K,
     passes: int = 1,
     max_passes: int = 0,
     progress: Progress = silent,
@@ -150,7 +154,7 @@ def measure(
     evalset: EvalSet,
     *,
     encoder: str,
-    k: int = 10,
+    k: int = K,
     sweep: bool = False,
     options: Mapping[str, Any] | None = None,
     passes: int = 1,
@@ -240,14 +244,14 @@ def warm(spec: str, data: EvalSet, encoder: str, options: Mapping[str, Any] | No
 def _warm_up(system: MemorySystem, docs: Sequence[Document], query: Query) -> None:
     system.add(docs[:-1])
     system.add(docs[-1:])
-    system.search(query, k=10)
+    system.search(query, k=K)
     if "update" in system.capabilities:
         cast(UpdatingSystem, system).upsert([dataclasses.replace(docs[0], id=docs[1].id)])
     if "delete" in system.capabilities:
         cast(DeletingSystem, system).delete([docs[-1].id])
     if "consolidate" in system.capabilities:
         system.consolidate()  # type: ignore[attr-defined]
-    system.search(query, k=10)
+    system.search(query, k=K)
 
 
 @contextmanager

@@ -30,12 +30,10 @@ from harness.data.generators.vectors import exact_top_k
 from harness.measure.checking import check_documents, check_hits
 from harness.measure.metrics import threshold_recall
 from harness.measure.runbooks import Checkpoint, FindOwn, Forget, Replace, Runbook, Search, Sleep, Step, Write
-from harness.measure.runner import one_core, open_system, warm
+from harness.measure.runner import K, one_core, open_system, warm
 from harness.output.progress import Progress, silent
 from harness.output.results import Operation, StreamCheckpoint, StreamRow
 from harness.protocol import DeletingSystem, Document, MemorySystem, Query, SearchHit, UpdatingSystem, vector_of
-
-K = 10
 
 
 def ground_truth(runbook: Runbook, data: EvalSet) -> dict[str, np.ndarray]:

@@ -24,13 +24,16 @@ from harness.data.evalset import EvalSet
 from harness.data.generators.topics import topic_haystack
 from harness.data.generators.vectors import clustered_unit_vectors
 from harness.measure.checking import ContractViolation, check_hits
-from harness.measure.runner import one_core, open_system, resident_bytes, warm
+from harness.measure.runner import K, one_core, open_system, resident_bytes, warm
 from harness.output.progress import Progress, silent
 from harness.output.results import TenantRow
 from harness.protocol import Document, MemorySystem, Query, SearchHit
 
-K = 10
 DIM = 384
+TURN_CELLS = (1, 5)
+"""The fewest and the most cells one write of a scope holds (each turn's size seeded between them)."""
+PROBE_WORDS = 3
+"""Words of one of a scope's cells that make the scope's text query."""
 
 
 @dataclass(frozen=True)
@@ -47,7 +50,8 @@ class TenantRunbook:
     @property
     def description(self) -> str:
         return (
-            f"{self.scopes:,} scopes × {self.cells} cells written in {len(self.turns):,} interleaved turns of 1–5, "
+            f"{self.scopes:,} scopes × {self.cells} cells written in {len(self.turns):,} interleaved turns of "
+            f"{TURN_CELLS[0]}–{TURN_CELLS[1]}, "
             f"then text and vector searches in {len(self.probed)} scopes, {self.passes} passes, beside each scope "
             "alone"
         )
@@ -60,7 +64,7 @@ def tenant_runbook(scopes: int, cells: int, *, probed: int = 20, passes: int = 1
     for scope in range(scopes):
         start = 0
         while start < cells:
-            stop = min(cells, start + int(rng.integers(1, 6)))
+            stop = min(cells, start + int(rng.integers(TURN_CELLS[0], TURN_CELLS[1] + 1)))
             turns.append((scope, start, stop))
             start = stop
     order = np.lexsort((rng.random(len(turns)), np.asarray([first for _, first, _ in turns])))  # shuffled by round
@@ -87,7 +91,7 @@ def tenant_data(book: TenantRunbook, *, seed: int = 3) -> EvalSet:
     for scope in book.probed:
         row = scope * book.cells + int(rng.integers(book.cells))
         words = docs[row].text.split()
-        text = " ".join(rng.choice(words, size=min(3, len(words)), replace=False).tolist())
+        text = " ".join(rng.choice(words, size=min(PROBE_WORDS, len(words)), replace=False).tolist())
         queries.append(Query(f"q{scope}", text, vectors[row], scope=scope_name(scope)))
     return EvalSet(f"tenants-{book.scopes}x{book.cells}", docs, queries, {})
 

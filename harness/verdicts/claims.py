@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from harness.measure.plan import FIXED_CLUSTERS, GROWING_CLUSTER, NEEDLE_DOCS, NEEDLES
+from harness.measure.plan import FIXED_CLUSTERS, GROWING_CLUSTER, NEEDLE_DOCS, NEEDLE_TOP, NEEDLES
 from harness.output.results import Measurement, RunResults, StreamRow, Verdict
 from harness.verdicts.confidence import (
     INCONCLUSIVE,
@@ -160,9 +160,9 @@ def _needles(results: RunResults, system: str) -> Finding:
     parts, all_found = [], True
     for encoder in sorted({m.encoder for m in rows}):
         mine = [m for m in rows if m.encoder == encoder]
-        found, total = sum(m.found_at[3] for m in mine), sum(m.queries for m in mine)
+        found, total = sum(m.found_at[NEEDLE_TOP] for m in mine), sum(m.queries for m in mine)
         all_found &= found == total
-        parts.append(f"{encoder}: {found}/{total} in top 3 over {len(mine)} haystacks")
+        parts.append(f"{encoder}: {found}/{total} in top {NEEDLE_TOP} over {len(mine)} haystacks")
     return Finding(certain(SUPPORTED if all_found else REFUTED), "; ".join(parts))
 
 
@@ -200,11 +200,11 @@ CLAIMS: tuple[Claim, ...] = (
     ),
     Claim(
         "needles-5of5",
-        f"100% of {NEEDLES} needles in the top 3 of a {NEEDLE_DOCS}-document haystack",
+        f"100% of {NEEDLES} needles in the top {NEEDLE_TOP} of a {NEEDLE_DOCS}-document haystack",
         "cellular-memory prototype",
-        f"faker topic haystack, {NEEDLES} needles (e-mail, URL, file, code, place) per seed, k=3, every encoder of "
-        "the run",
-        "every needle in the top 3",
+        f"faker topic haystack, {NEEDLES} needles (e-mail, URL, file, code, place) per seed, k={NEEDLE_TOP}, every "
+        "encoder of the run",
+        f"every needle in the top {NEEDLE_TOP}",
         ("reference", "reference-no-entities", FLAT_RAG),
         _needles,
     ),

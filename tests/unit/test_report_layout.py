@@ -2,10 +2,15 @@
 table with its units and what it is measured against; numbers in one format; nothing a run could not judge
 spread over many rows."""
 
+import ast
+import dataclasses
 import re
+from pathlib import Path
 
 import pytest
 
+from harness.measure import concurrency, experiments, filtered, plan, runner, tenants, tokens
+from harness.output import sections
 from harness.output.report import write_report
 from harness.output.results import Operation, RunResults, StreamCheckpoint, StreamRow
 from harness.verdicts.claims import evaluate
@@ -95,3 +100,28 @@ def test_stream_recall_says_what_it_is_measured_against_and_names_each_systems_q
     assert re.search(r"\| reference\s+\| text \+ vector", text) and re.search(r"\| reference-dense\s+\| vector", text)
     assert "write (ms, p50 / p99)" in text and "1.50 / 1.99" in text
     assert (tmp_path / "streaming.png").is_file()
+
+
+def test_no_caption_retypes_a_constant_of_what_a_run_measures():
+    """A number in a section's text that equals a constant of the plan or of the experiments is that constant
+    retyped: it must be read (an f-string), or it goes stale when the plan changes. 1 is every unit and a float32's
+    4 bytes are no plan's."""
+    modules = [plan, runner, experiments, filtered, tenants, concurrency, tokens]
+    held = {
+        float(value)
+        for module in modules
+        for name, value in vars(module).items()
+        if name.isupper() and isinstance(value, int | float) and not isinstance(value, bool)
+    }
+    held |= {float(f.default) for f in dataclasses.fields(plan.RunPlan) if type(f.default) in (int, float)}
+    retyped = []
+    for path in sorted((Path(sections.__file__).parent).glob("*.py")):
+        tree = ast.parse(path.read_text())
+        docstrings = {id(node.value) for node in ast.walk(tree) if isinstance(node, ast.Expr)}
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings:
+                text = node.value.replace("4 bytes per dimension", "")
+                for number in re.findall(r"(?<![\w.@])\d+(?:,\d{3})*(?:\.\d+)?(?![\w.]\w)", text):
+                    if float(number.replace(",", "")) in held - {1.0}:
+                        retyped.append(f"{path.name}:{node.lineno}: {number} in {node.value!r}")
+    assert retyped == []

@@ -6,7 +6,9 @@ from collections.abc import Sequence
 from dataclasses import asdict
 from typing import Any
 
-from harness.measure.plan import NEEDLE_DOCS, NEEDLES
+from harness.measure.experiments import SESSION_DEPTH
+from harness.measure.plan import NEEDLE_DOCS, NEEDLE_TOP, NEEDLES
+from harness.measure.runner import FOUND_KS, K
 from harness.measure.tokens import BUDGETS
 from harness.output.formats import share
 from harness.output.results import DialogueRow, Measurement, RunResults
@@ -22,8 +24,12 @@ def needles_headline(results: RunResults) -> list[Table]:
         Table(
             "needles-headline",
             f"Needles: {NEEDLES} in a haystack of {NEEDLE_DOCS} documents",
-            "How many needles each system put in its top 3, over every haystack (seed) of each encoder.",
-            (SYSTEM, column("encoder", "encoder"), column("in the top 3", "found_at_3", "needles")),
+            f"How many needles each system put in its top {NEEDLE_TOP}, over every haystack (seed) of each encoder.",
+            (
+                SYSTEM,
+                column("encoder", "encoder"),
+                column(f"in the top {NEEDLE_TOP}", f"found_at_{NEEDLE_TOP}", "needles"),
+            ),
             rows,
             csv=False,
         )
@@ -45,9 +51,7 @@ def needles(results: RunResults) -> list[Table]:
                 column("encoder", "encoder"),
                 column("haystacks", "haystacks"),
                 column("needles", "needles"),
-                column("found at 1", "found_at_1"),
-                column("found at 3", "found_at_3"),
-                column("found at 10", "found_at_10"),
+                *(column(f"found at {k}", f"found_at_{k}") for k in FOUND_KS),
                 column("MRR", "mrr", format=share),
             ),
             rows,
@@ -65,7 +69,7 @@ def needle_rows(needles: Sequence[Measurement]) -> list[dict[str, Any]]:
                 "encoder": encoder,
                 "haystacks": len(mine),
                 "needles": sum(m.queries for m in mine),
-                **{f"found_at_{k}": sum(m.found_at[k] for m in mine) for k in (1, 3, 10)},
+                **{f"found_at_{k}": sum(m.found_at[k] for m in mine) for k in FOUND_KS},
                 "mrr": sum(m.mrr * m.queries for m in mine) / sum(m.queries for m in mine),
             }
         )
@@ -81,7 +85,8 @@ def grouping(results: RunResults) -> list[Table]:
             "Grouping against true topics (topic haystack)",
             "ARI and NMI: agreement of each system's groups with the true topics (1: the same partition). k-means is "
             "given the true number of topics; the reference engine finds its groups online with no k "
-            "(`reference-slept`: after one sleep pass). Its groups are sized for search (about 0.5·√N cells), so a "
+            "(`reference-slept`: after one sleep pass). Its groups are sized for search (a multiple of √N cells, "
+            "`group_size_per_sqrt_n`), so a "
             "topic spans several groups: homogeneity near 1 with low completeness means pure but fragmented "
             "groups, which ARI penalises. `reference-concepts` scores the layer above the groups after the same "
             "sleep: groups gathered by Ward linkage of their centroids, cut at the largest gap (no k given).",
@@ -139,8 +144,8 @@ def beir(results: RunResults) -> list[Table]:
         Table(
             "beir",
             f"BEIR-format dataset `{results.beir[0].dataset}`",
-            "Recall@10 divides by the number of relevant documents (BEIR, MTEB); capped recall by min(10, relevant). "
-            "MRR and nDCG@10 from the qrels' grades; p50 and p95 of one query on one core.",
+            f"Recall@10 divides by the number of relevant documents (BEIR, MTEB); capped recall by min({K}, "
+            "relevant). MRR and nDCG@10 from the qrels' grades; p50 and p95 of one query on one core.",
             (
                 SYSTEM,
                 column("encoder", "encoder"),
@@ -165,7 +170,7 @@ def dialogue_headline(results: RunResults) -> list[Table]:
         Table(
             "dialogue-headline",
             "Dialogue memory: answerable questions, every turn loaded first",
-            "Evidence retrieval at k = 10, turn level: recall = the share of a question's evidence turns found. "
+            f"Evidence retrieval at k = {K}, turn level: recall = the share of a question's evidence turns found. "
             "Every mode, level and category is under Dialogue memory below.",
             DIALOGUE,
             [dialogue_fields(r) for r in rows],
@@ -183,7 +188,7 @@ DIALOGUE = (
     column("MRR", "mrr", format=share),
     column("nDCG@10", "ndcg", format=share),
     column("p50 (ms)", "p50_ms"),
-    column("tokens (top 10)", "tokens_at_10"),
+    column(f"tokens (top {K})", "tokens_at_10"),
     *(column(f"recall@10 within {budget:,} tokens", f"budget_{budget}", format=share) for budget in BUDGETS),
 )
 
@@ -194,19 +199,19 @@ def dialogue(results: RunResults) -> list[Table]:
     return [
         Table(
             "dialogue",
-            "Dialogue memory: one memory per conversation, evidence retrieval at k = 10",
-            "recall = share of a question's evidence found; recall_any = hit@10 (some evidence found); recall_all "
+            f"Dialogue memory: one memory per conversation, evidence retrieval at k = {K}",
+            f"recall = share of a question's evidence found; recall_any = hit@{K} (some evidence found); recall_all "
             "= all of it. Session level ranks sessions by their best turn. Questions with no answer in the memory "
             "(adversarial, abstention) are reported apart; `all questions` includes them as published figures do. "
             "`memory`: `bulk` loads every turn before the questions (the published setup); `online: when due` "
             "writes the conversation turn by turn and asks each question as soon as its last evidence turn is "
             "written (questions due while at most k turns are written are left out: any system finds them all); "
             "`online: at the end` asks every question of that memory after its last turn. p50 of one search on one "
-            "core; an online row's is that of the searches taken between writes. `session (ranked)`: the first 10 "
-            "sessions of a deeper ranking, a session ranked by its best turn. `tokens (top 10)`: the tokens of a "
-            "question's top 10 hits, counted as the run's header says; `within N tokens`: evidence recall when hits "
-            "are taken in rank order until a context of N tokens is spent (memories loaded in bulk, from a deeper "
-            "ranking).",
+            f"core; an online row's is that of the searches taken between writes. `session (ranked)`: the first {K} "
+            f"sessions of a deeper ranking (its first {SESSION_DEPTH} turns at least), a session ranked by its best "
+            f"turn. `tokens (top {K})`: the tokens of a question's top {K} hits, counted as the run's header says; "
+            "`within N tokens`: evidence recall when hits are taken in rank order until a context of N tokens is "
+            "spent (memories loaded in bulk, from a deeper ranking).",
             (
                 SYSTEM,
                 column("memory", "memory"),
@@ -244,12 +249,12 @@ def updates(results: RunResults) -> list[Table]:
     return [
         Table(
             "updates",
-            "Knowledge updates: facts that changed, the current version against the older ones (top 10)",
+            f"Knowledge updates: facts that changed, the current version against the older ones (top {K})",
             "Each question asks for a fact stated again later with a new value (generated dialogues and fact streams, "
             "or a LongMemEval file's knowledge-update questions); its versions are the turns that stated it. "
-            "`current first`: the current version is in the top 10 above every older version (the headline); "
+            f"`current first`: the current version is in the top {K} above every older version (the headline); "
             "`current@1`: the first hit is the current version; `current found` / `stale found`: the current / "
-            "some older version in the top 10. `memory` mode ranks by importance, recency and conflicts as well; "
+            f"some older version in the top {K}. `memory` mode ranks by importance, recency and conflicts as well; "
             "`slept`: after one sleep pass (the conflict judge records contradictions; the older cell of one loses "
             "`superseded_penalty` in memory mode). The memory's clock reads the time of the questions.",
             (

@@ -5,6 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from harness.measure.filtered import OWNERS
+from harness.measure.runner import K
+from harness.measure.tenants import DIM, PROBE_WORDS, TURN_CELLS
 from harness.output.formats import share
 from harness.output.results import ConcurrencyRow, FilterRow, RunResults
 from harness.output.sections.common import SYSTEM
@@ -15,10 +18,11 @@ def concurrency(results: RunResults) -> list[Table]:
     if not results.concurrency:
         return []
     plan, cpus = results.run.plan, results.run.machine.cpus
+    fewest, most = min(plan.concurrency_levels), max(plan.concurrency_levels)
     return [
         Table(
             "concurrency",
-            f"Concurrency: 1–{max(plan.concurrency_levels)} clients at once against one system ({cpus} cores here)",
+            f"Concurrency: {fewest}–{most} clients at once against one system ({cpus} cores here)",
             f"This machine has {cpus} cores: past that many clients, more clients can only queue. Each level searches "
             f"for {plan.concurrency_seconds:g} s with every client at once, over {plan.concurrency_cells:,} agents' "
             f"notes (mock-encoder vectors); then the same while {plan.concurrency_write_rate:g} cells a second are "
@@ -28,8 +32,8 @@ def concurrency(results: RunResults) -> list[Table]:
             "readers–writer lock, as a server on it would be; the engine's MCP server (`reference-mcp`, searched by "
             "text) and a Chroma server (`chroma-server`) are searched by client processes of their own. Recall@10 "
             "is against exact dense search over the cells written before each search began (`reference` and "
-            "`reference-mcp` rank text queries by words too); `short`: answers with fewer than 10 hits. Each level is "
-            "one window of time: on a shared machine, a burst of other load moves a level's figures.",
+            f"`reference-mcp` rank text queries by words too); `short`: answers with fewer than {K} hits. Each level "
+            "is one window of time: on a shared machine, a burst of other load moves a level's figures.",
             (
                 SYSTEM,
                 column("clients", "clients"),
@@ -52,14 +56,15 @@ def concurrency(results: RunResults) -> list[Table]:
 def filtered(results: RunResults) -> list[Table]:
     if not results.filtered:
         return []
+    one, rest = f"{100 / OWNERS:g} %", f"{100 - 100 / OWNERS:g} %"
     return [
         Table(
             "filtered",
-            "Filtered search: metadata filters matching 1 % and 99 % of the documents, and a scope of 1 %",
-            f"{results.run.plan.filter_cells:,} clustered vectors, each of 100 owners holding 1 % (at random): the "
-            "owner in a document's metadata for systems that declare `filters`, as its scope for those that declare "
-            "`scopes`. Recall@10 against exact search over the matching documents; `outside`: hits the restriction "
-            "does not match (any fails the row). Timed on one core like the scaling table.",
+            f"Filtered search: metadata filters matching {one} and {rest} of the documents, and a scope of {one}",
+            f"{results.run.plan.filter_cells:,} clustered vectors, each of {OWNERS} owners holding {one} (at random): "
+            "the owner in a document's metadata for systems that declare `filters`, as its scope for those that "
+            "declare `scopes`. Recall@10 against exact search over the matching documents; `outside`: hits the "
+            "restriction does not match (any fails the row). Timed on one core like the scaling table.",
             (
                 SYSTEM,
                 column("case", "case"),
@@ -81,13 +86,14 @@ def tenants(results: RunResults) -> list[Table]:
         Table(
             "tenants",
             "Many users in one memory: a scope's searches in the shared memory against its cells alone",
-            "Scopes written in interleaved turns of 1–5 cells (clustered 384-d vectors given with each write, faker "
-            "notes), then, in each probed scope, a text query (three words of one of its cells, with that cell's "
-            "vector) and a vector query, timed on one core in the shared memory and, one after the other, against "
-            "the same scope's cells in a memory of their own: `shared / alone` is the ratio of the medians. "
-            "Recall@10 is each probed scope's own vectors as queries against exact search over that scope; every "
-            "hit is checked to be of the scope searched. Resident memory: the process's growth over the writes, "
-            "against the raw float32 vectors. " + "; ".join(row.description for row in results.tenants[:1]),
+            f"Scopes written in interleaved turns of {TURN_CELLS[0]}–{TURN_CELLS[1]} cells (clustered {DIM}-d vectors "
+            f"given with each write, faker notes), then, in each probed scope, a text query ({PROBE_WORDS} words of "
+            "one of its cells, with that cell's vector) and a vector query, timed on one core in the shared memory "
+            "and, one after the other, against the same scope's cells in a memory of their own: `shared / alone` "
+            "is the ratio of the medians. Recall@10 is each probed scope's own vectors as queries against exact "
+            "search over that scope; every hit is checked to be of the scope searched. Resident memory: the "
+            "process's growth over the writes, against the raw float32 vectors. "
+            + "; ".join(row.description for row in results.tenants[:1]),
             (
                 SYSTEM,
                 column("scopes", "scopes"),

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import asdict
 from typing import Any
 
+from harness.measure.runner import K
 from harness.output.formats import percent, share
 from harness.output.results import RunResults, StreamRow
 from harness.output.sections.common import SYSTEM
@@ -13,7 +14,7 @@ from harness.output.tables import Table, column
 QUERIED_BY = column("queried by", "query")
 STREAM_RECALL = (
     "recall@10 against the exact dense neighbours of each held-out query's vector among the cells live then (a "
-    "hit tied with the 10th neighbour counts). A system queried by text (`queried by` text or text + vector) "
+    f"hit tied with the {K}th neighbour counts). A system queried by text (`queried by` text or text + vector) "
     "ranks by the query's words as well, so against dense neighbours it reads lower by design: a different "
     "ranking, not lost neighbours (the engine's dense recall is `reference-dense`'s)."
 )

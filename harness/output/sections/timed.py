@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from harness.measure.plan import FIXED_CLUSTERS, GROWING_CLUSTER
-from harness.measure.runner import WARMUP_QUERIES
+from harness.measure.runner import WARMUP_QUERIES, K
 from harness.output.formats import percent, share
 from harness.output.results import Measurement, RunResults
 from harness.output.sections.common import P50, RECALL, SIZE, SYSTEM
@@ -110,7 +110,7 @@ def scaling_headline(results: RunResults) -> list[Table]:
         Table(
             "scaling-headline",
             f"Synthetic clusters at N = {rows[0].n_docs:,}",
-            f"{FIXED_CLUSTERS} clustered topics, {rows[0].queries} queries, k = 10: p50 of one query on one core; "
+            f"{FIXED_CLUSTERS} clustered topics, {rows[0].queries:,} queries, k = {K}: p50 of one query on one core; "
             "`× faster than exact`: flat-numpy's p50 over the system's; recall@10 against exact search. Every "
             "size, the sweep and the units are under Scaling below.",
             VERSUS_EXACT,
@@ -130,8 +130,8 @@ def scaling(results: RunResults) -> list[Table]:
         Table(
             "scaling",
             "Scaling (synthetic)",
-            f"{FIXED_CLUSTERS} clustered topics at every N (spread {plan.spread}), {queries} held-out queries, "
-            f"k = 10; recall@10 against exact search over the same vectors. {TIMING} {BUILD} {BYTES} {ESTIMATE}",
+            f"{FIXED_CLUSTERS} clustered topics at every N (spread {plan.spread}), {queries:,} held-out queries, "
+            f"k = {K}; recall@10 against exact search over the same vectors. {TIMING} {BUILD} {BYTES} {ESTIMATE}",
             TIMED,
             rows,
             plot="latency_vs_n.png",
@@ -181,8 +181,8 @@ def realtext_headline(results: RunResults) -> list[Table]:
         Table(
             "realtext-headline",
             f"Real text at N = {rows[0].n_docs:,} passages",
-            f"{rows[0].queries} held-out passages as vector queries ({rows[0].encoder}), k = 10: p50 of one query on "
-            "one core; recall@10 against exact dense search (BM25 and hybrid-rrf rank by words too: their recall "
+            f"{rows[0].queries:,} held-out passages as vector queries ({rows[0].encoder}), k = {K}: p50 of one query "
+            "on one core; recall@10 against exact dense search (BM25 and hybrid-rrf rank by words too: their recall "
             "shows how differently they rank). Every size and the sweep are under Real text below.",
             VERSUS_EXACT,
             _versus_exact(rows),
@@ -199,7 +199,7 @@ def realtext(results: RunResults) -> list[Table]:
         Table(
             "realtext",
             "Real text",
-            f"Passages of a corpus as cells, {results.realtext[0].queries} held-out passages as vector queries, "
+            f"Passages of a corpus as cells, {results.realtext[0].queries:,} held-out passages as vector queries, "
             "recall@10 against exact dense search. Real embeddings have no tight clusters. `reference-dense` is the "
             "engine queried with the vector alone; BM25 ranks by words, so its recall against exact dense "
             f"neighbours shows how differently it ranks. {TIMING} {BUILD} {BYTES} {ESTIMATE}",
