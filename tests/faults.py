@@ -33,15 +33,19 @@ class SlowAfterWrites(FlatNumpy):
         return super().search(query, k=k)
 
 
+FIRST_WRITE_S = 2.0
+
+
 class SlowFirstWrite(FlatNumpy):
-    """Pays 0.2 s at the first write of the process, as loading compiled code does (once, not per instance)."""
+    """Pays `FIRST_WRITE_S` at the first write of the process, as loading compiled code does (once, not per
+    instance): long enough that no ordinary write on a loaded machine comes near it."""
 
     paid = False
 
     def add(self, docs):
         if not SlowFirstWrite.paid:
             SlowFirstWrite.paid = True
-            time.sleep(0.2)
+            time.sleep(FIRST_WRITE_S)
         super().add(docs)
 
 
