@@ -256,8 +256,6 @@ def _row(
         hits = check_hits(target.name, search.hits, k=K, known_ids=known)
         found.append(truth.similarities(search.query, [alias.get(h.doc_id, h.doc_id) for h in hits]))
         kth.append(truth.kth(search.query, load.first_cell + bisect.bisect_right(acknowledged, search.started_ns)))
-    if not searched:  # every client was held up past the stop (a machine loaded beyond its cores)
-        raise RuntimeError(f"{target.name}: no search of {load.clients} clients began within the level's time")
     stats = latency_stats([s.latency_ns for s in searched])
     wall_s = (max(s.started_ns + s.latency_ns for s in searched) - load.start_ns) / 1e9
     return ConcurrencyRow(
