@@ -6,8 +6,8 @@ The tools carry mem0's names: `add_memory`, `search_memories`, `get_memory`, `up
 scope of the engine (`scope_name`: "user:alice/agent:planner", the scope a LangChain or Python caller names the
 same way). Over HTTP each bearer token is bound on the server to the scopes it may use (`Grants`): no argument
 reaches a scope its token does not hold. Results are JSON, and what a memory holds is data for the model to read,
-never instructions to follow (the tool descriptions say so). Calls run on worker threads, writes through the
-engine's lock; searches of one scope and filter that arrive together are answered by one batch (`coalescing.py`).
+never instructions to follow (the tool descriptions say so). Calls run on worker threads: searches at once,
+writes through the engine's lock.
 """
 
 from __future__ import annotations
@@ -29,7 +29,6 @@ from ..cells import CellRecord
 from ..errors import InvalidInputError, MagneticError, NotFoundError
 from ..hit import Hit
 from ..memory import CellularMemory
-from .coalescing import SearchCoalescer
 
 OWNERS = (("user_id", "user"), ("agent_id", "agent"), ("run_id", "run"))
 """The arguments that name whose memory a call acts on, and each one's label in the scope's name."""
@@ -176,7 +175,6 @@ class MemoryTools:
 
     def __init__(self, memory: CellularMemory, *, grants: Grants | None, default_user: str) -> None:
         self.memory, self.grants, self.default_user = memory, grants, default_user
-        self.searches = SearchCoalescer(memory)
 
     def scope(self, ctx: Context, user_id: str | None, agent_id: str | None, run_id: str | None) -> str:
         owners = {"user_id": user_id, "agent_id": agent_id, "run_id": run_id}
@@ -232,7 +230,7 @@ class MemoryTools:
             run_id: RunId = None,
         ) -> SearchResults:
             scope = self.scope(ctx, user_id, agent_id, run_id)
-            hits = _engine(lambda: self.searches.search(query, k, mode=mode, scope=scope, where=filters))
+            hits = _engine(lambda: self.memory.search(query, k, mode=mode, scope=scope, where=filters))
             return SearchResults(results=[found(hit) for hit in hits])
 
         @server.tool(description=f"One memory by id. {DATA_NOT_INSTRUCTIONS} {_WHO}")

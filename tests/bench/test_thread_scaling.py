@@ -1,6 +1,5 @@
 """Searches from several threads in one process: QPS of one and of two searching threads, for the engine's
-`search` (one vector a call), the same through the MCP server's `SearchCoalescer` (callers at once share
-batches) and `search_batch` (`BATCH` vectors a call), with FAISS HNSW (M 32, efSearch 32)
+`search` (one vector a call) and `search_batch` (`BATCH` vectors a call), with FAISS HNSW (M 32, efSearch 32)
 measured the same way in the same run.
 
 Each pass splits the queries between the threads (each its own share, a barrier to start them together) and
@@ -24,7 +23,6 @@ import pytest
 from harness.data.generators.vectors import clustered_unit_vectors
 from reference import CellularMemory
 from reference.encoders import MockEncoder
-from reference.integrations.coalescing import SearchCoalescer
 from tests.bench.conftest import FIGURES, N, record, record_ratio, time_queries
 
 QUERIES = int(os.environ.get("MAGBENCH_THREAD_QUERIES", "16000"))
@@ -62,12 +60,6 @@ def hnsw(thread_data: Any) -> Any:
 
 def engine_search(mem: CellularMemory) -> Search:
     return lambda queries: [[hit.id for hit in mem.search(query, k=K)] for query in queries]
-
-
-def engine_coalesced(mem: CellularMemory) -> Search:
-    """One vector a call, as a server's worker threads call: callers at once share `search_batch` calls."""
-    coalescer = SearchCoalescer(mem)
-    return lambda queries: [[hit.id for hit in coalescer.search(query, K)] for query in queries]
 
 
 def engine_batch(mem: CellularMemory) -> Search:
@@ -112,16 +104,14 @@ def threaded_pass(search: Search, shares: list[list[np.ndarray]], answers: list[
         thread.join()
 
 
-SYSTEMS = ["engine_search", "engine_coalesced", "engine_batch", "faiss_hnsw", "faiss_hnsw_batch"]
+SYSTEMS = ["engine_search", "engine_batch", "faiss_hnsw", "faiss_hnsw_batch"]
 
 
 @pytest.mark.parametrize(("system", "threads"), [(system, threads) for system in SYSTEMS for threads in (1, 2)])
 def test_thread_scaling(benchmark, request, system: str, threads: int, thread_data: Any) -> None:
     if system.startswith("engine"):
         mem = request.getfixturevalue("engine")
-        search = {"engine_search": engine_search, "engine_coalesced": engine_coalesced, "engine_batch": engine_batch}[
-            system
-        ](mem)
+        search = engine_search(mem) if system == "engine_search" else engine_batch(mem)
     else:
         search = hnsw_search(request.getfixturevalue("hnsw"), batch=BATCH if system.endswith("batch") else 1)
     queries = list(thread_data.queries)
