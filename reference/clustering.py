@@ -126,16 +126,19 @@ class GroupState:
         return GroupPart(own, ids, self.n_slots)
 
     def absorb(self, part: GroupPart) -> None:
-        """Take back a part planned on (`part.state` as the plan left it): its groups' sums and counts, and the
-        groups it founded, numbered from `part.first_new` (no group was founded here since the part was made)."""
+        """Take back a part planned on (`part.state` as the plan left it): the sums and counts of the groups the
+        plan changed, and the groups it founded, numbered from `part.first_new` (no group was founded here since the
+        part was made). Only those are changed, so searches remake only their centroids."""
         own, held = part.state, len(part.ids)
         if self.n_slots != part.first_new:
             raise ValueError("groups were founded since this part was made; plan it again")
         self.new_slots(own.n_slots - held, own.scopes[held:])
-        changed = np.r_[part.ids, np.arange(part.first_new, self._n)]
-        self._sums[changed] = own.sums
-        self._counts[changed] = own.counts
-        self._changed(changed)
+        differs = (own.counts[:held] != self._counts[part.ids]) | (own.sums[:held] != self._sums[part.ids]).any(axis=1)
+        taken = np.r_[np.flatnonzero(differs), np.arange(held, own.n_slots)]  # the groups the plan changed or founded
+        changed = np.r_[part.ids, np.arange(part.first_new, self._n)][taken]
+        self._sums[changed] = own.sums[taken]
+        self._counts[changed] = own.counts[taken]
+        self._changed(changed)  # the other groups' cached centroids stay as they are
 
     def add_members(self, group_ids: np.ndarray, vectors: np.ndarray) -> None:
         """Add vectors to the groups' sums (groups must exist)."""

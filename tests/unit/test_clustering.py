@@ -137,3 +137,26 @@ def test_clustered_data_recovers_the_true_clusters(chunk):
     assert state.n_active() == 6
     pairs = {(int(g), int(label)) for g, label in zip(groups, labels)}
     assert len(pairs) == 6  # a one-to-one map between groups and true clusters
+
+
+def test_a_part_taken_back_remakes_only_the_centroids_of_the_groups_it_changed(monkeypatch):
+    """A write plans on a part holding every group of its scopes; taking it back must not mark the groups it left
+    as they were, or the next search remakes every centroid of the memory after a one-cell write."""
+    import reference.clustering as clustering
+
+    rng = np.random.default_rng(5)
+    state = GroupState.empty(8)
+    state.new_slots(6)
+    state.add_members(np.repeat(np.arange(6), 4), rng.normal(size=(24, 8)))
+    before = state.active_centroids().copy()
+    part = state.part([0])
+    part.state.add_members(np.asarray([2]), rng.normal(size=(1, 8)))
+    remade: list[int] = []
+    unit_rows = clustering.unit_rows
+    monkeypatch.setattr(clustering, "unit_rows", lambda sums, ids: remade.append(len(ids)) or unit_rows(sums, ids))
+    state.absorb(part)
+    after = state.active_centroids()
+    assert remade == [1]
+    assert np.allclose(np.delete(after, 2, axis=0), np.delete(before, 2, axis=0))
+    assert not np.allclose(after[2], before[2])
+    assert np.allclose(after, unit_rows(state.sums, state.active_ids()))
