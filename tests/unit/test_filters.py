@@ -161,3 +161,26 @@ def test_a_restriction_allows_exactly_its_scope_or_its_rows():
     assert Within(scope=1).allows(scopes, rows).tolist() == [False, True, True, False, True]
     assert Within(rows=np.array([1, 3])).allows(scopes, rows).tolist() == [False, True, False, True, False]
     assert not Within(rows=np.array([], dtype=np.int64)).allows(scopes, rows).any()
+
+
+def test_each_scope_has_its_own_postings_and_ranges():
+    """MetadataIndex directly, rows of two scopes interleaved (scope 1's rows are not its positions): each clause
+    within a scope gives that scope's table rows, and removing one scope's last cell of a value leaves the value to
+    the other scope."""
+    index = MetadataIndex()
+    rows = np.arange(8)
+    scopes = np.asarray([0, 1] * 4, dtype=np.int32)
+    metadatas = [{"n": i, "tag": "x" if i < 6 else "y"} for i in range(8)]
+    index.add(rows, metadatas, scopes)
+    ones = rows[scopes == 1]
+    assert index.matching({"n": {"$gte": 3}}, 1, ones) == {3, 5, 7}
+    assert index.matching({"n": {"$lt": 3}}, 1, ones) == {1}
+    assert index.matching({"$and": [{"tag": "x"}, {"n": {"$lte": 5}}]}, 1, ones) == {1, 3, 5}
+    assert index.matching({"$or": [{"tag": "y"}, {"n": 1}]}, 1, ones) == {1, 7}
+    assert index.matching({"tag": "y"}, 0, rows[scopes == 0]) == {6}
+    assert index.matching({"tag": {"$ne": "x"}}, 1, ones) == {7}
+    assert index.matching({"n": 6}, 1, ones) == set()  # a value only the other scope holds
+    assert index.matching({"n": {"$in": [6, 7]}}, 1, ones) == {7}
+    index.remove(np.asarray([6]), [metadatas[6]], np.asarray([0], dtype=np.int32))  # scope 0's only "y"
+    assert index.matching({"tag": "y"}, 0, np.asarray([0, 2, 4])) == set()
+    assert index.matching({"tag": "y"}, 1, ones) == {7} and index.matching({"tag": "y"}) == {7}

@@ -1,3 +1,4 @@
+import re
 from datetime import UTC, datetime
 
 import numpy as np
@@ -248,3 +249,17 @@ def test_per_item_values_have_one_per_text():
     assert per_item("importance", None, 2, 0.5, float) == [0.5, 0.5]
     assert per_item("importance", 1, 2, 0.5, float) == [1.0, 1.0]
     assert per_item("importance", [0, 1], 2, 0.5, float) == [0.0, 1.0]
+
+
+def test_metadata_keeps_floats_and_nests_exactly_to_its_limit():
+    from reference.validation import MAX_DEPTH
+
+    assert check_metadata({"x": 0.5, "n": -(2**63), "m": 2**63 - 1}) == {"x": 0.5, "n": -(2**63), "m": 2**63 - 1}
+    assert type(check_metadata({"x": 1.0})["x"]) is float
+    deepest: object = "leaf"
+    for _ in range(MAX_DEPTH):
+        deepest = [deepest]
+    assert check_metadata({"k": deepest[0]})["k"] == deepest[0]  # MAX_DEPTH levels in all: allowed
+    where = "metadata['k']" + "[0]" * (MAX_DEPTH - 1)  # the first value past the limit
+    with pytest.raises(InvalidInputError, match=rf"^{re.escape(where)} nests deeper than {MAX_DEPTH} levels$"):
+        check_metadata({"k": [deepest]})
