@@ -2,7 +2,7 @@
 of the cells. Reopening until the first scoped search; a search in a scope out of RAM (it loads first) and in one
 in RAM, against the same scope's cells in a memory of their own, in the same run; every cell of 100 random scopes
 found by its own vector at k = 1 after they were let go and loaded again. `MAGBENCH_TENANTS` sets S (default
-1,000; 10,000 is a million cells: the store takes about a quarter of an hour to write here)."""
+1,000; 10,000 is a million cells, written to the store before anything is timed)."""
 
 from __future__ import annotations
 
