@@ -106,7 +106,7 @@ class ServerCellStore:
                     [r.id for r in previous],
                     np.stack([r.vector for r in previous]),
                     [r.text for r in previous],
-                    [{"cell": record_fields(r), "scope": r.scope} for r in previous],
+                    [{"cell": record_fields(r), "scope": r.scope, "vec": _encoded(r.vector)} for r in previous],
                 )
             except Exception as rollback_error:
                 error.add_note(f"putting the previous cells back failed as well: {rollback_error}")
@@ -124,7 +124,7 @@ class ServerCellStore:
                 "seq": self._next_seq + i,
                 "scope": batch.scopes[i],
                 "cell": fields_of(batch, i),
-                "vec": base64.b64encode(batch.vectors[i].astype("<f4").tobytes()).decode("ascii"),
+                "vec": _encoded(batch.vectors[i]),
             }
             for i in range(len(batch))
         ]
@@ -139,6 +139,11 @@ class ServerCellStore:
         scopes = set(self.scopes_of(ids).values())
         self.cells.delete(ids)
         self.ledger.forget([scope for scope in scopes if not self.cells.holds({"scope": scope})])
+
+
+def _encoded(vector: np.ndarray) -> str:
+    """A vector as the `vec` metadata holds it: its exact float32 bytes in base64."""
+    return base64.b64encode(vector.astype("<f4").tobytes()).decode("ascii")
 
 
 def drop_unfinished_batches(cells: ChromaCells) -> None:
