@@ -70,8 +70,8 @@ class CellularMemory:
         if path is not None and client is not None:
             raise InvalidInputError("pass either path (embedded Chroma) or client, not both")
         bounded = config.resident_cells is not None
-        if bounded and path is None:
-            raise InvalidInputError("resident_cells loads scopes from an embedded store: pass path=...")
+        if bounded and path is None and client is None:
+            raise InvalidInputError("resident_cells loads scopes from a store: pass path=... or client=...")
         self.config = config
         self.encoder = encoder if encoder is not None else make_encoder("auto")
         self.clock = clock

@@ -1,4 +1,5 @@
-"""Where cells persist: a store loads every cell on open and takes each write as it happens.
+"""Where cells persist: a store loads every cell on open (or, for a memory with `resident_cells`, a scope
+when it is used) and takes each write as it happens.
 
 `protocol.py` is what the engine asks of a store (and `NullStore`, for a memory that persists nothing);
 `embedded.py` opens a store at a path (embedded Chroma beside the `sidecar.py` file, held by one process);
@@ -42,12 +43,12 @@ def open_store(
     path: str | None, client: Any, namespace: str, identity: StoreIdentity, *, lease_seconds: float, load: bool
 ) -> tuple[OpenStore, CellBatch | None]:
     """The embedded store at `path`, the namespace behind `client` (under its lease, on a server), or, with
-    neither, a `NullStore`; and the cells it holds (None: none, or, with `load=False`, an embedded store's cells
-    left to be read scope by scope)."""
+    neither, a `NullStore`; and the cells it holds (None: none, or, with `load=False`, none read: they are read
+    scope by scope)."""
     if path is not None:
         embedded, cells = open_embedded(path, namespace, identity, load=load)
         return OpenStore(embedded.store, embedded=embedded), cells
     if client is not None:
-        lease, store, cells = open_server(client, namespace, identity, lease_seconds)
+        lease, store, cells = open_server(client, namespace, identity, lease_seconds, load=load)
         return OpenStore(store, lease=lease), cells
     return OpenStore(NullStore()), None

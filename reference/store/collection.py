@@ -48,12 +48,12 @@ class ChromaCells:
     def count(self) -> int:
         return int(guarded(f"counting {self.name}", self._collection.count))
 
-    def read(self, include: list[str]) -> dict[str, Any]:
-        """Every record's `include` fields. Chroma 1.5.9 opens the vector segment (and applies its pending
-        log) on every read, so a segment damaged by a kill fails the read: that raises
-        `VectorSegmentUnreadableError`, which opening the store by path repairs (`embedded.py`)."""
+    def read(self, include: list[str], where: dict[str, Any] | None = None) -> dict[str, Any]:
+        """Every record's `include` fields (of the records `where` matches, when given). Chroma 1.5.9 opens the
+        vector segment (and applies its pending log) on every read, so a segment damaged by a kill fails the read:
+        that raises `VectorSegmentUnreadableError`, which opening the store by path repairs (`embedded.py`)."""
         try:
-            found: dict[str, Any] = self._collection.get(include=include)
+            found: dict[str, Any] = self._collection.get(include=include, **({} if where is None else {"where": where}))
             return found
         except backend_errors() as error:
             if "hnsw" not in str(error).lower():
@@ -63,12 +63,23 @@ class ChromaCells:
                 "opening the store by path (CellularMemory(path=...)) rebuilds the segment"
             ) from error
 
+    def holds(self, where: dict[str, Any]) -> bool:
+        """Whether any record matches `where` (one id read at most)."""
+        return bool(guarded(f"reading {self.name}", self._collection.get, where=where, limit=1, include=[])["ids"])
+
     def present(self, ids: Sequence[str]) -> set[str]:
         """Which of these ids the collection holds (read from its records)."""
-        found: set[str] = set()
+        return set(self.records(ids, [])["ids"])
+
+    def records(self, ids: Sequence[str], include: list[str]) -> dict[str, Any]:
+        """The `include` fields of those of these ids the collection holds (`ids` and each field: a list)."""
+        found: dict[str, Any] = {"ids": [], **{field: [] for field in include}}
         for start in range(0, len(ids), self.batch):
-            chunk = list(ids[start : start + self.batch])
-            found.update(guarded(f"reading {self.name}", self._collection.get, ids=chunk, include=[])["ids"])
+            chunk = guarded(
+                f"reading {self.name}", self._collection.get, ids=list(ids[start : start + self.batch]), include=include
+            )
+            for field, values in found.items():
+                values.extend(chunk[field])
         return found
 
     def add(

@@ -39,7 +39,7 @@ from ..chroma import persistent_client
 from ..errors import BackendUnavailableError, InvalidInputError, VectorSegmentUnreadableError
 from .collection import ChromaCells
 from .protocol import StoreIdentity
-from .server import ServerCellStore
+from .server import decoded_cells, drop_unfinished_batches
 from .sidecar import SIDECAR, InFlight, Sidecar
 
 log = logging.getLogger(__name__)
@@ -259,7 +259,9 @@ def _repair(
 
 def _take_over_fields(client: Any, namespace: str, identity: StoreIdentity, sidecar: Sidecar) -> None:
     """A store written before the sidecar kept the fields in Chroma's metadata: copy them over once."""
-    cells = ServerCellStore(client, namespace, identity).load()
+    chroma = ChromaCells(client, namespace, identity)
+    drop_unfinished_batches(chroma)
+    cells = decoded_cells(chroma.read(["documents", "metadatas"]), identity.dim)
     if cells is not None:
         sidecar.end(sidecar.add(cells, 0))
         log.warning("moved the fields of %d cells from Chroma's metadata to %s", len(cells), sidecar.path)

@@ -41,7 +41,7 @@ import time
 import weakref
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from ..cells import CellBatch, CellRecord
 from ..chroma import backend_errors
@@ -50,6 +50,7 @@ from .protocol import CellStore, StoreIdentity
 from .server import ServerCellStore
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 RENEWALS = 5
 """Renewals per lease term; a taker's grace is one renewal interval."""
 RETRIES = 3
@@ -59,23 +60,26 @@ SERVER_API = "chromadb.api.fastapi.FastAPI"
 
 
 def open_server(
-    client: Any, namespace: str, identity: StoreIdentity, ttl: float
+    client: Any, namespace: str, identity: StoreIdentity, ttl: float, *, load: bool = True
 ) -> tuple[Lease | None, CellStore, CellBatch | None]:
-    """The cells of `namespace` behind `client`, read once its lease is held, and the store that writes them
-    under that lease. An in-process client (embedded or ephemeral Chroma) is this process's alone: no lease."""
-    store = ServerCellStore(client, namespace, identity)
+    """The cells of `namespace` behind `client`, read once its lease is held (with `load`; without, none: they are
+    read scope by scope), and the store that writes them under that lease. An in-process client (embedded or
+    ephemeral Chroma) is this process's alone: no lease."""
     if client.get_settings().chroma_api_impl != SERVER_API:
-        return None, store, store.load()
+        store = ServerCellStore(client, namespace, identity)
+        return None, store, store.open(load=load)
     lease = Lease.acquire(client, namespace, ttl)
     try:
-        return lease, FencedStore(store, lease), store.load()
+        store = ServerCellStore(client, namespace, identity)
+        return lease, FencedStore(store, lease), store.open(load=load)
     except BaseException:
         lease.release()
         raise
 
 
 class FencedStore:
-    """A server store whose every write is checked against the lease before it is sent and when it returns."""
+    """A server store whose every call is checked against the lease before it is sent and when it returns: a read
+    that returns past the deadline may miss what a new owner wrote, so it is refused too."""
 
     persistent = True
 
@@ -83,22 +87,22 @@ class FencedStore:
         self.store, self.lease = store, lease
 
     def load(self) -> CellBatch | None:
-        return self.store.load()
+        return self._read(self.store.load)
 
     def load_scope(self, scope: str) -> CellBatch | None:
-        return self.store.load_scope(scope)
+        return self._read(self.store.load_scope, scope)
 
     def count(self, scope: str | None = None) -> int:
-        return self.store.count(scope)
+        return self._read(self.store.count, scope)
 
     def scopes(self) -> list[str]:
-        return self.store.scopes()
+        return self._read(self.store.scopes)
 
     def scopes_of(self, ids: Sequence[str]) -> dict[str, str]:
-        return self.store.scopes_of(ids)
+        return self._read(self.store.scopes_of, ids)
 
     def group_bound(self) -> int:
-        return self.store.group_bound()
+        return self._read(self.store.group_bound)
 
     def put(self, batch: CellBatch) -> None:
         self._write(self.store.put, batch)
@@ -112,6 +116,12 @@ class FencedStore:
 
     def delete(self, ids: Sequence[str]) -> None:
         self._write(self.store.delete, ids)
+
+    def _read(self, read: Callable[..., T], *args: Any) -> T:
+        self.lease.check()
+        found = read(*args)
+        self.lease.check()
+        return found
 
     def _write(self, write: Callable[..., None], *args: Any) -> None:
         self.lease.check()

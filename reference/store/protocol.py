@@ -1,4 +1,4 @@
-"""What the engine asks of a store: load every cell on open, take each write as it happens.
+"""What the engine asks of a store: load every cell on open (or one scope at a time), take each write as it happens.
 
 `StoreIdentity` is what a store's vectors are; `NullStore` stands in when nothing is persisted (`path=None`, no
 client). The stores: `embedded.py` (a path), `server.py` (a Chroma server), `lease.FencedStore` around the latter.

@@ -14,8 +14,9 @@ import numpy as np
 
 from ..cells import CellBatch, CellRecord, ConflictNote
 from ..episodes import INFERRED
-from ..errors import InvalidInputError, StoreDamagedError
+from ..errors import StoreDamagedError
 from .collection import ChromaCells
+from .ledger import Ledger
 from .protocol import StoreIdentity
 
 log = logging.getLogger(__name__)
@@ -23,44 +24,66 @@ log = logging.getLogger(__name__)
 
 class ServerCellStore:
     """Cells in a Chroma server's collection, the engine's fields in each cell's metadata: its order
-    (`seq`), a JSON object of the fields (`cell`: floats exact) and the exact float32 vector (`vec`,
-    base64). A batch larger than one Chroma write is marked unfinished until every chunk is in, and a
-    writer that dies before then leaves cells that the next `load` drops."""
+    (`seq`), its scope (`scope`: one scope's cells are read by a metadata filter), a JSON object of the fields
+    (`cell`: floats exact) and the exact float32 vector (`vec`, base64). The scopes and the bounds of `seq` and
+    group ids are kept in the namespace's ledger (`ledger.py`), so a memory that loads scopes as they are used
+    reads no cell on open. A batch larger than one Chroma write is marked unfinished until every chunk is in, and
+    a writer that dies before then leaves cells that the next open removes."""
 
     persistent = True
 
     def __init__(self, client: Any, namespace: str, identity: StoreIdentity) -> None:
         self.cells = ChromaCells(client, namespace, identity)
+        self.ledger = Ledger(client, namespace)
         self.dim = identity.dim
         self._next_seq = 0
 
-    def load_scope(self, scope: str) -> CellBatch | None:
-        raise _NOT_BY_SCOPE
+    def open(self, *, load: bool) -> CellBatch | None:
+        """Remove what a writer that died left (`drop_unfinished_batches`), bring a store of the earlier layout up to
+        this one, and read every cell (with `load`; without, none: they are read scope by scope)."""
+        drop_unfinished_batches(self.cells)
+        if not self.ledger.current:
+            self._migrate()
+        self._next_seq = self.ledger.seq_bound
+        return self.load() if load else None
 
-    def count(self, scope: str | None = None) -> int:
-        raise _NOT_BY_SCOPE
-
-    def scopes(self) -> list[str]:
-        raise _NOT_BY_SCOPE
-
-    def scopes_of(self, ids: Sequence[str]) -> dict[str, str]:
-        raise _NOT_BY_SCOPE
-
-    def group_bound(self) -> int:
-        raise _NOT_BY_SCOPE
+    def _migrate(self) -> None:
+        """Give every cell of an earlier layout its `scope` key, record the scopes and set the bounds; the layout
+        is marked current last, so a migration that is cut short is done again (each step writes the same)."""
+        found = self.cells.read(["metadatas"])
+        fields = [_decoded(cell, metadata, self.dim)[0] for cell, metadata in zip(found["ids"], found["metadatas"])]
+        self.ledger.hold({f["scope"] for f in fields}, 0, 0)
+        keyless = [i for i, metadata in enumerate(found["metadatas"]) if "scope" not in metadata]
+        self.cells.update_metadata([found["ids"][i] for i in keyless], [{"scope": fields[i]["scope"]} for i in keyless])
+        seqs = max((int(m["seq"]) + 1 for m in found["metadatas"]), default=0)
+        self.ledger.settle(seqs, max((int(f["group"]) + 1 for f in fields), default=0))
+        if keyless:
+            log.warning("%s: gave %d cells of an earlier layout their scope key", self.cells.name, len(keyless))
 
     def load(self) -> CellBatch | None:
         """Every cell, from documents and metadata only (a cell that cannot be read is named), in order."""
-        result = self._drop_unfinished_batches(self.cells.read(["documents", "metadatas"]))
-        if not result["ids"]:
-            return None
-        order = np.argsort([m["seq"] for m in result["metadatas"]], kind="stable").tolist()
-        ids = [result["ids"][i] for i in order]
-        fields = [_decoded(result["ids"][i], result["metadatas"][i], self.dim) for i in order]
-        self._next_seq = int(result["metadatas"][order[-1]]["seq"]) + 1
-        return batch_of(ids, [result["documents"][i] for i in order], fields)
+        return decoded_cells(self.cells.read(["documents", "metadatas"]), self.dim)
+
+    def load_scope(self, scope: str) -> CellBatch | None:
+        return decoded_cells(self.cells.read(["documents", "metadatas"], where={"scope": scope}), self.dim)
+
+    def count(self, scope: str | None = None) -> int:
+        if scope is None:
+            return self.cells.count()
+        return len(self.cells.read([], where={"scope": scope})["ids"])
+
+    def scopes(self) -> list[str]:
+        return self.ledger.scopes()
+
+    def scopes_of(self, ids: Sequence[str]) -> dict[str, str]:
+        found = self.cells.records(ids, ["metadatas"])
+        return {cell: _scope(cell, metadata) for cell, metadata in zip(found["ids"], found["metadatas"])}
+
+    def group_bound(self) -> int:
+        return self.ledger.group_bound
 
     def put(self, batch: CellBatch) -> None:
+        self._hold(batch)
         split = len(batch) > self.cells.batch
         split_keys = {"batch": self._next_seq, "committed": False} if split else {}
         self.cells.add(batch, [split_keys | fields for fields in self._metadatas(batch)])
@@ -74,6 +97,7 @@ class ServerCellStore:
 
     def replace(self, batch: CellBatch, previous: Sequence[CellRecord]) -> None:
         """The cells of the batch's ids written again (as written last); a failed write puts `previous` back."""
+        self._hold(batch)
         try:
             self.cells.upsert(batch.ids, batch.vectors, batch.texts, self._metadatas(batch))
         except Exception as error:
@@ -82,53 +106,67 @@ class ServerCellStore:
                     [r.id for r in previous],
                     np.stack([r.vector for r in previous]),
                     [r.text for r in previous],
-                    [{"cell": record_fields(r)} for r in previous],
+                    [{"cell": record_fields(r), "scope": r.scope, "vec": _encoded(r.vector)} for r in previous],
                 )
             except Exception as rollback_error:
                 error.add_note(f"putting the previous cells back failed as well: {rollback_error}")
             raise
         self._next_seq += len(batch)
 
+    def _hold(self, batch: CellBatch) -> None:
+        """The ledger made ready for a batch: its scopes recorded, the bounds above its `seq`s and groups."""
+        self.ledger.hold(batch.scopes, self._next_seq + len(batch), int(batch.groups.max(initial=-1)) + 1)
+
     def _metadatas(self, batch: CellBatch) -> list[dict[str, Any]]:
         """Each cell's metadata as this layout stores it, numbered from the next `seq`."""
         return [
             {
                 "seq": self._next_seq + i,
+                "scope": batch.scopes[i],
                 "cell": fields_of(batch, i),
-                "vec": base64.b64encode(batch.vectors[i].astype("<f4").tobytes()).decode("ascii"),
+                "vec": _encoded(batch.vectors[i]),
             }
             for i in range(len(batch))
         ]
 
     def update(self, records: Sequence[CellRecord]) -> None:
+        self.ledger.hold((), 0, max((r.group_id + 1 for r in records), default=0))
         metadatas = [{"cell": record_fields(r)} for r in records]
         self.cells.update_metadata([r.id for r in records], metadatas)
 
     def delete(self, ids: Sequence[str]) -> None:
+        """Delete these cells, and forget the scopes they leave empty."""
+        scopes = set(self.scopes_of(ids).values())
         self.cells.delete(ids)
-
-    def _drop_unfinished_batches(self, result: dict[str, Any]) -> dict[str, Any]:
-        """Delete the cells of split batches whose writer died before marking them all committed (never
-        acknowledged: `put` returns after the marking), and leave them out."""
-        metas = result["metadatas"]
-        unfinished = {m["batch"] for m in metas if m.get("committed") is False}
-        if not unfinished:
-            return result
-        keep = [i for i, m in enumerate(metas) if m.get("batch") not in unfinished]
-        doomed = sorted(set(result["ids"]) - {result["ids"][i] for i in keep})
-        log.warning(
-            "%s: removing %d cells of %d batches whose write never finished",
-            self.cells.name,
-            len(doomed),
-            len(unfinished),
-        )
-        self.delete(doomed)
-        return {key: [result[key][i] for i in keep] for key in ("ids", "documents", "metadatas")}
+        self.ledger.forget([scope for scope in scopes if not self.cells.holds({"scope": scope})])
 
 
-_NOT_BY_SCOPE = InvalidInputError(
-    "a memory on a Chroma server loads every cell on open: resident_cells needs an embedded store (path=...)"
-)
+def _encoded(vector: np.ndarray) -> str:
+    """A vector as the `vec` metadata holds it: its exact float32 bytes in base64."""
+    return base64.b64encode(vector.astype("<f4").tobytes()).decode("ascii")
+
+
+def drop_unfinished_batches(cells: ChromaCells) -> None:
+    """Delete the cells of split batches whose writer died before marking them all committed (never
+    acknowledged: `put` returns after the marking), found by their metadata."""
+    unfinished = {m["batch"] for m in cells.read(["metadatas"], where={"committed": False})["metadatas"]}
+    if not unfinished:
+        return
+    doomed = cells.read([], where={"batch": {"$in": sorted(unfinished)}})["ids"]
+    log.warning(
+        "%s: removing %d cells of %d batches whose write never finished", cells.name, len(doomed), len(unfinished)
+    )
+    cells.delete(doomed)
+
+
+def decoded_cells(result: dict[str, Any], dim: int) -> CellBatch | None:
+    """Cells read from the collection (documents and metadata) as one batch in order; None for none."""
+    if not result["ids"]:
+        return None
+    order = np.argsort([m["seq"] for m in result["metadatas"]], kind="stable").tolist()
+    ids = [result["ids"][i] for i in order]
+    fields = [_decoded(result["ids"][i], result["metadatas"][i], dim) for i in order]
+    return batch_of(ids, [result["documents"][i] for i in order], fields)
 
 
 def fields_of(batch: CellBatch, i: int) -> str:
@@ -247,3 +285,10 @@ def _decoded(cell_id: str, metadata: dict[str, Any], dim: int) -> tuple[dict[str
         return decoded_fields(cell_id, json.dumps(fields)), decoded_vector(cell_id, vector, dim)
     except (KeyError, ValueError, TypeError) as error:
         raise StoreDamagedError(f"cell {cell_id!r}: its stored fields cannot be read ({error})") from error
+
+
+def _scope(cell_id: str, metadata: dict[str, Any]) -> str:
+    scope = metadata.get("scope")
+    if not isinstance(scope, str):
+        raise StoreDamagedError(f"cell {cell_id!r}: its stored scope cannot be read ({scope!r})")
+    return scope

@@ -1,72 +1,114 @@
-"""Scopes beyond RAM: S scopes × 100 cells in an embedded store, opened with `MemoryConfig(resident_cells=)` a tenth
-of the cells. Reopening until the first scoped search; a search in a scope out of RAM (it loads first) and in one
-in RAM, against the same scope's cells in a memory of their own, in the same run; every cell of 100 random scopes
-found by its own vector at k = 1 after they were let go and loaded again. `MAGBENCH_TENANTS` sets S (default
-1,000; 10,000 is a million cells, written to the store before anything is timed)."""
+"""Scopes beyond RAM: S scopes × 100 cells in an embedded store, and in a namespace of a Chroma server started here,
+each opened with `MemoryConfig(resident_cells=)` a tenth of the cells. Reopening until the first scoped search; a
+search in a scope out of RAM (it loads first) and in one in RAM, against the same scope's cells in a memory of their
+own, in the same run; every cell of 100 random scopes found by its own vector at k = 1 after they were let go and
+loaded again. `MAGBENCH_TENANTS` sets S of the embedded store (default 1,000; 10,000 is a million cells, written to
+the store before anything is timed), `MAGBENCH_SERVER_TENANTS` that of the server (default 200). The server's
+figures are named `server_beyond_ram_*`."""
 
 from __future__ import annotations
 
+import os
 import random
 import time
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack
+from dataclasses import dataclass
 
+import numpy as np
 import pytest
 
 from harness.measure.runner import resident_bytes
+from harness.measure.servers import ChromaServer
 from reference import CellularMemory, MemoryConfig
+from reference.chroma import server_client
 from tests.bench.conftest import record, record_ratio, time_queries
 from tests.bench.test_multi_tenant import CELLS, ENCODER, SCOPES, scope_name
 
-BUDGET = SCOPES * CELLS // 10
+LAYOUTS = {"embedded": SCOPES, "server": int(os.environ.get("MAGBENCH_SERVER_TENANTS", "200"))}
+"""Scopes in each store: a server's writes and loads cross HTTP, so its default store is smaller."""
 BATCH = 50
 """Scopes written at a time while the store is made (each write names a scope per text)."""
-CHECKED = min(100, SCOPES // 2)
-"""Scopes whose every cell is looked for after they were let go."""
 
 
-def resident_config() -> MemoryConfig:
-    return MemoryConfig(resident_cells=BUDGET)
+@dataclass
+class Store:
+    """A store of `scopes` scopes written and closed; `open` opens it again with a tenth of its cells in RAM."""
+
+    layout: str
+    scopes: int
+    texts: list[str]
+    vectors: np.ndarray
+    open: Callable[[], CellularMemory]
+
+    @property
+    def budget(self) -> int:
+        return self.scopes * CELLS // 10
+
+    @property
+    def checked(self) -> int:
+        """Scopes whose every cell is looked for after they were let go."""
+        return min(100, self.scopes // 2)
+
+    def figure(self, name: str) -> str:
+        return f"beyond_ram_{name}" if self.layout == "embedded" else f"server_beyond_ram_{name}"
 
 
-@pytest.fixture(scope="module")
-def store(tmp_path_factory):
-    """The store's path and the scopes' texts and vectors, written BATCH scopes at a time, then closed."""
+@pytest.fixture(scope="module", params=list(LAYOUTS))
+def store(request, tmp_path_factory) -> Iterator[Store]:
+    """The scopes' texts and vectors, written BATCH scopes at a time, then closed (a server runs until the module
+    is done)."""
     from harness.data.generators.vectors import clustered_unit_vectors
     from tests.bench.test_agent_loop import loop_texts
 
-    total = SCOPES * CELLS
-    vectors = clustered_unit_vectors(total, 384, clusters=max(100, SCOPES // 10), spread=1.0, seed=3).vectors
+    layout, scopes = request.param, LAYOUTS[request.param]
+    total = scopes * CELLS
+    vectors = clustered_unit_vectors(total, 384, clusters=max(100, scopes // 10), spread=1.0, seed=3).vectors
     texts = loop_texts(total)
-    path = str(tmp_path_factory.mktemp("tenants") / "store")
-    with CellularMemory(path, encoder=ENCODER, config=resident_config()) as memory:
-        for first in range(0, SCOPES, BATCH):
-            rows = slice(first * CELLS, min(SCOPES, first + BATCH) * CELLS)
-            memory.add(
-                texts[rows],
-                vectors=vectors[rows],
-                ids=[str(row) for row in range(rows.start, rows.stop)],
-                scope=[scope_name(row // CELLS) for row in range(rows.start, rows.stop)],
+    config = MemoryConfig(namespace="tenants", resident_cells=total // 10)
+    with ExitStack() as running:
+        if layout == "embedded":
+            path = str(tmp_path_factory.mktemp("tenants") / "store")
+            opened = Store(layout, scopes, texts, vectors, lambda: CellularMemory(path, encoder=ENCODER, config=config))
+        else:
+            server = running.enter_context(ChromaServer(tmp_path_factory.mktemp("tenants-server")))
+            opened = Store(
+                layout,
+                scopes,
+                texts,
+                vectors,
+                lambda: CellularMemory(client=server_client(server.address), encoder=ENCODER, config=config),
             )
-    return path, texts, vectors
+        with opened.open() as memory:
+            for first in range(0, scopes, BATCH):
+                rows = slice(first * CELLS, min(scopes, first + BATCH) * CELLS)
+                memory.add(
+                    texts[rows],
+                    vectors=vectors[rows],
+                    ids=[str(row) for row in range(rows.start, rows.stop)],
+                    scope=[scope_name(row // CELLS) for row in range(rows.start, rows.stop)],
+                )
+        yield opened
 
 
 @pytest.fixture(scope="module")
 def reopened(store):
     """The store opened again with a tenth of its cells in RAM, timed until its first scoped search."""
-    path, texts, vectors = store
     before = resident_bytes()
     began = time.perf_counter()
-    memory = CellularMemory(path, encoder=ENCODER, config=resident_config())
-    memory.search(vectors[0], 10, scope=scope_name(0))
-    record("beyond_ram_reopen_until_first_scoped_search_s", time.perf_counter() - began)
-    record("beyond_ram_cells", len(memory))
-    yield memory, texts, vectors, before
+    memory = store.open()
+    memory.search(store.vectors[0], 10, scope=scope_name(0))
+    record(store.figure("reopen_until_first_scoped_search_s"), time.perf_counter() - began)
+    record(store.figure("cells"), len(memory))
+    yield memory, store, before
     memory.close()
 
 
 def test_a_search_in_a_scope_out_of_ram(benchmark, reopened):
     """Each timed search names a scope not in RAM: it loads the scope (cells, groups, indexes) and searches it."""
-    memory, _, vectors, _ = reopened
-    order = random.Random(4).sample(range(1, SCOPES), SCOPES - 1)
+    memory, store, _ = reopened
+    vectors, scopes = store.vectors, store.scopes
+    order = random.Random(4).sample(range(1, scopes), scopes - 1)
     turn = iter(order)
 
     def setup():
@@ -79,14 +121,15 @@ def test_a_search_in_a_scope_out_of_ram(benchmark, reopened):
     def search(vector, scope):
         return memory.search(vector, 10, scope=scope)
 
-    time_queries(benchmark, search, setup=setup, rounds=min(200, SCOPES // 2), warmup_rounds=0)
-    record("beyond_ram_search_out_of_ram_s", benchmark.stats.stats.median)
+    time_queries(benchmark, search, setup=setup, rounds=min(200, scopes // 2), warmup_rounds=0)
+    record(store.figure("search_out_of_ram_s"), benchmark.stats.stats.median)
 
 
 @pytest.mark.parametrize("where", ["in_ram", "alone"])
 def test_a_search_in_a_scope_in_ram(benchmark, reopened, where):
-    memory, texts, vectors, _ = reopened
-    scopes = random.Random(5).sample(range(SCOPES), 5)
+    memory, store, _ = reopened
+    texts, vectors = store.texts, store.vectors
+    scopes = random.Random(5).sample(range(store.scopes), 5)
     own = {}
     for scope in scopes:
         rows = slice(scope * CELLS, (scope + 1) * CELLS)
@@ -102,23 +145,26 @@ def test_a_search_in_a_scope_in_ram(benchmark, reopened, where):
         return target.search(vector, 10, scope=scope)
 
     time_queries(benchmark, search, setup=setup, rounds=100, warmup_rounds=len(scopes))
-    record(f"beyond_ram_search_{where}_s", benchmark.stats.stats.median)
+    record(store.figure(f"search_{where}_s"), benchmark.stats.stats.median)
     if where == "alone":
-        record_ratio("beyond_ram_search_in_ram_over_alone", "beyond_ram_search_in_ram_s", "beyond_ram_search_alone_s")
+        ratio, in_ram, alone = (
+            store.figure(name) for name in ("search_in_ram_over_alone", "search_in_ram_s", "search_alone_s")
+        )
+        record_ratio(ratio, in_ram, alone)
     for target in own.values():
         target.close()
 
 
 def test_nothing_is_lost_through_eviction(benchmark, reopened):
-    """Every cell of CHECKED random scopes, each let go first, found by its own vector at k = 1 (timed once, as a
+    """Every cell of `checked` random scopes, each let go first, found by its own vector at k = 1 (timed once, as a
     whole); then the resident memory of the process against the raw vectors of the whole store."""
-    memory, _, vectors, before = reopened
-    state = memory._state
+    memory, store, before = reopened
+    state, vectors, scopes, checked = memory._state, store.vectors, store.scopes, store.checked
 
     def check() -> int:
         found = 0
-        for scope in random.Random(6).sample(range(SCOPES), CHECKED):
-            others = iter(random.Random(scope).sample(range(SCOPES), SCOPES))
+        for scope in random.Random(6).sample(range(scopes), checked):
+            others = iter(random.Random(scope).sample(range(scopes), scopes))
             while state.table.known_scope(scope_name(scope)) in state.scopes:  # let it go: search others first
                 other = next(others)
                 memory.search(vectors[other * CELLS], 1, scope=scope_name(other))
@@ -127,9 +173,9 @@ def test_nothing_is_lost_through_eviction(benchmark, reopened):
         return found
 
     found = benchmark.pedantic(check, rounds=1, iterations=1)
-    record("beyond_ram_checked_cells_found_share", found / (CHECKED * CELLS))
-    record("beyond_ram_loads", memory._resident.loads)
-    record("beyond_ram_resident_cells", len(state.table))
-    record("beyond_ram_rss_over_store_raw_vectors", (resident_bytes() - before) / vectors.nbytes)
-    assert found == CHECKED * CELLS
-    assert len(state.table) <= BUDGET + CELLS
+    record(store.figure("checked_cells_found_share"), found / (checked * CELLS))
+    record(store.figure("loads"), memory._resident.loads)
+    record(store.figure("resident_cells"), len(state.table))
+    record(store.figure("rss_over_store_raw_vectors"), (resident_bytes() - before) / vectors.nbytes)
+    assert found == checked * CELLS
+    assert len(state.table) <= store.budget + CELLS

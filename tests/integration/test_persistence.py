@@ -176,3 +176,28 @@ def test_reopening_gives_back_every_field_exactly(tmp_path, layout):
     assert np.array_equal(after.vector, before.vector) and after.episode == before.episode
     assert (after.text, after.scope, after.history) == ("a precise note", "user:alice", before.history)
     assert [entry["text"] for entry in after.history] == ["a first note"]
+
+
+def test_a_failed_rewrite_on_the_server_layout_puts_the_previous_cells_back_exactly(tmp_path, monkeypatch):
+    with open_store("server", tmp_path) as mem:
+        ids = mem.add(TEXTS[:4], metadata=[{"n": i} for i in range(4)])
+        before = [mem.get(cell) for cell in ids]
+        collection = mem._state.store.cells._collection
+        real_upsert = collection.upsert
+
+        def fail_second_chunk(**kwargs):
+            fail_second_chunk.calls += 1
+            if fail_second_chunk.calls == 2:
+                raise RuntimeError("disk full")
+            real_upsert(**kwargs)
+
+        fail_second_chunk.calls = 0
+        monkeypatch.setattr(mem._state.store.cells, "batch", 2)
+        monkeypatch.setattr(collection, "upsert", fail_second_chunk)
+        with pytest.raises(BackendUnavailableError, match="disk full"):
+            mem.add(TEXTS[10:14], ids=ids, upsert=True)  # the first two cells rewritten, then the write fails
+        monkeypatch.setattr(collection, "upsert", real_upsert)
+    with open_store("server", tmp_path) as mem:
+        after = [mem.get(cell) for cell in ids]
+    assert [r.text for r in after] == [r.text for r in before]
+    assert all(np.array_equal(a.vector, b.vector) for a, b in zip(after, before))

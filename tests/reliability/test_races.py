@@ -11,12 +11,15 @@ from __future__ import annotations
 import contextlib
 import threading
 import time
+import uuid
 from collections.abc import Sequence
+from dataclasses import replace
 
 import numpy as np
 import pytest
 
 from reference import CellularMemory, MemoryConfig, NotFoundError
+from reference.chroma import server_client
 from reference.encoders import MockEncoder
 from reference.judges import OfflineJudge
 from tests.threads import run_concurrently
@@ -230,15 +233,25 @@ class HeldLoads:
         return cells
 
 
-def test_a_scope_read_before_it_was_written_and_let_go_is_read_again(tmp_path):
+def bounded_memory(request: pytest.FixtureRequest, layout: str, tmp_path, budget: int) -> CellularMemory:
+    """A memory with this resident budget on an embedded store, or on a namespace of the module's Chroma server."""
+    config = MemoryConfig(lexical=False, resident_cells=budget)
+    if layout == "embedded":
+        return CellularMemory(str(tmp_path / "store"), encoder=MockEncoder(DIM), config=config)
+    client = server_client(request.getfixturevalue("chroma_server").address)
+    config = replace(config, namespace=f"t{uuid.uuid4().hex[:12]}")
+    return CellularMemory(client=client, encoder=MockEncoder(DIM), config=config)
+
+
+@pytest.mark.parametrize("layout", ["embedded", "server"])
+def test_a_scope_read_before_it_was_written_and_let_go_is_read_again(request, tmp_path, layout):
     """A search reads scope A from the store; before it takes the cells in, a write loads A, adds a cell and A is
     let go again. The search must not take in the cells it read (the store holds one more now): it reads again."""
     rng = np.random.default_rng(3)
-    config = MemoryConfig(lexical=False, resident_cells=50)
-    with CellularMemory(str(tmp_path / "store"), encoder=MockEncoder(DIM), config=config) as memory:
+    with bounded_memory(request, layout, tmp_path, 50) as memory:
         for scope in ("a", "b", "c"):
             memory.add([f"{scope} {i}" for i in range(40)], vectors=rng.standard_normal((40, DIM)), scope=scope)
-        loads = HeldLoads(memory._store.embedded.store)
+        loads = HeldLoads(memory._store.store)
         for trial in range(5):
             memory.search(rng.standard_normal(DIM), k=1, scope="b")  # "a" out of RAM
             vector = rng.standard_normal(DIM)
@@ -256,13 +269,13 @@ def test_a_scope_read_before_it_was_written_and_let_go_is_read_again(tmp_path):
         memory.check_invariants()
 
 
-def test_searches_in_their_own_scopes_keep_working_while_others_load_and_let_go(tmp_path):
+@pytest.mark.parametrize("layout", ["embedded", "server"])
+def test_searches_in_their_own_scopes_keep_working_while_others_load_and_let_go(request, tmp_path, layout):
     """Threads search their own scopes while a writer writes and a wanderer searches scope after scope, with room in
     RAM for a few scopes only: every search finds each cell of its scope by its own vector, nothing is lost."""
     scopes, cells = 12, 30
     vectors = {s: np.random.default_rng(s).standard_normal((cells, DIM)) for s in range(scopes)}
-    config = MemoryConfig(lexical=False, resident_cells=100)
-    with CellularMemory(str(tmp_path / "store"), encoder=MockEncoder(DIM), config=config) as memory:
+    with bounded_memory(request, layout, tmp_path, 100) as memory:
         for scope in range(scopes):
             ids = [f"{scope}-{i}" for i in range(cells)]
             memory.add([f"note {i}" for i in range(cells)], vectors=vectors[scope], ids=ids, scope=f"s{scope}")
