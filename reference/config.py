@@ -112,10 +112,11 @@ class MemoryConfig:
 
     Text queries are hybrid (`lexical=True`): the dense stages' best `fusion_depth` candidates and the
     lexical index's (BM25 over cell texts) are fused by calibrated scores (`fusion="score"`, the default:
-    `lexical_weight` on BM25 / the query's best BM25, the rest on the exact cosine, which a candidate only the
-    lexical list found gets too) or by reciprocal rank (`fusion="rrf"`, constant `rrf_k`); see `fusion.py`.
+    `lexical_weight` on BM25 / the query's best BM25, the rest on the dense score, a cosine that a candidate only
+    the lexical list found gets too) or by reciprocal rank (`fusion="rrf"`, constant `rrf_k`); see `fusion.py`.
     Calibrated scores keep how far apart the candidates are, which ranks drop: the fusion and its weight were
-    chosen on the same three LoCoMo conversations as the context weights below. Then each candidate is scored with its context (`episodes.py`): plus
+    chosen on the same three LoCoMo conversations as the context weights below. Then each candidate is scored
+    with its context (`episodes.py`): plus
     `episode_weight` times the best fused score among the candidates of its episode (the cells written
     together), plus `neighbour_weight` times the better fused score of the cells written just before and
     after it in that episode. Chosen on three of the five LoCoMo dev conversations (26, 41, 43), reported on the

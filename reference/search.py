@@ -226,9 +226,8 @@ class SearchPipeline:
                 rows, scores = reciprocal_rank((rows, scores), (lexical_rows, lexical_scores), rrf_k=config.rrf_k)
             else:
                 rows, scores = calibrated_scores(
-                    rows,
-                    lexical_rows,
-                    lexical_scores,
+                    (rows, scores),
+                    (lexical_rows, lexical_scores),
                     lambda chosen: similarities(state.index.vectors_of(chosen), query).astype(np.float64),
                     lexical_weight=config.lexical_weight,
                 )
