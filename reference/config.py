@@ -111,9 +111,12 @@ class MemoryConfig:
     changed from its default where it would do nothing; the message names what it applies to.
 
     Text queries are hybrid (`lexical=True`): the dense stages' best `fusion_depth` candidates and the
-    lexical index's (BM25 over cell texts) are fused by reciprocal rank (`fusion="rrf"`, constant
-    `rrf_k`) or by calibrated scores (`fusion="score"`, `lexical_weight` on BM25 / the query's best
-    BM25); see `fusion.py`. Then each candidate is scored with its context (`episodes.py`): plus
+    lexical index's (BM25 over cell texts) are fused by calibrated scores (`fusion="score"`, the default:
+    `lexical_weight` on BM25 / the query's best BM25, the rest on the dense score, a cosine that a candidate only
+    the lexical list found gets too) or by reciprocal rank (`fusion="rrf"`, constant `rrf_k`); see `fusion.py`.
+    Calibrated scores keep how far apart the candidates are, which ranks drop: the fusion and its weight were
+    chosen on the same three LoCoMo conversations as the context weights below. Then each candidate is scored
+    with its context (`episodes.py`): plus
     `episode_weight` times the best fused score among the candidates of its episode (the cells written
     together), plus `neighbour_weight` times the better fused score of the cells written just before and
     after it in that episode. Chosen on three of the five LoCoMo dev conversations (26, 41, 43), reported on the
@@ -143,10 +146,10 @@ class MemoryConfig:
     group_top_k: int = field(default=3, metadata=applies(TOP_K))
     min_score: float = field(default=0.0, metadata=applies(TOP_K))
     lexical: bool = field(default=True, metadata=QUERY_TIME)
-    fusion: Fusion = field(default="rrf", metadata=applies(LEXICAL))
+    fusion: Fusion = field(default="score", metadata=applies(LEXICAL))
     fusion_depth: int = field(default=100, metadata=applies(LEXICAL))
     rrf_k: int = field(default=5, metadata=applies(LEXICAL, ("fusion", "rrf")))
-    lexical_weight: float = field(default=0.3, metadata=applies(LEXICAL, ("fusion", "score")))
+    lexical_weight: float = field(default=0.5, metadata=applies(LEXICAL, ("fusion", "score")))
     episode_weight: float = field(default=0.75, metadata=applies(LEXICAL))
     neighbour_weight: float = field(default=0.5, metadata=applies(LEXICAL))
     asking_penalty: float = field(default=0.15, metadata=applies(LEXICAL))

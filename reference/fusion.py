@@ -27,16 +27,24 @@ def reciprocal_rank(
 
 
 def calibrated_scores(
-    dense_rows: np.ndarray,
-    lexical_rows: np.ndarray,
-    lexical_scores: np.ndarray,
+    dense: tuple[np.ndarray, np.ndarray],
+    lexical: tuple[np.ndarray, np.ndarray],
     cosine_of: Callable[[np.ndarray], np.ndarray],
     *,
     lexical_weight: float,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Rows of either list and (1 − w) · cosine + w · BM25 / best BM25 of the query."""
-    rows = np.unique(np.concatenate([dense_rows, lexical_rows]))
-    lexical = np.zeros(len(rows))
-    if len(lexical_rows):
-        lexical[np.searchsorted(rows, lexical_rows)] = lexical_scores / lexical_scores.max()
-    return rows, (1 - lexical_weight) * cosine_of(rows) + lexical_weight * lexical
+    """Rows of either list and (1 − w) · dense score + w · BM25 / best BM25 of the query. Each list is (rows,
+    scores); a dense candidate keeps the score the dense stages gave it (its cosine, plus any entity boost), and
+    `cosine_of` scores the rows only the lexical list holds."""
+    rows = np.unique(np.concatenate([dense[0], lexical[0]]))
+    similarity = np.zeros(len(rows))
+    at_dense = np.searchsorted(rows, dense[0])
+    similarity[at_dense] = dense[1]
+    only_lexical = np.ones(len(rows), dtype=bool)
+    only_lexical[at_dense] = False
+    if only_lexical.any():
+        similarity[only_lexical] = cosine_of(rows[only_lexical])
+    words = np.zeros(len(rows))
+    if len(lexical[0]):
+        words[np.searchsorted(rows, lexical[0])] = lexical[1] / lexical[1].max()
+    return rows, (1 - lexical_weight) * similarity + lexical_weight * words

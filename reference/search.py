@@ -226,9 +226,8 @@ class SearchPipeline:
                 rows, scores = reciprocal_rank((rows, scores), (lexical_rows, lexical_scores), rrf_k=config.rrf_k)
             else:
                 rows, scores = calibrated_scores(
-                    rows,
-                    lexical_rows,
-                    lexical_scores,
+                    (rows, scores),
+                    (lexical_rows, lexical_scores),
                     lambda chosen: similarities(state.index.vectors_of(chosen), query).astype(np.float64),
                     lexical_weight=config.lexical_weight,
                 )
@@ -249,8 +248,9 @@ class SearchPipeline:
         fused score among the candidates of its episode, plus, in an episode the caller named, `neighbour_weight`
         times the better fused score of the cells written just before and after it (0 for one that is not a
         candidate); divided by the largest value that can reach, so scores stay within the fused scores'
-        range (a hit first in both lists of a memory without named episodes still scores 1). The best fused
-        candidate stays first: context reorders what follows the best match, it never hides it."""
+        range (fused by reciprocal rank, a hit first in both lists of a memory without named episodes still
+        scores 1). The best fused candidate stays first: context reorders what follows the best match, it never
+        hides it."""
         config = self.config
         if not len(rows) or not (config.episode_weight or config.neighbour_weight):
             return scores

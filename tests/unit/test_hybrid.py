@@ -34,10 +34,34 @@ def test_rrf_by_hand_and_ties_share_a_rank():
 
 
 def test_calibrated_scores_mix_cosine_and_bm25_per_query():
+    asked = []
     rows, scores = calibrated_scores(
-        np.array([1]), np.array([2, 1]), np.array([3.0, 1.5]), lambda r: np.full(len(r), 0.5), lexical_weight=0.4
+        (np.array([1, 4]), np.array([0.7, 0.2])),
+        (np.array([2, 1]), np.array([3.0, 1.5])),
+        lambda r: asked.append(r.tolist()) or np.full(len(r), 0.5),
+        lexical_weight=0.4,
     )
-    assert dict(zip(rows.tolist(), scores.tolist())) == pytest.approx({1: 0.6 * 0.5 + 0.4 * 0.5, 2: 0.3 + 0.4})
+    by_row = dict(zip(rows.tolist(), scores.tolist()))
+    assert by_row == pytest.approx({1: 0.6 * 0.7 + 0.4 * 0.5, 2: 0.6 * 0.5 + 0.4, 4: 0.6 * 0.2})
+    assert asked == [[2]]  # only the row the dense list lacks is scored again
+
+
+def test_by_default_a_lead_in_cosine_is_kept_that_rank_fusion_would_drop():
+    """The first dense candidate, far ahead in cosine and nearly as good in BM25, ranks first with calibrated scores
+    (the default); reciprocal-rank fusion ranks the first BM25 candidate above it, as that one is second in the
+    dense list and the other only third in BM25."""
+    query = np.eye(8)[0]
+    texts = ["the roses in the garden bloom all summer long", "garden roses", "garden roses today"]
+    texts += ["a meeting on Monday", "the train was late", "coffee with Sam", "a new laptop"]
+    cosines = [0.9, 0.3, 0.29]
+    vectors = [cos * np.eye(8)[0] + np.sqrt(1 - cos**2) * np.eye(8)[1 + i] for i, cos in enumerate(cosines)]
+    vectors += [np.eye(8)[4 + i] for i in range(3)] + [np.eye(8)[7]]
+    with CellularMemory(encoder=MockEncoder(8)) as memory:
+        ids = memory.add(texts, vectors=np.asarray(vectors))
+        assert memory.config.fusion == "score"
+        assert [h.id for h in memory.search("garden roses", k=3, vector=query)] == [ids[0], ids[1], ids[2]]
+        memory.set_search_options(fusion="rrf")
+        assert memory.search("garden roses", k=1, vector=query)[0].id == ids[1]
 
 
 def test_words_find_what_the_vectors_cannot():

@@ -226,8 +226,8 @@ def test_search_options_change_at_query_time_and_are_validated(memory):
         ({"group_top_k": 5}, "group_top_k applies only with probing='top_k'"),
         ({"min_score": 0.3}, "min_score applies only with probing='top_k'"),
         ({"probe_per_sqrt_n": 8, "probing": "top_k"}, "probe_per_sqrt_n applies only with probing='budget'"),
-        ({"lexical_weight": 0.5}, "lexical_weight applies only with lexical=True and fusion='score'"),
-        ({"rrf_k": 60, "lexical": False}, "rrf_k applies only with lexical=True and fusion='rrf'"),
+        ({"lexical_weight": 0.4, "fusion": "rrf"}, "lexical_weight applies only with lexical=True and fusion='score'"),
+        ({"rrf_k": 60}, "rrf_k applies only with lexical=True and fusion='rrf'"),
         ({"entity_boost": 2.0, "use_entities": False}, "entity_boost applies only with use_entities=True"),
     ],
 )
@@ -242,7 +242,7 @@ def test_a_setting_that_would_do_nothing_is_refused(memory, changes, named):
 
 def test_a_setting_that_applies_is_taken():
     assert MemoryConfig.prototype(group_top_k=5).group_top_k == 5
-    assert MemoryConfig(fusion="score", lexical_weight=0.5).lexical_weight == 0.5
+    assert MemoryConfig(fusion="rrf", rrf_k=60).rrf_k == 60 and MemoryConfig(lexical_weight=0.4).lexical_weight == 0.4
     assert MemoryConfig(grouping="threshold", max_groups=10).max_groups == 10
 
 

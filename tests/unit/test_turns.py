@@ -45,7 +45,7 @@ def test_scores_move_by_the_penalty_and_the_weight_only():
 
 def test_a_statement_outranks_the_question_it_answers():
     with CellularMemory(encoder=Blind(32)) as memory:
-        question, answer = memory.add(["which city did you visit in May?", "in May I visited Lisbon"])
+        question, answer = memory.add(["which city did you visit in May?", "in May I visited the city of Lisbon"])
         assert [h.id for h in memory.search("which city did you visit in May", k=2)] == [answer, question]
         memory.set_search_options(asking_penalty=0)  # words alone put the question first
         assert memory.search("which city did you visit in May", k=1)[0].id == question
