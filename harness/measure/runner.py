@@ -11,17 +11,20 @@ queries in one pass does not reach it. When the planned passes leave the median 
 decides a verdict unsettled (a loaded machine; `confidence.unsettled`), more passes follow, up to
 `max_passes`.
 Queries are timed on one core (`one_core`: BLAS and OpenMP pools held to one thread), as ann-benchmarks
-and annbench time them, so that an exact scan is not measured on two cores against an index on one.
+and annbench time them, so that an exact scan is not measured on two cores against an index on one, and with
+every thread of the process on one CPU (`one_cpu`), so that a library answering on its own threads (Chroma) is
+not timed on wherever the scheduler happened to put them.
 Warm-up queries before each setting's queries stay out of timing; every answer goes through `check_hits`.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import os
 import tempfile
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import ExitStack, contextmanager
+from contextlib import ExitStack, contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
@@ -108,6 +111,31 @@ def one_core() -> threadpool_limits:
     return threadpool_limits(limits=1)
 
 
+@contextmanager
+def one_cpu() -> Iterator[None]:
+    """Every thread of this process on the CPU the caller runs on, for timing queries one at a time (restored on
+    exit; where the OS cannot pin threads, nothing changes). A library that answers on its own threads (embedded
+    Chroma's runtime and SQLite workers) hands each query between them many times, and a hand-off to a thread on
+    another CPU (one gone idle, on a virtual machine most of all) costs many times one on the same CPU: left to
+    the scheduler, where those threads happened to land would set the latency of a whole run."""
+    process = psutil.Process()
+    if not hasattr(os, "sched_setaffinity") or not hasattr(process, "cpu_num"):
+        yield
+        return
+    cpu = process.cpu_num()
+    previous: dict[int, set[int]] = {}
+    for thread in process.threads():
+        with suppress(ProcessLookupError):  # a thread that ended meanwhile
+            previous[thread.id] = os.sched_getaffinity(thread.id)
+            os.sched_setaffinity(thread.id, {cpu})
+    try:
+        yield
+    finally:
+        for tid, cpus in previous.items():
+            with suppress(ProcessLookupError):
+                os.sched_setaffinity(tid, cpus)
+
+
 def measure_together(
     jobs: Sequence[Job],
     *,
@@ -137,7 +165,7 @@ def measure_together(
                 if one_pass == 0:
                     answers[index] = retrieved
 
-        with one_core():
+        with one_core(), one_cpu():
             for one_pass in progress(range(passes), f"{label}: timing passes over {len(units)} settings"):
                 time_pass(one_pass)
             deciding = [timings[i] for i, (item, _) in enumerate(units) if item.job.decides]

@@ -42,6 +42,9 @@ class Lazy:
     module: str
     attribute: str
     preset: Mapping[str, Any] = field(default_factory=dict)
+    hands_off: bool = False
+    """Its searches are answered on a library's own threads (embedded Chroma's), handed between them many times
+    per search: another process on the CPU delays some of its searches many-fold (`compare.HAND_OFF_PERCENTILE`)."""
 
     def load(self) -> Factory:
         """The adapter (its module imported: a missing extra is a `MissingExtraError`), nothing built."""
@@ -54,6 +57,11 @@ class Lazy:
 
 def _lazy(module: str, attribute: str, **preset: Any) -> Lazy:
     return Lazy(module, attribute, preset)
+
+
+def hands_off(system: str) -> bool:
+    """Whether a registered system's searches are answered on a library's own threads (`Lazy.hands_off`)."""
+    return system in SYSTEMS and SYSTEMS[system].hands_off
 
 
 _TEXT_STAGES = {
@@ -71,15 +79,19 @@ def _fusion_and(*stages: str) -> dict[str, float]:
 
 SYSTEMS: dict[str, Lazy] = {
     "reference": _lazy("harness.systems.reference", "ReferenceSystem"),
-    "reference-chroma": _lazy(
+    # a Chroma query per group is a call into Chroma: fewer, larger groups, a deeper floor
+    "reference-chroma": Lazy(
         "harness.systems.reference",
         "ReferenceSystem",
-        name="reference-chroma",
-        group_backend="chroma",  # a Chroma query per group is a call into Chroma: fewer, larger groups, a deeper floor
-        group_size=128,
-        group_size_per_sqrt_n=1.0,
-        probe_per_k=150,
-        probe_margin=0.3,
+        {
+            "name": "reference-chroma",
+            "group_backend": "chroma",
+            "group_size": 128,
+            "group_size_per_sqrt_n": 1.0,
+            "probe_per_k": 150,
+            "probe_margin": 0.3,
+        },
+        hands_off=True,
     ),
     "reference-persistent": _lazy(
         "harness.systems.reference", "ReferenceSystem", name="reference-persistent", persist=True
@@ -122,7 +134,7 @@ SYSTEMS: dict[str, Lazy] = {
         "harness.systems.reference", "ReferenceSystem", name="reference-prototype", preset="prototype"
     ),
     "flat-numpy": _lazy("baselines.flat_numpy", "FlatNumpy"),
-    "flat-chroma": _lazy("baselines.flat_chroma", "FlatChroma"),
+    "flat-chroma": Lazy("baselines.flat_chroma", "FlatChroma", hands_off=True),
     "kmeans": _lazy("baselines.kmeans", "KMeansGroups"),
     "faiss-ivf": _lazy("baselines.faiss_ivf", "FaissIVF"),
     "faiss-hnsw": _lazy("baselines.faiss_hnsw", "FaissHNSW"),

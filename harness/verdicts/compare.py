@@ -5,7 +5,8 @@ share (`RunResults.TIMED_SECTIONS`). A shared machine runs a whole run faster or
 the systems measured on the same data together, interleaved: so a system's latency is judged against
 its *drift*, the median B/A ratio of the other systems' medians on the same data in that section (1 when
 there are none; a drift below 1 counts as 1: a quieter machine does not make a steady system a
-regression). Latency is a regression only when B's median exceeds A's times the drift by more than
+regression). Latency is a regression only when B's median (a system that hands each search between a library's
+threads, `registry.hands_off`: its `HAND_OFF_PERCENTILE`) exceeds A's times the drift by more than
 `latency_tolerance` (relative) and `LATENCY_FLOOR_MS` (absolute), *and* the slowdown lies outside
 both runs' noise: with several timing passes, B's fastest pass (divided by the drift) is slower than
 A's slowest pass; with one pass, a one-sided Mann–Whitney U test on the per-query latencies gives
@@ -27,6 +28,7 @@ from scipy.stats import mannwhitneyu
 from tabulate import tabulate
 
 from harness.output.results import Measurement, MeasurementKey, ResultsFileError, RunResults, Verdict
+from harness.systems.registry import hands_off
 from harness.verdicts.claims import UNMEASURED
 
 ALPHA = 0.01
@@ -39,6 +41,13 @@ a large share of themselves between identical runs), never a regression."""
 MIN_QUERIES_PER_PASS = 20
 """A latency needs this many queries per timing pass to be compared: the median of a needle haystack's handful
 per pass can move far beyond the drift between identical runs on a loaded machine."""
+RECALL = "recall_at_10"
+"""The metric of a recall change; every other metric is a latency (`p50_ms`, or a percentile's)."""
+HAND_OFF_PERCENTILE = 10
+"""The latency percentile a system answered on a library's own threads (embedded Chroma's) is compared at. Each of
+its searches waits on many hand-offs between those threads, so another process on the CPU delays the searches it
+overlaps many-fold while the systems searching on the calling thread, whose drift judges it, barely move; a slower
+search slows the fastest searches too."""
 
 
 @dataclass(frozen=True)
@@ -103,7 +112,7 @@ def compare(
         else:
             recall_only += 1
         worse = new.recall_at_10 < old.recall_at_10 - recall_tolerance
-        changes.append(Change(key, "recall_at_10", old.recall_at_10, new.recall_at_10, worse))
+        changes.append(Change(key, RECALL, old.recall_at_10, new.recall_at_10, worse))
     changes = _shared_by_the_system(changes, latency_tolerance)
     old_verdicts = {(v.claim, v.system): v for v in [*a.claims, *a.targets]}
     pairs = [
@@ -161,19 +170,21 @@ def _latency_change(
 ) -> Change:
     """Slower than the drift allows, beyond both runs' noise and the tolerance. A busier machine (drift
     above 1) excuses a slowdown; a quieter one (below 1) does not turn a steady system into a regression."""
-    p50_old, p50_new = old.latency.p50_ms, new.latency.p50_ms
+    percentile = HAND_OFF_PERCENTILE if hands_off(key.system) else 50
+    metric = f"p{percentile}_ms"
+    old_ms, new_ms = (float(np.percentile(m.latencies_ns, percentile)) / 1e6 for m in (old, new))
     allowed = max(drift, 1.0)
-    large = p50_new > p50_old * allowed * (1 + tolerance) and p50_new - p50_old > LATENCY_FLOOR_MS
+    large = new_ms > old_ms * allowed * (1 + tolerance) and new_ms - old_ms > LATENCY_FLOOR_MS
     if len(old.pass_latencies_ns) > 1 and len(new.pass_latencies_ns) > 1:
-        passes_old = np.asarray([np.median(p) for p in old.pass_latencies_ns])
-        passes_new = np.asarray([np.median(p) for p in new.pass_latencies_ns]) / allowed
+        passes_old = np.asarray([np.percentile(p, percentile) for p in old.pass_latencies_ns])
+        passes_new = np.asarray([np.percentile(p, percentile) for p in new.pass_latencies_ns]) / allowed
         p_value = float(mannwhitneyu(passes_new, passes_old, alternative="greater").pvalue)
-        return Change(key, "p50_ms", p50_old, p50_new, large and passes_new.min() > passes_old.max(), p_value, drift)
+        return Change(key, metric, old_ms, new_ms, large and passes_new.min() > passes_old.max(), p_value, drift)
     samples_old, samples_new = np.asarray(old.latencies_ns), np.asarray(new.latencies_ns) / allowed
     if len(samples_old) < 5 or len(samples_new) < 5:  # too few latencies for a test: the effect size alone decides
-        return Change(key, "p50_ms", p50_old, p50_new, large, drift=drift)
+        return Change(key, metric, old_ms, new_ms, large, drift=drift)
     p_value = float(mannwhitneyu(samples_new, samples_old, alternative="greater").pvalue)
-    return Change(key, "p50_ms", p50_old, p50_new, large and p_value < alpha, p_value, drift)
+    return Change(key, metric, old_ms, new_ms, large and p_value < alpha, p_value, drift)
 
 
 def _shared_by_the_system(changes: list[Change], tolerance: float) -> list[Change]:
@@ -183,11 +194,11 @@ def _shared_by_the_system(changes: list[Change], tolerance: float) -> list[Chang
     slower search slows a system at more than one of its sizes."""
     slowdowns: dict[tuple[str, str, str], list[float]] = {}
     for c in changes:
-        if c.metric == "p50_ms" and c.before > 0:
+        if c.metric != RECALL and c.before > 0:
             slowdowns.setdefault(_family(c), []).append(c.after / (c.before * max(c.drift, 1.0)))
     return [
         replace(c, regression=False)
-        if c.metric == "p50_ms" and c.regression and np.median(slowdowns[_family(c)]) <= 1 + tolerance
+        if c.metric != RECALL and c.regression and np.median(slowdowns[_family(c)]) <= 1 + tolerance
         else c
         for c in changes
     ]
@@ -209,7 +220,7 @@ def render(comparison: Comparison, *, everything: bool = False, latency_toleranc
             f"{c.before:.4g}",
             f"{c.after:.4g}",
             _delta(c),
-            f"{c.drift:.2f}×" if c.metric == "p50_ms" else "",
+            f"{c.drift:.2f}×" if c.metric != RECALL else "",
             "" if c.p_value is None else f"{c.p_value:.3g}",
             "REGRESSION" if c.regression else "",
         ]
@@ -251,7 +262,7 @@ def render(comparison: Comparison, *, everything: bool = False, latency_toleranc
 
 def _notable(change: Change, tolerance: float) -> bool:
     """A latency that moved by more than the tolerance beyond the drift (either way), or a recall change."""
-    if change.metric != "p50_ms":
+    if change.metric == RECALL:
         return abs(change.after - change.before) > 0.005
     if not change.before:
         return False
@@ -260,6 +271,6 @@ def _notable(change: Change, tolerance: float) -> bool:
 
 
 def _delta(change: Change) -> str:
-    if change.metric == "p50_ms":
+    if change.metric != RECALL:
         return f"{(change.after / change.before - 1) * 100:+.1f}%" if change.before else "n/a"
     return f"{change.after - change.before:+.4f}"

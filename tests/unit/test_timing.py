@@ -1,6 +1,8 @@
 """Timing passes: more of them while the medians are unsettled, never fewer than planned."""
 
 import itertools
+import os
+import threading
 
 import pytest
 
@@ -122,3 +124,29 @@ def test_each_setting_of_a_sweep_is_described_in_that_setting():
     assert len({describe["probe_margin"] for describe in by_target.values()}) > 1
     read = {target: describe["bytes_read_per_search"] for target, describe in by_target.items()}
     assert 0 < read[0.8] < read[0.99] < 5_000 * 32 * 4  # each setting's own reads, fewer than a flat search's
+
+
+@pytest.mark.skipif(not hasattr(os, "sched_setaffinity") or (os.cpu_count() or 1) < 2, reason="needs two CPUs")
+def test_queries_are_timed_with_every_thread_of_the_process_on_one_cpu():
+    """A library's own thread, started before timing (as embedded Chroma's are), is held to the caller's CPU while
+    queries are timed and gets its CPUs back after."""
+    started, done = threading.Event(), threading.Event()
+    native: list[int] = []
+
+    def library_thread() -> None:
+        native.append(threading.get_native_id())
+        started.set()
+        done.wait()
+
+    helper = threading.Thread(target=library_thread)
+    helper.start()
+    started.wait()
+    before = os.sched_getaffinity(native[0])
+    try:
+        with runner.one_cpu():
+            pinned = os.sched_getaffinity(native[0])
+            assert pinned == os.sched_getaffinity(0) and len(pinned) == 1
+        assert os.sched_getaffinity(native[0]) == before and len(before) > 1
+    finally:
+        done.set()
+        helper.join()
