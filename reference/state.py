@@ -189,7 +189,7 @@ class EngineState:
         """Cells deleted, and the conflicts other cells had with them (a delete is final)."""
         self._turn_over(self.table.scope[rows])
         gone = [self.table.ids[row] for row in rows.tolist()]
-        self.store.delete(gone)
+        self.store.delete(gone, {self.table.scope_names[code] for code in np.unique(self.table.scope[rows])})
         self._groups.remove_members(self.table.group[rows], self.index.vectors_of(rows))
         self._forget(rows)
         self._changed()

@@ -25,7 +25,7 @@ import logging
 import shutil
 import sqlite3
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from contextlib import ExitStack, closing
 from dataclasses import dataclass
 from pathlib import Path
@@ -136,8 +136,9 @@ class EmbeddedCellStore:
         """Only the sidecar changes: Chroma holds none of the mutable fields."""
         self.sidecar.update(records)
 
-    def delete(self, ids: Sequence[str]) -> None:
-        """A delete that fails part-way stays marked, and the next open finishes it."""
+    def delete(self, ids: Sequence[str], scopes: Iterable[str]) -> None:
+        """A delete that fails part-way stays marked, and the next open finishes it (the sidecar knows the
+        scopes)."""
         mark = self.sidecar.begin("delete", ids)
         self.cells.delete(ids)
         self.sidecar.end(mark, removing=ids)

@@ -39,7 +39,7 @@ import socket
 import threading
 import time
 import weakref
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -114,8 +114,8 @@ class FencedStore:
         if records:  # nothing to flush needs no lease (closing after the lease is lost)
             self._write(self.store.update, records)
 
-    def delete(self, ids: Sequence[str]) -> None:
-        self._write(self.store.delete, ids)
+    def delete(self, ids: Sequence[str], scopes: Iterable[str]) -> None:
+        self._write(self.store.delete, ids, scopes)
 
     def _read(self, read: Callable[..., T], *args: Any) -> T:
         self.lease.check()

@@ -6,7 +6,7 @@ client). The stores: `embedded.py` (a path), `server.py` (a Chroma server), `lea
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -36,7 +36,7 @@ class CellStore(Protocol):
     def put(self, batch: CellBatch) -> None: ...
     def replace(self, batch: CellBatch, previous: Sequence[CellRecord]) -> None: ...
     def update(self, records: Sequence[CellRecord]) -> None: ...
-    def delete(self, ids: Sequence[str]) -> None: ...
+    def delete(self, ids: Sequence[str], scopes: Iterable[str]) -> None: ...
 
 
 class NullStore:
@@ -71,5 +71,5 @@ class NullStore:
     def update(self, records: Sequence[CellRecord]) -> None:
         pass
 
-    def delete(self, ids: Sequence[str]) -> None:
+    def delete(self, ids: Sequence[str], scopes: Iterable[str]) -> None:
         pass

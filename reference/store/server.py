@@ -7,7 +7,7 @@ from __future__ import annotations
 import base64
 import json
 import logging
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import numpy as np
@@ -134,11 +134,10 @@ class ServerCellStore:
         metadatas = [{"cell": record_fields(r)} for r in records]
         self.cells.update_metadata([r.id for r in records], metadatas)
 
-    def delete(self, ids: Sequence[str]) -> None:
-        """Delete these cells, and forget the scopes they leave empty."""
-        scopes = set(self.scopes_of(ids).values())
+    def delete(self, ids: Sequence[str], scopes: Iterable[str]) -> None:
+        """Delete these cells (of `scopes`), and forget the scopes they leave empty."""
         self.cells.delete(ids)
-        self.ledger.forget([scope for scope in scopes if not self.cells.holds({"scope": scope})])
+        self.ledger.forget([scope for scope in set(scopes) if not self.cells.holds({"scope": scope})])
 
 
 def _encoded(vector: np.ndarray) -> str:
