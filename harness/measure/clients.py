@@ -24,8 +24,6 @@ from typing import Any, Literal, NamedTuple
 
 from harness.protocol import Document, Query, SearchHit, vector_of
 
-K = 10
-
 
 class Searched(NamedTuple):
     """One search by one client: when it began (monotonic ns), how long it took, which query, what came back."""
@@ -160,6 +158,8 @@ class Connection:
     """The Chroma collection, or the MCP user whose memories are searched."""
     queries: list[Query]
     pool: list[Document]
+    k: int
+    """Hits each search asks for."""
 
 
 class ClientFailed(RuntimeError):
@@ -278,7 +278,7 @@ async def _connect(
 
         async def chroma_search(query: int) -> list[SearchHit]:
             found = collection.query(
-                query_embeddings=vector_of(queries[query])[None, :], n_results=K, include=["distances"]
+                query_embeddings=vector_of(queries[query])[None, :], n_results=connection.k, include=["distances"]
             )
             return [SearchHit(i, 1.0 - d) for i, d in zip(found["ids"][0], found["distances"][0])]
 
@@ -300,7 +300,7 @@ async def _connect(
         return result.structured_content
 
     async def mcp_search(query: int) -> list[SearchHit]:
-        found = await call("search_memories", {"query": queries[query].text, "k": K})
+        found = await call("search_memories", {"query": queries[query].text, "k": connection.k})
         return [SearchHit(hit["id"], hit["score"]) for hit in found["results"]]
 
     async def mcp_write(cell: int) -> str:

@@ -140,7 +140,7 @@ def mcp_target(work: Workload, workdir: Path, pool: ClientPool) -> Iterator[Serv
     finally:
         store.close()
     with mcp_server(workdir / "memory") as url:
-        pool.connect(Connection("mcp", url, USER, work.data.queries, work.pool))
+        pool.connect(Connection("mcp", url, USER, work.data.queries, work.pool, K))
         yield Served("reference-mcp", "processes: MCP over streamable HTTP", pool)
 
 
@@ -155,7 +155,7 @@ def chroma_target(work: Workload, workdir: Path, pool: ClientPool) -> Iterator[S
             system.add(work.docs)
         finally:
             system.close()
-        pool.connect(Connection("chroma", server.address, "flat", work.data.queries, work.pool))
+        pool.connect(Connection("chroma", server.address, "flat", work.data.queries, work.pool, K))
         yield Served("chroma-server", "processes: Chroma over HTTP", pool)
 
 
