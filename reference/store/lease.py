@@ -27,7 +27,8 @@ succeeds; for good once the lease is taken), and a write checks again when it re
 the deadline is not acknowledged and the lease is given up. So every acknowledged write reached the server
 before a takeover could begin, and the new owner loads it. Not covered: a process paused for more than
 `grace` between its check and the server receiving a write can land that write, never acknowledged, after a
-takeover; the new owner finds it when it next opens.
+takeover. Its new cells appear when the namespace is next opened; an update or delete in it overwrites or removes
+what the new owner wrote to the same cells meanwhile. Chroma has no conditional write with which to refuse it.
 """
 
 from __future__ import annotations
