@@ -14,19 +14,26 @@ from ..chroma import backend_errors, guarded
 from ..errors import BackendUnavailableError, DimensionMismatchError, EncoderMismatchError, VectorSegmentUnreadableError
 from .protocol import StoreIdentity
 
+CONFIGURATION = {"hnsw": {"space": "cosine"}}
+"""How the cells' collection is made: cosine space."""
+
+
+def cells_name(namespace: str) -> str:
+    return f"{namespace}_cells"
+
 
 class ChromaCells:
     """The cells' collection: opened with the identity check, written in chunks of Chroma's batch limit."""
 
     def __init__(self, client: Any, namespace: str, identity: StoreIdentity) -> None:
-        self.name = f"{namespace}_cells"
+        self.name = cells_name(namespace)
         dim, encoder = identity.dim, identity.encoder
         self._collection = guarded(
             f"opening collection {self.name}",
             client.get_or_create_collection,
             self.name,
             embedding_function=None,
-            configuration={"hnsw": {"space": "cosine"}},
+            configuration=CONFIGURATION,
             metadata={"dim": dim, "encoder": encoder, "normalised": True},
         )
         stored = self._collection.metadata or {}

@@ -37,7 +37,7 @@ from filelock import FileLock, Timeout
 from ..cells import CellBatch, CellRecord
 from ..chroma import persistent_client
 from ..errors import BackendUnavailableError, InvalidInputError, VectorSegmentUnreadableError
-from .collection import ChromaCells
+from .collection import ChromaCells, cells_name
 from .protocol import StoreIdentity
 from .server import decoded_cells, drop_unfinished_batches
 from .sidecar import SIDECAR, InFlight, Sidecar
@@ -226,7 +226,7 @@ def _repair(
     kept and one it holds in part is removed. The repair replaces those marks by its own until it is done, so
     a repair that is killed starts over."""
     started = time.perf_counter()
-    moved = set_aside_vector_segment(root, f"{namespace}_cells")
+    moved = set_aside_vector_segment(root, cells_name(namespace))
     client, store = _open(root, namespace, identity, sidecar)
     try:
         doomed = sorted(

@@ -25,10 +25,9 @@ rates differ by less than grace / ttl.
 Fencing: every search and write checks the lease first (`LeaseLostError` past the deadline, until a renewal
 succeeds; for good once the lease is taken), and a write checks again when it returns: one that returns past
 the deadline is not acknowledged and the lease is given up. So every acknowledged write reached the server
-before a takeover could begin, and the new owner loads it. Not covered: a process paused for more than
-`grace` between its check and the server receiving a write can land that write, never acknowledged, after a
-takeover. Its new cells appear when the namespace is next opened; an update or delete in it overwrites or removes
-what the new owner wrote to the same cells meanwhile. Chroma has no conditional write with which to refuse it.
+before a takeover could begin, and the new owner loads it. A write sent before a takeover by a process paused
+past its deadline, and reaching the server after, cannot land behind the new owner's back: a takeover moves the
+cells to a new collection before loading them (`handover.py`).
 """
 
 from __future__ import annotations
@@ -47,6 +46,7 @@ from typing import Any, TypeVar
 from ..cells import CellBatch, CellRecord
 from ..chroma import backend_errors
 from ..errors import BackendUnavailableError, LeaseLostError, NamespaceOwnedError
+from .handover import hand_over
 from .protocol import CellStore, StoreIdentity
 from .server import ServerCellStore
 
@@ -71,6 +71,7 @@ def open_server(
         return None, store, store.open(load=load)
     lease = Lease.acquire(client, namespace, ttl)
     try:
+        hand_over(client, namespace, took_over=lease.took_over)
         store = ServerCellStore(client, namespace, identity)
         return lease, FencedStore(store, lease), store.open(load=load)
     except BaseException:
@@ -120,13 +121,21 @@ class FencedStore:
 
     def _read(self, read: Callable[..., T], *args: Any) -> T:
         self.lease.check()
-        found = read(*args)
+        try:
+            found = read(*args)
+        except BackendUnavailableError:
+            self.lease.check()  # past the deadline, the lease is why (a new owner may have moved the cells)
+            raise
         self.lease.check()
         return found
 
     def _write(self, write: Callable[..., None], *args: Any) -> None:
         self.lease.check()
-        write(*args)
+        try:
+            write(*args)
+        except BackendUnavailableError:
+            self.lease.confirm()  # past the deadline, the lease is why (a new owner may have moved the cells)
+            raise
         self.lease.confirm()
 
 
@@ -146,8 +155,10 @@ class _Seen:
 class Lease:
     """This process's lease on a namespace: renewed by a daemon thread, checked before every call."""
 
-    def __init__(self, client: Any, collection: Any, ttl: float, sent: float) -> None:
+    def __init__(self, client: Any, collection: Any, ttl: float, sent: float, *, took_over: bool = False) -> None:
         self._client, self._collection, self.ttl = client, collection, ttl
+        self.took_over = took_over
+        """Whether it was taken from an owner whose lease ran out (`handover.py` then fences that owner off)."""
         self.name: str = collection.name
         self._metadata: dict[str, Any] = dict(collection.metadata)
         self._deadline = sent + ttl
@@ -170,11 +181,12 @@ class Lease:
         watched: _Seen | None = None
         since = 0.0
         failures = 0
+        took_over = False
         while True:
             try:
                 sent = time.monotonic()
                 if (created := _create(client, name, metadata)) is not None:
-                    return cls(client, created, ttl, sent)
+                    return cls(client, created, ttl, sent, took_over=took_over)
                 seen = _read(client, name)
                 if seen is None:  # released meanwhile
                     continue
@@ -188,6 +200,7 @@ class Lease:
                 elif time.monotonic() - since >= seen.ttl * (1 + 1 / RENEWALS):
                     log.warning("taking over namespace %r from %s, whose lease ran out", namespace, seen.owner)
                     _bury(client, name, seen.collection)
+                    took_over = True
                     continue
                 failures = 0
             except NamespaceOwnedError:

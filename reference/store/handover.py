@@ -1,0 +1,81 @@
+"""A takeover fences off the previous owner's late writes by moving the namespace's cells to a new collection.
+
+Chroma addresses a collection's writes by its id and has no conditional write. A previous owner paused between
+its lease check and the server receiving a write would otherwise land that write after a takeover: behind the new
+owner's back, undoing what the new owner wrote to the same cells since. So the new owner sets the cells'
+collection aside, copies every record into a new collection of the cells' name, deletes the one set aside, and
+only then loads. A late write lands in the set-aside collection before its records are read (and is loaded, as if
+it had come before the takeover), or is lost with that collection, or fails on the deleted id; never after the
+load. The move costs one copy of every cell, once per takeover; a move cut short is finished by the next opener.
+The ledger (`ledger.py`) is not moved: a late write can only add a scope record to it or raise a bound.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..chroma import backend_errors, guarded
+from ..errors import BackendUnavailableError
+from .collection import CONFIGURATION, cells_name
+
+SET_ASIDE = "_set_aside"
+"""Suffix of the cells' collection while a takeover moves it."""
+
+
+def hand_over(client: Any, namespace: str, *, took_over: bool) -> None:
+    """After a takeover, move the cells to a new collection; in any case finish a move an opener cut short (the
+    lease is held)."""
+    name = cells_name(namespace)
+    if took_over and _collection(client, name + SET_ASIDE) is None:
+        current = _collection(client, name)
+        if current is None:
+            return
+        guarded(f"setting {name} aside", current.modify, name=name + SET_ASIDE)
+    _finish(client, name)
+
+
+def _finish(client: Any, name: str) -> None:
+    """Copy every record of the set-aside collection into `name` (made with its metadata when missing), then
+    delete it. Records are copied by id, listed first: a late delete in it cannot shift what is read."""
+    aside = _collection(client, name + SET_ASIDE)
+    if aside is None:
+        return
+    target = guarded(
+        f"making {name} anew",
+        client.get_or_create_collection,
+        name,
+        embedding_function=None,
+        configuration=CONFIGURATION,
+        metadata=aside.metadata,
+    )
+    ids = guarded(f"listing {name + SET_ASIDE}", aside.get, include=[])["ids"]
+    batch = guarded("reading the batch limit", client.get_max_batch_size)
+    for start in range(0, len(ids), batch):
+        found = guarded(
+            f"reading {name + SET_ASIDE}",
+            aside.get,
+            ids=ids[start : start + batch],
+            include=["embeddings", "documents", "metadatas"],
+        )
+        if found["ids"]:
+            guarded(
+                f"copying into {name}",
+                target.upsert,
+                ids=found["ids"],
+                embeddings=found["embeddings"],
+                documents=found["documents"],
+                metadatas=found["metadatas"],
+            )
+    guarded(f"deleting {name + SET_ASIDE}", client.delete_collection, name + SET_ASIDE)
+
+
+def _collection(client: Any, name: str) -> Any | None:
+    """The collection of this name; None when there is none."""
+    from chromadb.errors import NotFoundError
+
+    try:
+        return client.get_collection(name, embedding_function=None)
+    except NotFoundError:
+        return None
+    except backend_errors() as error:
+        raise BackendUnavailableError(f"Chroma failed while opening collection {name}: {error}") from error
