@@ -56,12 +56,26 @@ class ChromaCells:
         return int(guarded(f"counting {self.name}", self._collection.count))
 
     def read(self, include: list[str], where: dict[str, Any] | None = None) -> dict[str, Any]:
-        """Every record's `include` fields (of the records `where` matches, when given). Chroma 1.5.9 opens the
-        vector segment (and applies its pending log) on every read, so a segment damaged by a kill fails the read:
-        that raises `VectorSegmentUnreadableError`, which opening the store by path repairs (`embedded.py`)."""
+        """Every record's `include` fields (of the records `where` matches, when given; `ids` and each field: a
+        list), read a batch limit's worth at a time: Chroma fails a read of more records with their metadata than
+        SQLite takes variables in one statement. Chroma 1.5.9 opens the vector segment (and applies its pending
+        log) on every read, so a segment damaged by a kill fails the read: that raises
+        `VectorSegmentUnreadableError`, which opening the store by path repairs (`embedded.py`)."""
+        found: dict[str, Any] = {"ids": [], **{field: [] for field in include}}
+        while True:
+            page = self._page(include, where, offset=len(found["ids"]))
+            for field, values in found.items():
+                values.extend(page[field])
+            if len(page["ids"]) < self.batch:
+                return found
+
+    def _page(self, include: list[str], where: dict[str, Any] | None, offset: int) -> dict[str, Any]:
+        """One page of `read`: at most a batch limit of records from `offset`."""
         try:
-            found: dict[str, Any] = self._collection.get(include=include, **({} if where is None else {"where": where}))
-            return found
+            page: dict[str, Any] = self._collection.get(
+                include=include, limit=self.batch, offset=offset, **({} if where is None else {"where": where})
+            )
+            return page
         except backend_errors() as error:
             if "hnsw" not in str(error).lower():
                 raise BackendUnavailableError(f"Chroma failed while reading {self.name}: {error}") from error

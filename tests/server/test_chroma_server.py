@@ -12,6 +12,8 @@ from harness.measure.servers import ChromaServer
 from reference import BackendUnavailableError, CellularMemory, MemoryConfig
 from reference.chroma import http_client
 from reference.encoders import MockEncoder
+from reference.store.collection import ChromaCells
+from reference.store.protocol import StoreIdentity
 
 pytest_plugins = ["pytester"]
 
@@ -32,6 +34,23 @@ def test_memory_in_a_server_survives_reopen(chroma_server):
         assert sorted(memory.ids()) == sorted(ids)
         assert memory.get(ids[0]).access_count == accessed
         assert [(h.id, round(h.score, 6)) for h in memory.search("Who lives in Lisbon?", k=3)] == before
+
+
+BEYOND_ONE_READ = 33_000
+"""Records with metadata beyond what one read of Chroma's server returns (SQLite's variables per statement)."""
+
+
+def test_a_collection_beyond_one_chroma_read_is_read_whole(chroma_server):
+    host, port = chroma_server.address.split(":")
+    cells = ChromaCells(http_client(host, int(port)), "large", StoreIdentity(dim=2, encoder="mock"))
+    ids = [f"c{i}" for i in range(BEYOND_ONE_READ)]
+    for start in range(0, len(ids), cells.batch):
+        chunk = ids[start : start + cells.batch]
+        scopes = [f"s{i % 2}" for i in range(start, start + len(chunk))]
+        cells._collection.add(ids=chunk, embeddings=[[1.0, 0.0]] * len(chunk), metadatas=[{"scope": s} for s in scopes])
+    found = cells.read(["metadatas"])
+    assert found["ids"] == ids and len(found["metadatas"]) == len(ids)
+    assert len(cells.read([], where={"scope": "s1"})["ids"]) == len(ids) // 2
 
 
 def test_conformance_suite_against_the_server_backed_engine(pytester, chroma_server):
