@@ -27,7 +27,7 @@ succeeds; for good once the lease is taken), and a write checks again when it re
 the deadline is not acknowledged and the lease is given up. So every acknowledged write reached the server
 before a takeover could begin, and the new owner loads it. A write sent before a takeover by a process paused
 past its deadline, and reaching the server after, cannot land behind the new owner's back: a takeover moves the
-cells to a new collection before loading them (`handover.py`).
+cells and the ledger to new collections before loading them (`handover.py`).
 """
 
 from __future__ import annotations

@@ -25,11 +25,15 @@ GROUPS_AHEAD = 64
 PREFIX = "scope:"
 
 
+def ledger_name(namespace: str) -> str:
+    return f"{namespace}_scopes"
+
+
 class Ledger:
     """The scopes of a namespace's cells and its bounds, read on open and kept up to date by each write."""
 
     def __init__(self, client: Any, namespace: str) -> None:
-        self.name = f"{namespace}_scopes"
+        self.name = ledger_name(namespace)
         self._collection = guarded(
             f"opening collection {self.name}", client.get_or_create_collection, self.name, embedding_function=None
         )

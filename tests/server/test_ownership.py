@@ -20,6 +20,7 @@ from functools import partial
 from typing import Any
 
 import pytest
+from chromadb.errors import NotFoundError
 
 from harness.measure.servers import ChromaServer
 from reference import CellularMemory, LeaseLostError, MemoryConfig, NamespaceOwnedError
@@ -356,6 +357,25 @@ def test_an_update_that_reaches_the_server_after_a_takeover_does_not_undo_the_ne
     new.close()
     with open_memory(address, "late") as reopened:
         assert reopened.get("x").text == "the new owner's version"
+
+
+def test_ledger_writes_that_reach_the_server_after_a_takeover_fail(chroma_server):
+    address = chroma_server.address
+    old = open_memory(address, "ledger")
+    old.add(["alice's note"], scope="alice")
+    ledger = old._store.store.store.ledger._collection  # the handle an in-flight request of the old owner uses
+    old._store.lease._stop.set()  # its beat stands still, as when its whole process is paused
+    new = open_memory(address, "ledger", lease=5.0)
+    bounds = (new._store.store.store.ledger.seq_bound, new._store.store.store.ledger.group_bound)
+    with pytest.raises(NotFoundError):  # a late bound, lower than the new owner's
+        ledger.modify(metadata={"layout": 2, "seq": 0, "groups": 0})
+    with pytest.raises(NotFoundError):  # a late forget of a scope that holds cells
+        ledger.delete(ids=["scope:alice"])
+    new.close()
+    with open_memory(address, "ledger") as reopened:
+        ledger_now = reopened._store.store.store.ledger
+        assert (ledger_now.seq_bound, ledger_now.group_bound) == bounds and ledger_now.scopes() == ["alice"]
+        assert reopened.count(scope="alice") == 1
 
 
 def test_a_takeover_cut_short_while_moving_the_cells_is_finished_by_the_next_opener(chroma_server):
