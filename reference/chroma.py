@@ -74,3 +74,16 @@ def guarded(action: str, call: Callable[..., T], /, *args: Any, **kwargs: Any) -
         return call(*args, **kwargs)
     except backend_errors() as error:
         raise BackendUnavailableError(f"Chroma failed while {action}: {type(error).__name__}: {error}") from error
+
+
+def existing_collection(client: ClientAPI, name: str, action: str) -> Any | None:
+    """The collection of this name, None when there is none; a store failure becomes a `BackendUnavailableError`
+    naming the action."""
+    from chromadb.errors import NotFoundError
+
+    try:
+        return client.get_collection(name, embedding_function=None)
+    except NotFoundError:
+        return None
+    except backend_errors() as error:
+        raise BackendUnavailableError(f"Chroma failed while {action}: {type(error).__name__}: {error}") from error

@@ -15,8 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..chroma import backend_errors, guarded
-from ..errors import BackendUnavailableError
+from ..chroma import existing_collection, guarded
 from .collection import CONFIGURATION, cells_name
 from .ledger import ledger_name
 
@@ -29,8 +28,8 @@ def hand_over(client: Any, namespace: str, *, took_over: bool) -> None:
     """After a takeover, move the namespace's collections to new ones; in any case finish a move an opener cut
     short (the lease is held)."""
     for name, configuration in ((cells_name(namespace), CONFIGURATION), (ledger_name(namespace), None)):
-        if took_over and _collection(client, name + SET_ASIDE) is None:
-            current = _collection(client, name)
+        if took_over and existing_collection(client, name + SET_ASIDE, f"opening {name + SET_ASIDE}") is None:
+            current = existing_collection(client, name, f"opening {name}")
             if current is None:
                 continue
             guarded(f"setting {name} aside", current.modify, name=name + SET_ASIDE)
@@ -40,7 +39,7 @@ def hand_over(client: Any, namespace: str, *, took_over: bool) -> None:
 def _finish(client: Any, name: str, configuration: dict[str, Any] | None) -> None:
     """Copy every record of the set-aside collection into `name` (made with its metadata when missing), then
     delete it. Records are copied by id, listed first: a late delete in it cannot shift what is read."""
-    aside = _collection(client, name + SET_ASIDE)
+    aside = existing_collection(client, name + SET_ASIDE, f"opening {name + SET_ASIDE}")
     if aside is None:
         return
     target = guarded(
@@ -59,15 +58,3 @@ def _finish(client: Any, name: str, configuration: dict[str, Any] | None) -> Non
             held = {field: found[field] for field in FIELDS if any(value is not None for value in found[field])}
             guarded(f"copying into {name}", target.upsert, ids=found["ids"], **held)
     guarded(f"deleting {name + SET_ASIDE}", client.delete_collection, name + SET_ASIDE)
-
-
-def _collection(client: Any, name: str) -> Any | None:
-    """The collection of this name; None when there is none."""
-    from chromadb.errors import NotFoundError
-
-    try:
-        return client.get_collection(name, embedding_function=None)
-    except NotFoundError:
-        return None
-    except backend_errors() as error:
-        raise BackendUnavailableError(f"Chroma failed while opening collection {name}: {error}") from error

@@ -44,7 +44,7 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from ..cells import CellBatch, CellRecord
-from ..chroma import backend_errors
+from ..chroma import backend_errors, existing_collection
 from ..errors import BackendUnavailableError, LeaseLostError, NamespaceOwnedError
 from .handover import hand_over
 from .protocol import CellStore, StoreIdentity
@@ -315,14 +315,9 @@ def _create(client: Any, name: str, metadata: dict[str, Any]) -> Any | None:
 
 def _read(client: Any, name: str) -> _Seen | None:
     """The lease as it is now; None when there is none."""
-    from chromadb.errors import NotFoundError
-
-    try:
-        collection = client.get_collection(name, embedding_function=None)
-    except NotFoundError:
+    collection = existing_collection(client, name, f"reading the lease {name}")
+    if collection is None:
         return None
-    except backend_errors() as error:
-        raise BackendUnavailableError(f"Chroma failed while reading the lease {name}: {error}") from error
     metadata = collection.metadata or {}
     return _Seen(collection, float(metadata.get("ttl", 0.0)), str(metadata.get("owner", "unknown")))
 
