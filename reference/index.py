@@ -9,7 +9,6 @@ the NumPy index holds the memory's only copy of the vectors, the Chroma index re
 
 from __future__ import annotations
 
-import resource
 import threading
 import uuid
 from collections import OrderedDict
@@ -278,7 +277,12 @@ class NumpyGroupIndex:
 
 def chroma_capacity() -> int:
     """Group collections to keep resident: well inside Chroma's index cache (RLIMIT_NOFILE // 5)."""
-    soft_limit = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+    try:
+        import resource
+    except ImportError:  # Windows: no RLIMIT_NOFILE, the C runtime's default limit of open files
+        soft_limit = 512
+    else:
+        soft_limit = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
     return max(4, min(soft_limit, 65_536) // 10)
 
 

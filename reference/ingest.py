@@ -13,10 +13,12 @@ from __future__ import annotations
 
 import ctypes
 import gc
+import sys
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from datetime import datetime
+from functools import cache
 from typing import Any
 
 import numpy as np
@@ -376,8 +378,17 @@ def _batch(cells: NewCells, groups: np.ndarray) -> CellBatch:
     )
 
 
-_LIBC = ctypes.CDLL(None)
-"""The symbols the process has loaded (its C library among them): no search for a library at import."""
+@cache
+def _malloc_trim() -> Any:
+    """glibc's `malloc_trim` among the symbols the process has loaded, looked up on first use and only on Linux
+    (elsewhere None): importing the engine loads no C library, so it imports wherever Python runs."""
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        loaded = ctypes.CDLL(None)
+    except OSError:  # a Python without a dynamic loader (a static build): nothing to trim with
+        return None
+    return getattr(loaded, "malloc_trim", None)
 
 
 @contextmanager
@@ -397,6 +408,6 @@ def large_write(large: bool) -> Iterator[None]:
     finally:
         if collecting:
             gc.enable()
-    trim = getattr(_LIBC, "malloc_trim", None)
+    trim = _malloc_trim()
     if trim is not None:
         trim(0)
