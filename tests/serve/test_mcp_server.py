@@ -13,9 +13,13 @@ import pytest
 
 pytest.importorskip("mcp", reason="the serve extra: pip install 'magnetic-bench[serve]'")
 
+from mcp.server.transport_security import TransportSecurityMiddleware
+from starlette.requests import Request
+
 from reference import CellularMemory
 from reference.encoders import MockEncoder
-from reference.integrations.mcp_server import DATA_NOT_INSTRUCTIONS, scope_name
+from reference.errors import InvalidInputError
+from reference.integrations.mcp_server import DATA_NOT_INSTRUCTIONS, Grants, scope_name, transport_security
 from tests.serve.mcp_servers import (
     ENV,
     SERVE,
@@ -168,6 +172,92 @@ def test_a_token_reaches_only_the_scopes_it_is_bound_to(tmp_path):
         for headers in ({}, {"Authorization": "Bearer wrong"}, {"Authorization": "Basic alice-token"}):
             answer = httpx.post(server.url, headers=headers, json={"jsonrpc": "2.0", "id": 1, "method": "ping"})
             assert answer.status_code == 401
+
+
+def test_a_loopback_server_in_any_form_serves_no_other_host_or_origin(tmp_path):
+    """A web page whose name resolves to 127.0.0.2 (DNS rebinding) reaches a server bound there without tokens
+    unless the Host and Origin are checked against the bind address."""
+    with HttpMemoryServer("--db", str(tmp_path / "memory"), host="127.0.0.2") as server:
+        for evil, status in (({"Host": "evil.example"}, 421), ({"Origin": "http://evil.example"}, 403)):
+            answer = httpx.post(server.url, headers=evil, json=INITIALIZE, timeout=30)
+            assert answer.status_code == status, (evil, answer.status_code, answer.text)
+
+        async def session() -> None:
+            for evil in ({"Host": "evil.example"}, {"Origin": "http://evil.example"}):
+                with pytest.raises(Exception):  # noqa: B017 - the client reports the refusal its own way
+                    async with http_client(server.url, headers=evil) as client:
+                        await call(client, "add_memory", content="planted by a web page")
+            async with http_client(server.url, headers={"Origin": f"http://127.0.0.2:{server.port}"}) as client:
+                await call(client, "add_memory", content="the owner's note")
+                listed = await call(client, "list_memories")
+                assert [m["content"] for m in listed["memories"]] == ["the owner's note"]
+
+        asyncio.run(session())
+
+
+INITIALIZE = {
+    "jsonrpc": "2.0", "id": 1, "method": "initialize",
+    "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "page", "version": "1"}},
+}  # fmt: skip
+
+
+def guarded(host: str, headers: dict[str, str]) -> int | None:
+    """The status the DNS-rebinding guard of a server bound to `host` answers a GET with (None: let through)."""
+    scope = {"type": "http", "method": "GET", "path": "/mcp", "headers": [
+        (key.lower().encode(), value.encode()) for key, value in headers.items()
+    ]}  # fmt: skip
+    answer = asyncio.run(TransportSecurityMiddleware(transport_security(host)).validate_request(Request(scope)))
+    return None if answer is None else answer.status_code
+
+
+@pytest.mark.parametrize(
+    ("host", "own"),
+    [
+        ("127.0.0.2", "127.0.0.2:8765"),
+        ("127.255.255.254", "127.255.255.254:8765"),
+        ("0:0:0:0:0:0:0:1", "[0:0:0:0:0:0:0:1]:8765"),
+        ("0:0:0:0:0:0:0:1", "[::1]:8765"),
+        ("::1", "[::1]:8765"),
+        ("127.0.0.1", "127.0.0.1"),
+        ("localhost", "localhost:8765"),
+    ],
+)
+def test_the_rebinding_guard_follows_the_bind_address(host, own):
+    assert guarded(host, {"Host": own}) is None
+    assert guarded(host, {"Host": own, "Origin": f"http://{own}"}) is None
+    assert guarded(host, {"Host": "evil.example"}) == 421
+    assert guarded(host, {"Host": "evil.example:8765"}) == 421
+    assert guarded(host, {"Host": own, "Origin": "http://evil.example"}) == 403
+
+
+@pytest.mark.parametrize(
+    ("token", "reason"),
+    [
+        (" spaced-token ", "holds ' ' (character 1)"),
+        ("tökén", "holds 'ö' (character 2)"),
+        ("tok en", "' ' (character 4)"),
+        ("", "empty"),
+    ],
+)
+def test_a_token_no_client_can_send_is_refused_at_load(token, reason, tmp_path):
+    path = write_tokens(tmp_path / "tokens.json", {"good-token": [{}], token: [{"user_id": "alice"}]})
+    with pytest.raises(InvalidInputError, match="token 2 ") as refused_load:
+        Grants.load(path)
+    assert reason in str(refused_load.value) and (not token.strip() or token.strip() not in str(refused_load.value))
+
+
+def test_a_padded_token_loads_and_authenticates(tmp_path):
+    tokens = write_tokens(tmp_path / "tokens.json", {"Zm9v+/_~.-bar==": [{"user_id": "alice"}]})
+    assert Grants.load(tokens).allows("Zm9v+/_~.-bar==", {"user_id": "alice"})
+    with HttpMemoryServer("--tokens", str(tokens)) as server:
+
+        async def session() -> None:
+            async with http_client(server.url, "Zm9v+/_~.-bar==") as alice:
+                written = await call(alice, "add_memory", content="Alice's note", user_id="alice")
+                assert written["scope"] == "user:alice"
+                assert "may not use" in await refused(alice, "list_memories", user_id="bob")
+
+        asyncio.run(session())
 
 
 @pytest.mark.parametrize(
