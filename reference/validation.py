@@ -198,14 +198,19 @@ def check_free(ids: Sequence[str], taken: Mapping[str, Any]) -> None:
         raise InvalidInputError(f"ids already stored: {stored[:5]}; delete them first, or add with upsert=True")
 
 
+MAX_SCOPE_CHARS = 5_000
+"""The longest scope name: room for names built from what users type, percent-encoded (the MCP server's three
+owners of up to 128 characters, each character up to 12 once encoded)."""
+
+
 def check_scope(name: Any) -> str:
-    """A scope's name: a string of at most `MAX_EPISODE_CHARS` characters ("" is the default scope)."""
+    """A scope's name: a string of at most `MAX_SCOPE_CHARS` characters ("" is the default scope)."""
     if not isinstance(name, str):
         raise InvalidInputError(f"a scope is named by a str, got {type(name).__name__}")
+    if len(name) > MAX_SCOPE_CHARS:
+        raise InvalidInputError(f"scope has {len(name):,} characters, above the limit of {MAX_SCOPE_CHARS:,}")
     if name:
         check_text(name, what="scope")
-    if len(name) > MAX_EPISODE_CHARS:
-        raise InvalidInputError(f"a scope is named by at most {MAX_EPISODE_CHARS} characters")
     return name
 
 

@@ -13,13 +13,20 @@ import pytest
 
 pytest.importorskip("mcp", reason="the serve extra: pip install 'magnetic-bench[serve]'")
 
+from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.transport_security import TransportSecurityMiddleware
 from starlette.requests import Request
 
 from reference import CellularMemory
 from reference.encoders import MockEncoder
 from reference.errors import InvalidInputError
-from reference.integrations.mcp_server import DATA_NOT_INSTRUCTIONS, Grants, scope_name, transport_security
+from reference.integrations.mcp_server import (
+    DATA_NOT_INSTRUCTIONS,
+    MAX_OWNER_CHARS,
+    Grants,
+    scope_name,
+    transport_security,
+)
 from tests.serve.mcp_servers import (
     ENV,
     SERVE,
@@ -102,6 +109,7 @@ BAD_CALLS = [
     ("add_memory", {"content": "x", "metadata": "topic"}, "metadata"),
     ("add_memory", {"content": "x", "user_id": ""}, "user_id"),
     ("add_memory", {"content": "x", "user_id": 7}, "user_id"),
+    ("add_memory", {"content": "x", "run_id": "r" * 129}, "run_id has 129 characters"),
     ("search_memories", {"query": "tea", "k": 0}, "k"),
     ("search_memories", {"query": "tea", "k": 101}, "k"),
     ("search_memories", {"query": "tea", "k": "ten"}, "k"),
@@ -287,6 +295,30 @@ def test_scope_names_are_unambiguous():
     }
     assert len(names) == 5  # only {} and the default user's own name are one scope
     assert scope_name({"user_id": "alice", "run_id": "7"}, "default") == "user:alice/run:7"
+
+
+@pytest.mark.parametrize(
+    "owners",
+    [
+        {"user_id": "東京都千代田区の山田太郎さんの個人的な記憶です"},  # 23 CJK characters
+        {"user_id": "é" * 60},
+        {"user_id": "u" * 68, "agent_id": "a" * 68, "run_id": "r" * 68},  # 204 characters typed
+        {"user_id": "😀" * MAX_OWNER_CHARS, "agent_id": "😀" * MAX_OWNER_CHARS, "run_id": "😀" * MAX_OWNER_CHARS},
+    ],
+)
+def test_an_owner_within_the_typed_limit_has_a_scope_whatever_its_encoding(owners):
+    name = scope_name(owners, "default")
+    with CellularMemory(encoder=MockEncoder()) as memory:
+        [written] = memory.add("a note", scope=name)
+        assert memory.ids(scope=name) == [written]
+
+
+@pytest.mark.parametrize("key", ["user_id", "agent_id", "run_id"])
+def test_an_owner_over_the_limit_is_refused_by_its_name(key):
+    with pytest.raises(ToolError, match=rf"^{key} has 129 characters, above the limit of {MAX_OWNER_CHARS}$"):
+        scope_name({"user_id": "alice", key: "é" * (MAX_OWNER_CHARS + 1)}, "default")
+    with pytest.raises(ToolError, match=rf"^{key} holds '\\ud800', which UTF-8 cannot encode$"):
+        scope_name({key: "x\ud800"}, "default")
 
 
 CLIENTS, CALLS = 8, 200

@@ -7,6 +7,7 @@ import pytest
 from reference.errors import DimensionMismatchError, InvalidInputError
 from reference.validation import (
     MAX_EPISODE_CHARS,
+    MAX_SCOPE_CHARS,
     MAX_INTERVAL_S,
     MAX_TEXT_CHARS,
     check_episode,
@@ -231,11 +232,11 @@ def test_texts_and_ids_are_named_by_position_and_checked_whole():
 
 def test_a_scope_is_a_bounded_string_and_the_empty_scope_is_the_default():
     assert check_scope("") == "" and check_scope("user:alice") == "user:alice"
-    assert check_scope("s" * MAX_EPISODE_CHARS) == "s" * MAX_EPISODE_CHARS
+    assert check_scope("s" * MAX_SCOPE_CHARS) == "s" * MAX_SCOPE_CHARS
     with pytest.raises(InvalidInputError, match=r"^a scope is named by a str, got int$"):
         check_scope(3)
-    with pytest.raises(InvalidInputError, match=rf"^a scope is named by at most {MAX_EPISODE_CHARS} characters$"):
-        check_scope("s" * (MAX_EPISODE_CHARS + 1))
+    with pytest.raises(InvalidInputError, match=r"^scope has 5,001 characters, above the limit of 5,000$"):
+        check_scope("s" * (MAX_SCOPE_CHARS + 1))
     with pytest.raises(InvalidInputError, match=r"^scope is empty or only whitespace"):
         check_scope("  ")
 
