@@ -7,8 +7,8 @@ import pytest
 from reference.errors import DimensionMismatchError, InvalidInputError
 from reference.validation import (
     MAX_EPISODE_CHARS,
-    MAX_SCOPE_CHARS,
     MAX_INTERVAL_S,
+    MAX_SCOPE_CHARS,
     MAX_TEXT_CHARS,
     check_episode,
     check_ids,
