@@ -92,14 +92,17 @@ def check_interval(seconds: Any) -> float:
 
 
 def unit_vector(vector: Any, *, dim: int, what: str = "query vector") -> np.ndarray:
-    """One vector, L2-normalised: the fast path for a query (`kernels.rows.unit_vector`: its float64 sum of
-    squares is NaN, infinite or zero exactly when the vector is unusable); anything unusual goes through
-    `unit_rows`."""
+    """One vector (1-D, or one row), L2-normalised: the fast path for a query (`kernels.rows.unit_vector`: its
+    float64 sum of squares is NaN, infinite or zero exactly when the vector is unusable); anything unusual goes
+    through `unit_rows`. Several rows are refused, never cut to the first."""
     if isinstance(vector, np.ndarray) and vector.ndim == 1 and vector.shape[0] == dim and vector.dtype.char in "fd":
         unit, usable = row_kernels.unit_vector(vector)
         if usable:
             return unit
-    first: np.ndarray = unit_rows(vector, dim=dim, what=what)[0]
+    rows = unit_rows(vector, dim=dim, what=what)
+    if len(rows) != 1:
+        raise InvalidInputError(f"{what} must be one vector, got {len(rows)} rows (shape {rows.shape})")
+    first: np.ndarray = rows[0]
     return first
 
 

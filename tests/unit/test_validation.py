@@ -4,6 +4,7 @@ from datetime import UTC, datetime
 import numpy as np
 import pytest
 
+from reference import CellularMemory
 from reference.errors import DimensionMismatchError, InvalidInputError
 from reference.validation import (
     MAX_EPISODE_CHARS,
@@ -181,11 +182,24 @@ def test_a_query_vector_comes_back_as_a_float32_unit_vector(vector):
         (np.array([1.0, np.nan], np.float32), InvalidInputError, r"^query vector\[0\] contains NaN or infinity$"),
         (np.zeros((0, 2)), InvalidInputError, r"^query vector must be a non-empty 2-D array, got shape \(0, 2\)$"),
         (["a", "b"], InvalidInputError, r"^query vector must be numeric arrays of one length"),
+        (np.eye(2), InvalidInputError, r"^query vector must be one vector, got 2 rows \(shape \(2, 2\)\)$"),
+        ([[3.0, 4.0], [1.0, 0.0]], InvalidInputError, r"^query vector must be one vector, got 2 rows"),
     ],
 )
 def test_a_bad_query_vector_is_refused_with_what_is_wrong(bad, error, message):
     with pytest.raises(error, match=message):
         unit_vector(bad, dim=2)
+
+
+def test_an_update_with_several_rows_for_one_vector_is_refused_and_changes_nothing(mock_encoder):
+    with CellularMemory(encoder=mock_encoder) as memory:
+        [cell] = memory.add("Alice lives in Lisbon")
+        before = memory.get(cell).vector.copy()
+        rows = np.stack([mock_encoder.encode(["something else"])[0], before])
+        with pytest.raises(InvalidInputError, match=r"^vector must be one vector, got 2 rows"):
+            memory.update(cell, vector=rows)
+        np.testing.assert_array_equal(memory.get(cell).vector, before)
+        assert memory.update(cell, vector=rows[:1]).vector.shape == before.shape  # one row is one vector
 
 
 def test_rows_are_checked_one_by_one_and_named_by_position():
