@@ -7,6 +7,7 @@ import pytest
 from reference import CellularMemory
 from reference.errors import DimensionMismatchError, InvalidInputError
 from reference.validation import (
+    MAX_DEPTH,
     MAX_EPISODE_CHARS,
     MAX_INTERVAL_S,
     MAX_SCOPE_CHARS,
@@ -15,6 +16,7 @@ from reference.validation import (
     check_ids,
     check_importance,
     check_interval,
+    check_json_object,
     check_k,
     check_metadata,
     check_new_ids,
@@ -110,20 +112,35 @@ def test_bad_importance_is_refused(bad):
 @pytest.mark.parametrize(
     ("bad", "message"),
     [
-        ({1: "x"}, "^metadata has the key 1; metadata keys are strings$"),
+        ({1: "x"}, "^metadata has the key 1; JSON keys are strings$"),
         (["x"], "^metadata must be a mapping with string keys, got list$"),
-        ({"x": float("nan")}, r"^metadata\['x'\] is nan; metadata numbers must be finite$"),
-        ({"x": object()}, r"^metadata\['x'\] holds a object; metadata holds only what JSON can$"),
+        ({"x": float("nan")}, r"^metadata\['x'\] is nan; JSON numbers are finite$"),
+        ({"x": object()}, r"^metadata\['x'\] holds a object; only what JSON holds can be stored$"),
         ({"x": "\ud800"}, r"^metadata\['x'\] holds '\\ud800', which UTF-8 cannot encode$"),
         ({"n": 10**400}, r"^metadata\['n'\] is an integer outside the 64-bit range a store holds$"),
         ({"n": [{"m": -(2**63) - 1}]}, r"^metadata\['n'\]\[0\]\['m'\] is an integer outside the 64-bit range"),
-        ({"n": {2: 3}}, r"^metadata\['n'\] has the key 2; metadata keys are strings$"),
+        ({"n": {2: 3}}, r"^metadata\['n'\] has the key 2; JSON keys are strings$"),
         ({"n": {"m": {1}}}, r"^metadata\['n'\]\['m'\] holds a set"),
     ],
 )
 def test_bad_metadata_is_refused(bad, message):
     with pytest.raises(InvalidInputError, match=message):
         check_metadata(bad)
+
+
+def test_a_json_object_holds_any_integer_and_nests_as_deep_as_metadata():
+    deep: dict = {"leaf": 1}
+    for _ in range(MAX_DEPTH - 1):
+        deep = {"a": deep}
+    value = {"n": 2**64, "m": -(10**40), "t": (1, "x"), "deep": deep["a"]}
+    assert check_json_object(value, what="value") == {**value, "t": [1, "x"]}
+    assert check_json_object(deep, what="value") == deep  # MAX_DEPTH levels, the value the first
+    with pytest.raises(InvalidInputError, match=rf"^value(\['a'\]){{{MAX_DEPTH}}} nests deeper than {MAX_DEPTH}"):
+        check_json_object({"a": deep}, what="value")
+    with pytest.raises(InvalidInputError, match=r"^value\['x'\] is inf; JSON numbers are finite$"):
+        check_json_object({"x": float("inf")}, what="value")
+    with pytest.raises(InvalidInputError, match=r"^value must be a mapping with string keys, got list$"):
+        check_json_object([1], what="value")
 
 
 def test_a_bad_text_among_per_item_texts_is_named_by_its_argument():
