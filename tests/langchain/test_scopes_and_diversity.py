@@ -98,6 +98,9 @@ def test_mmr_of_a_text_sync_and_async_diversifies_and_keeps_to_its_scope_and_fil
         vector = BagOfWords().embed_query("python snake bites")
         by_vector = asyncio.run(ours.amax_marginal_relevance_search_by_vector(vector, k=3, fetch_k=6))
         assert [d.id for d in by_vector] == [d.id for d in ours.max_marginal_relevance_search_by_vector(vector, k=3)]
+        retriever = ours.as_retriever(search_type="mmr", search_kwargs={"k": 3, "fetch_k": 6})
+        assert [d.id for d in retriever.invoke("python snake bites")] == diverse
+        assert [d.id for d in asyncio.run(retriever.ainvoke("python snake bites"))] == diverse
         only_bob = ours.max_marginal_relevance_search("python snake", k=3, scope="user:bob")
         assert [d.id for d in only_bob] == ["other-scope"]
     finally:
