@@ -615,6 +615,14 @@ def test_a_refused_value_is_named_by_its_key_and_namespace_never_by_internals(st
     assert store.get(("a",), "k") is None
 
 
+def test_a_value_a_store_wrote_as_a_mapping_before_is_still_read(store):
+    store.put(("a",), "k", {"text": "new"})
+    record = store._memory.get(json.dumps([["a"], "k"]))
+    store._memory.update(record.id, metadata={**record.metadata, "value": {"text": "old", "n": 1}})
+    assert store.get(("a",), "k").value == {"text": "old", "n": 1}
+    assert [item.key for item in store.search(("a",), filter={"n": 1})] == ["k"]
+
+
 BAD_PUTS = [
     (("a.b",), "k", {"v": 1}, InvalidNamespaceError),
     (("",), "k", {"v": 1}, InvalidNamespaceError),
