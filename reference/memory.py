@@ -41,7 +41,7 @@ from .validation import (
     check_scope,
     check_text,
     check_texts,
-    unit_rows,
+    unit_vector,
 )
 
 DEFAULT_CONFIG = MemoryConfig()
@@ -177,7 +177,7 @@ class CellularMemory:
         scope = None if scope is None else check_scope(scope)
         new_text = None if text is None else check_text(text)
         new_metadata = None if metadata is None else check_metadata(metadata)
-        given = None if vector is None else unit_rows(vector, dim=self.dim)[0]
+        given = None if vector is None else unit_vector(vector, dim=self.dim, what="vector")
         return supersession.update(
             self._state, self._resident, self._clustering, cell_id, scope=scope, text=new_text,
             metadata=new_metadata, vector=given, encoder=self.encoder, clock=self.clock,

@@ -92,14 +92,17 @@ def check_interval(seconds: Any) -> float:
 
 
 def unit_vector(vector: Any, *, dim: int, what: str = "query vector") -> np.ndarray:
-    """One vector, L2-normalised: the fast path for a query (`kernels.rows.unit_vector`: its float64 sum of
-    squares is NaN, infinite or zero exactly when the vector is unusable); anything unusual goes through
-    `unit_rows`."""
+    """One vector (1-D, or one row), L2-normalised: the fast path for a query (`kernels.rows.unit_vector`: its
+    float64 sum of squares is NaN, infinite or zero exactly when the vector is unusable); anything unusual goes
+    through `unit_rows`. Several rows are refused, never cut to the first."""
     if isinstance(vector, np.ndarray) and vector.ndim == 1 and vector.shape[0] == dim and vector.dtype.char in "fd":
         unit, usable = row_kernels.unit_vector(vector)
         if usable:
             return unit
-    first: np.ndarray = unit_rows(vector, dim=dim, what=what)[0]
+    rows = unit_rows(vector, dim=dim, what=what)
+    if len(rows) != 1:
+        raise InvalidInputError(f"{what} must be one vector, got {len(rows)} rows (shape {rows.shape})")
+    first: np.ndarray = rows[0]
     return first
 
 
@@ -198,14 +201,19 @@ def check_free(ids: Sequence[str], taken: Mapping[str, Any]) -> None:
         raise InvalidInputError(f"ids already stored: {stored[:5]}; delete them first, or add with upsert=True")
 
 
+MAX_SCOPE_CHARS = 5_000
+"""The longest scope name: room for names built from what users type, percent-encoded (the MCP server's three
+owners of up to 128 characters, each character up to 12 once encoded)."""
+
+
 def check_scope(name: Any) -> str:
-    """A scope's name: a string of at most `MAX_EPISODE_CHARS` characters ("" is the default scope)."""
+    """A scope's name: a string of at most `MAX_SCOPE_CHARS` characters ("" is the default scope)."""
     if not isinstance(name, str):
         raise InvalidInputError(f"a scope is named by a str, got {type(name).__name__}")
+    if len(name) > MAX_SCOPE_CHARS:
+        raise InvalidInputError(f"scope has {len(name):,} characters, above the limit of {MAX_SCOPE_CHARS:,}")
     if name:
         check_text(name, what="scope")
-    if len(name) > MAX_EPISODE_CHARS:
-        raise InvalidInputError(f"a scope is named by at most {MAX_EPISODE_CHARS} characters")
     return name
 
 
@@ -239,36 +247,47 @@ def check_metadata(value: Any) -> dict[str, Any]:
     is what the store gives back and no caller's object is shared with a cell."""
     if not isinstance(value, Mapping):
         raise InvalidInputError(f"metadata must be a mapping with string keys, got {type(value).__name__}")
-    stored: dict[str, Any] = _stored(value, "metadata", 0)
+    stored: dict[str, Any] = _stored(value, "metadata", 0, INT_RANGE)
     return stored
 
 
-def _stored(value: Any, where: str, depth: int) -> Any:
-    """`value` copied as JSON holds it (`check_metadata`); `where` names it in an error."""
+def check_json_object(value: Any, *, what: str) -> dict[str, Any]:
+    """A mapping as JSON text holds it, copied: string keys; strings, finite floats, integers of any size,
+    booleans, None; lists for tuples; at most `MAX_DEPTH` levels deep (`value` itself is the first). `what`
+    names it in an error (a LangGraph item's value: "value['n']")."""
+    if not isinstance(value, Mapping):
+        raise InvalidInputError(f"{what} must be a mapping with string keys, got {type(value).__name__}")
+    stored: dict[str, Any] = _stored(value, what, 0, None)
+    return stored
+
+
+def _stored(value: Any, where: str, depth: int, integers: tuple[int, int] | None) -> Any:
+    """`value` copied as JSON holds it (`check_metadata`); `where` names it in an error; `integers`: the range
+    an integer must be in (None: any)."""
     if value is None or isinstance(value, bool):
         return value
     if isinstance(value, str):
         check_encodable(value, what=where)
         return value
     if isinstance(value, int):
-        if not INT_RANGE[0] <= value <= INT_RANGE[1]:
+        if integers is not None and not integers[0] <= value <= integers[1]:
             raise InvalidInputError(f"{where} is an integer outside the 64-bit range a store holds")
         return int(value)
     if isinstance(value, float):
         if not math.isfinite(value):
-            raise InvalidInputError(f"{where} is {value!r}; metadata numbers must be finite")
+            raise InvalidInputError(f"{where} is {value!r}; JSON numbers are finite")
         return float(value)
     if depth >= MAX_DEPTH:
         raise InvalidInputError(f"{where} nests deeper than {MAX_DEPTH} levels")
     if isinstance(value, Mapping):
         for key in value:
             if not isinstance(key, str):
-                raise InvalidInputError(f"{where} has the key {key!r}; metadata keys are strings")
+                raise InvalidInputError(f"{where} has the key {key!r}; JSON keys are strings")
             check_encodable(key, what=f"a key of {where}")
-        return {key: _stored(item, f"{where}[{key!r}]", depth + 1) for key, item in value.items()}
+        return {key: _stored(item, f"{where}[{key!r}]", depth + 1, integers) for key, item in value.items()}
     if isinstance(value, list | tuple):
-        return [_stored(item, f"{where}[{i}]", depth + 1) for i, item in enumerate(value)]
-    raise InvalidInputError(f"{where} holds a {type(value).__name__}; metadata holds only what JSON can")
+        return [_stored(item, f"{where}[{i}]", depth + 1, integers) for i, item in enumerate(value)]
+    raise InvalidInputError(f"{where} holds a {type(value).__name__}; only what JSON holds can be stored")
 
 
 LATEST_TIMESTAMP = 253_402_300_799.0

@@ -8,7 +8,9 @@ Agents built on LangChain or LangGraph use it as they use Chroma's integration:
 
 Documents added under ids the store holds replace them (an upsert, as the standard suite expects), within
 their scope: an id held in another scope is refused (`InvalidInputError`), never replaced; deleting ids it does
-not hold is no error. Keyword arguments reach the engine: `scope=` (whose memory: a user, an
+not hold is no error, nor is deleting with `scope=` ids another scope holds (they stay, answered as unknown ids
+are). `max_marginal_relevance_search` diversifies the best `fetch_k` with LangChain's own MMR over the stored
+vectors. Keyword arguments reach the engine: `scope=` (whose memory: a user, an
 agent, a run) for adds, searches and deletes, `filter=` (Chroma's `where` syntax over metadata), `since=` /
 `until=` (timestamps) for searches, `episode=` for adds; other keyword arguments of the constructor are
 `MemoryConfig` fields. The memory is opened on the first call that has an embedding in hand (its dimension
@@ -26,12 +28,14 @@ import numpy as np
 from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 from langchain_core.vectorstores import VectorStore
+from langchain_core.vectorstores.utils import maximal_marginal_relevance
 
 from ..cells import new_ids
 from ..config import MemoryConfig
 from ..errors import InvalidInputError
 from ..hit import Hit
 from ..memory import CellularMemory
+from ..validation import check_k
 
 
 class _EmbeddingsEncoder:
@@ -88,13 +92,19 @@ class CellularVectorStore(VectorStore):
         )
 
     def delete(self, ids: list[str] | None = None, *, scope: str | None = None, **kwargs: Any) -> bool | None:
-        """Delete these ids (ids the store does not hold are skipped); with no ids, every document (of
-        `scope`, when given). Returns True."""
+        """Delete these ids (ids the store does not hold are skipped, and with `scope` so are ids another scope
+        holds: they are answered as unknown ones are); with no ids, every document (of `scope`, when given).
+        Returns True."""
         _no_other(kwargs)
         memory = self._existing()
         if memory is None:
             return True
-        wanted = memory.ids(scope=scope) if ids is None else [i for i in dict.fromkeys(_id_list(ids)) if i in memory]
+        if ids is None:
+            wanted = memory.ids(scope=scope)
+        else:
+            asked = list(dict.fromkeys(_id_list(ids)))
+            held = memory.get_many(asked) if asked else []
+            wanted = [record.id for record in held if scope is None or record.scope == scope]
         if wanted:
             memory.delete(wanted, scope=scope)
         return True
@@ -117,6 +127,42 @@ class CellularVectorStore(VectorStore):
 
     def similarity_search_by_vector(self, embedding: list[float], k: int = 4, **kwargs: Any) -> list[Document]:
         return [document for document, _ in self._search(None, embedding, k, **kwargs)]
+
+    def max_marginal_relevance_search(
+        self, query: str, k: int = 4, fetch_k: int = 20, lambda_mult: float = 0.5, **kwargs: Any
+    ) -> list[Document]:
+        """k documents relevant to a text and unlike each other: the best `fetch_k` (hybrid: its embedding and its
+        words), then chosen by maximal marginal relevance over their vectors (`lambda_mult` 1: relevance only,
+        0: diversity only). The async version is LangChain's, on a worker thread."""
+        vector = self._embedding.embed_query(query)
+        return self._diverse(query, vector, k, fetch_k, lambda_mult, **kwargs)
+
+    def max_marginal_relevance_search_by_vector(
+        self, embedding: list[float], k: int = 4, fetch_k: int = 20, lambda_mult: float = 0.5, **kwargs: Any
+    ) -> list[Document]:
+        """`max_marginal_relevance_search` for an embedding."""
+        return self._diverse(None, embedding, k, fetch_k, lambda_mult, **kwargs)
+
+    def _diverse(
+        self, query: str | None, vector: Sequence[float], k: int, fetch_k: int, lambda_mult: float, **kwargs: Any
+    ) -> list[Document]:
+        """LangChain's `maximal_marginal_relevance` over the stored vectors of the best `fetch_k` documents."""
+        check_k(k)
+        if isinstance(fetch_k, bool) or not isinstance(fetch_k, int) or fetch_k < 1:
+            raise InvalidInputError(f"fetch_k must be a positive integer, got {fetch_k!r}")
+        if isinstance(lambda_mult, bool) or not isinstance(lambda_mult, int | float) or not 0 <= lambda_mult <= 1:
+            raise InvalidInputError(f"lambda_mult must be a number in [0, 1], got {lambda_mult!r}")
+        fetched = [document for document, _ in self._search(query, vector, max(k, fetch_k), **kwargs)]
+        memory = self._open(len(vector))
+        vectors = {record.id: record.vector for record in memory.get_many([str(d.id) for d in fetched])}
+        fetched = [document for document in fetched if document.id in vectors]  # one deleted meanwhile is skipped
+        chosen = maximal_marginal_relevance(
+            np.asarray(vector, dtype=np.float32),
+            [vectors[str(d.id)].tolist() for d in fetched],
+            lambda_mult=lambda_mult,
+            k=k,
+        )
+        return [fetched[i] for i in chosen]
 
     def _search(
         self,

@@ -6,8 +6,10 @@
     graph = builder.compile(store=store)   # nodes take `store: BaseStore`, or call `langgraph.config.get_store()`
 
 `path=None` keeps the memory in this process; `path="dir"` is an embedded store, persisted. A namespace is an
-engine scope; an item is a cell whose id names its namespace and key, holding the value whole (JSON's types:
-tuples come back as lists), its `created_at` (kept when the key is written again) and its `updated_at`.
+engine scope; an item is a cell whose id names its namespace and key, holding the value whole as JSON text
+(JSON's types: integers of any size, tuples come back as lists, at most `MAX_DEPTH` levels with the value the
+first), its `created_at` (kept when the key is written again) and its `updated_at`. A refused value is named by
+its key and namespace and the path inside it (`value['a'][0]`); keys of any length are held.
 
 As in LangGraph's `InMemoryStore`, the reads of a batch see the store as it was before the batch's writes, and
 of several puts of one key in a batch the last wins. `index=` (`dims`; `embed`: an `Embeddings`, a function or
@@ -16,7 +18,8 @@ a provider string; `fields`: JSON paths, by default the whole value) embeds thos
 the key again replaces them. A search with a query ranks the items by the cosine of their best vector (the
 engine's vector search), then the items without vectors (score None). Without a query, or without an index, a
 search returns the items most recently updated first (the order of LangGraph's SQLite store). `filter=` matches
-value fields as `InMemoryStore` does (equality, nested mappings and lists, `$eq $ne $gt $gte $lt $lte`); a range
+value fields as `InMemoryStore` does (equality, nested mappings and lists, `$eq $ne $gt $gte $lt $lte`; a key of
+the filter names a field even when it starts with `$`: `{"$and": ...}` is the field "$and", not a conjunction); a range
 takes a number and never matches a value that is not one, where `InMemoryStore` raises. `list_namespaces` lists
 the namespaces that hold items. Other keyword arguments of the constructor are `MemoryConfig` fields. Calls
 from several threads are safe; TTLs are not supported.
@@ -59,7 +62,7 @@ from ..config import MemoryConfig
 from ..encoders import Encoder
 from ..errors import DimensionMismatchError, InvalidInputError
 from ..memory import CellularMemory
-from ..validation import MAX_EPISODE_CHARS, check_metadata, check_text
+from ..validation import MAX_EPISODE_CHARS, MAX_TEXT_CHARS, check_json_object, check_text
 from .langchain import _EmbeddingsEncoder
 
 Namespace = tuple[str, ...]
@@ -154,9 +157,9 @@ class CellularStore(BaseStore):
         if op.value is None:
             return _Put(op.namespace, op.key, None, [])
         try:
-            value = check_metadata(op.value)
+            value = check_json_object(op.value, what="value")
         except InvalidInputError as error:
-            raise InvalidInputError(f"the value of {op.key!r} in {op.namespace}: {error}") from None
+            raise InvalidInputError(f"the value of key {op.key!r:.80} in namespace {op.namespace}: {error}") from None
         return _Put(op.namespace, op.key, value, self._texts(value, op.index))
 
     def _texts(self, value: dict[str, Any], index: Any) -> list[str]:
@@ -230,7 +233,7 @@ class CellularStore(BaseStore):
         ids = self._item_ids(op.namespace_prefix)
         records = None
         if op.filter:
-            records = [r for r in self._records(ids).values() if _matches(r.metadata["value"], op.filter)]
+            records = [r for r in self._records(ids).values() if _matches(_value(r), op.filter)]
             ids = [r.id for r in records]
         restricted = bool(op.namespace_prefix or op.filter)
         found = [] if vector is None else self._ranked(vector, ids, need, restricted=restricted)
@@ -301,8 +304,8 @@ class _Cells:
         embedded = [(text, vector) for text in put.texts if (vector := vectors.get(text)) is not None]
         created = now if before is None else _times(before)[0]
         first_text, first_vector = embedded[0] if embedded else (item, self.placeholder)
-        record = {"item": item, "slot": 0, "indexed": bool(embedded), "vectors": len(embedded), "value": put.value,
-                  "times": [_iso(created), _iso(now)]}  # fmt: skip
+        record = {"item": item, "slot": 0, "indexed": bool(embedded), "vectors": len(embedded),
+                  "value": json.dumps(put.value, ensure_ascii=False), "times": [_iso(created), _iso(now)]}  # fmt: skip
         self._cell(item, _cell_text(first_text, item), first_vector, record, put.namespace)
         for slot, (text, vector) in enumerate(embedded[1:], start=1):
             metadata = {"item": item, "slot": slot, "indexed": True}
@@ -361,7 +364,15 @@ def _search_item(record: CellRecord, score: float | None) -> SearchItem:
     parsed = _parsed(record.id)
     assert parsed is not None, record.id
     created, updated = _times(record)
-    return SearchItem(parsed[0], parsed[1], record.metadata["value"], created, updated, score)
+    return SearchItem(parsed[0], parsed[1], _value(record), created, updated, score)
+
+
+def _value(record: CellRecord) -> dict[str, Any]:
+    """An item's value: JSON text in its first cell (integers of any size, nesting the engine's metadata would
+    refuse); a mapping in a store written before."""
+    held = record.metadata["value"]
+    value: dict[str, Any] = json.loads(held) if isinstance(held, str) else held
+    return value
 
 
 def _times(record: CellRecord) -> tuple[datetime, datetime]:
@@ -379,13 +390,14 @@ def _newest_first(records: Iterable[CellRecord]) -> list[CellRecord]:
     return sorted(by_name, key=lambda r: _times(r)[1], reverse=True)
 
 
-def _cell_text(text: str, fallback: str) -> str:
-    """A text as a cell holds it; one the engine refuses (blank, a NUL, too long) is stood in for by `fallback`
-    (the value holds the text, the vector is its embedding)."""
+def _cell_text(text: str, item: str) -> str:
+    """A text as a cell holds it; one the engine refuses (blank, a NUL, too long) is stood in for by the item's id
+    (the value holds the text, the vector is its embedding), cut to a text's length: the id is JSON, escaped to
+    ASCII, so any cut of it is a text."""
     try:
         return check_text(text)
     except InvalidInputError:
-        return fallback
+        return item[:MAX_TEXT_CHARS]
 
 
 # ---- index configuration and embeddings --------------------------------------------------
@@ -566,8 +578,8 @@ def _check_filter(filter: Any) -> None:
     if not isinstance(filter, Mapping):
         raise InvalidInputError(f"filter must be a mapping of value fields to conditions, got {type(filter).__name__}")
     for key, wanted in filter.items():
-        if not isinstance(key, str) or key.startswith("$"):
-            raise InvalidInputError(f"filter keys name value fields ($and / $or are not supported), got {key!r}")
+        if not isinstance(key, str):
+            raise InvalidInputError(f"filter keys name value fields (strings), got {key!r}")
         _check_condition(key, wanted)
 
 

@@ -27,10 +27,10 @@ ENV = {**os.environ, "HF_HUB_OFFLINE": "1", "ANONYMIZED_TELEMETRY": "False"}
 class HttpMemoryServer:
     """`magbench serve --http` on its own port, with the given extra arguments."""
 
-    def __init__(self, *args: str) -> None:
-        self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}/mcp"
-        self.command = [*SERVE, "--http", "--port", str(self.port), *args]
+    def __init__(self, *args: str, host: str = "127.0.0.1") -> None:
+        self.host, self.port = host, free_port()
+        self.url = f"http://{host}:{self.port}/mcp"
+        self.command = [*SERVE, "--http", "--host", host, "--port", str(self.port), *args]
         self.process: subprocess.Popen[bytes] | None = None
 
     def start(self, timeout: float = 60.0) -> HttpMemoryServer:
@@ -40,7 +40,7 @@ class HttpMemoryServer:
             if self.process.poll() is not None:
                 raise RuntimeError(f"magbench serve exited with {self.process.returncode}: {self.stderr()}")
             try:
-                socket.create_connection(("127.0.0.1", self.port), timeout=0.5).close()
+                socket.create_connection((self.host, self.port), timeout=0.5).close()
                 return self
             except OSError:
                 time.sleep(0.1)
@@ -71,8 +71,10 @@ class HttpMemoryServer:
 
 
 @asynccontextmanager
-async def http_client(url: str, token: str | None = None) -> AsyncIterator[Client]:
-    headers = {} if token is None else {"Authorization": f"Bearer {token}"}
+async def http_client(
+    url: str, token: str | None = None, headers: dict[str, str] | None = None
+) -> AsyncIterator[Client]:
+    headers = {**(headers or {}), **({} if token is None else {"Authorization": f"Bearer {token}"})}
     async with (
         create_mcp_http_client(headers=headers) as http,
         Client(streamable_http_client(url, http_client=http), read_timeout_seconds=60) as client,

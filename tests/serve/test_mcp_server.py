@@ -13,9 +13,20 @@ import pytest
 
 pytest.importorskip("mcp", reason="the serve extra: pip install 'magnetic-bench[serve]'")
 
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.transport_security import TransportSecurityMiddleware
+from starlette.requests import Request
+
 from reference import CellularMemory
 from reference.encoders import MockEncoder
-from reference.integrations.mcp_server import DATA_NOT_INSTRUCTIONS, scope_name
+from reference.errors import InvalidInputError
+from reference.integrations.mcp_server import (
+    DATA_NOT_INSTRUCTIONS,
+    MAX_OWNER_CHARS,
+    Grants,
+    scope_name,
+    transport_security,
+)
 from tests.serve.mcp_servers import (
     ENV,
     SERVE,
@@ -98,6 +109,7 @@ BAD_CALLS = [
     ("add_memory", {"content": "x", "metadata": "topic"}, "metadata"),
     ("add_memory", {"content": "x", "user_id": ""}, "user_id"),
     ("add_memory", {"content": "x", "user_id": 7}, "user_id"),
+    ("add_memory", {"content": "x", "run_id": "r" * 129}, "run_id has 129 characters"),
     ("search_memories", {"query": "tea", "k": 0}, "k"),
     ("search_memories", {"query": "tea", "k": 101}, "k"),
     ("search_memories", {"query": "tea", "k": "ten"}, "k"),
@@ -170,6 +182,92 @@ def test_a_token_reaches_only_the_scopes_it_is_bound_to(tmp_path):
             assert answer.status_code == 401
 
 
+def test_a_loopback_server_in_any_form_serves_no_other_host_or_origin(tmp_path):
+    """A web page whose name resolves to 127.0.0.2 (DNS rebinding) reaches a server bound there without tokens
+    unless the Host and Origin are checked against the bind address."""
+    with HttpMemoryServer("--db", str(tmp_path / "memory"), host="127.0.0.2") as server:
+        for evil, status in (({"Host": "evil.example"}, 421), ({"Origin": "http://evil.example"}, 403)):
+            answer = httpx.post(server.url, headers=evil, json=INITIALIZE, timeout=30)
+            assert answer.status_code == status, (evil, answer.status_code, answer.text)
+
+        async def session() -> None:
+            for evil in ({"Host": "evil.example"}, {"Origin": "http://evil.example"}):
+                with pytest.raises(Exception):  # noqa: B017 - the client reports the refusal its own way
+                    async with http_client(server.url, headers=evil) as client:
+                        await call(client, "add_memory", content="planted by a web page")
+            async with http_client(server.url, headers={"Origin": f"http://127.0.0.2:{server.port}"}) as client:
+                await call(client, "add_memory", content="the owner's note")
+                listed = await call(client, "list_memories")
+                assert [m["content"] for m in listed["memories"]] == ["the owner's note"]
+
+        asyncio.run(session())
+
+
+INITIALIZE = {
+    "jsonrpc": "2.0", "id": 1, "method": "initialize",
+    "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "page", "version": "1"}},
+}  # fmt: skip
+
+
+def guarded(host: str, headers: dict[str, str]) -> int | None:
+    """The status the DNS-rebinding guard of a server bound to `host` answers a GET with (None: let through)."""
+    scope = {"type": "http", "method": "GET", "path": "/mcp", "headers": [
+        (key.lower().encode(), value.encode()) for key, value in headers.items()
+    ]}  # fmt: skip
+    answer = asyncio.run(TransportSecurityMiddleware(transport_security(host)).validate_request(Request(scope)))
+    return None if answer is None else answer.status_code
+
+
+@pytest.mark.parametrize(
+    ("host", "own"),
+    [
+        ("127.0.0.2", "127.0.0.2:8765"),
+        ("127.255.255.254", "127.255.255.254:8765"),
+        ("0:0:0:0:0:0:0:1", "[0:0:0:0:0:0:0:1]:8765"),
+        ("0:0:0:0:0:0:0:1", "[::1]:8765"),
+        ("::1", "[::1]:8765"),
+        ("127.0.0.1", "127.0.0.1"),
+        ("localhost", "localhost:8765"),
+    ],
+)
+def test_the_rebinding_guard_follows_the_bind_address(host, own):
+    assert guarded(host, {"Host": own}) is None
+    assert guarded(host, {"Host": own, "Origin": f"http://{own}"}) is None
+    assert guarded(host, {"Host": "evil.example"}) == 421
+    assert guarded(host, {"Host": "evil.example:8765"}) == 421
+    assert guarded(host, {"Host": own, "Origin": "http://evil.example"}) == 403
+
+
+@pytest.mark.parametrize(
+    ("token", "reason"),
+    [
+        (" spaced-token ", "holds ' ' (character 1)"),
+        ("tökén", "holds 'ö' (character 2)"),
+        ("tok en", "' ' (character 4)"),
+        ("", "empty"),
+    ],
+)
+def test_a_token_no_client_can_send_is_refused_at_load(token, reason, tmp_path):
+    path = write_tokens(tmp_path / "tokens.json", {"good-token": [{}], token: [{"user_id": "alice"}]})
+    with pytest.raises(InvalidInputError, match="token 2 ") as refused_load:
+        Grants.load(path)
+    assert reason in str(refused_load.value) and (not token.strip() or token.strip() not in str(refused_load.value))
+
+
+def test_a_padded_token_loads_and_authenticates(tmp_path):
+    tokens = write_tokens(tmp_path / "tokens.json", {"Zm9v+/_~.-bar==": [{"user_id": "alice"}]})
+    assert Grants.load(tokens).allows("Zm9v+/_~.-bar==", {"user_id": "alice"})
+    with HttpMemoryServer("--tokens", str(tokens)) as server:
+
+        async def session() -> None:
+            async with http_client(server.url, "Zm9v+/_~.-bar==") as alice:
+                written = await call(alice, "add_memory", content="Alice's note", user_id="alice")
+                assert written["scope"] == "user:alice"
+                assert "may not use" in await refused(alice, "list_memories", user_id="bob")
+
+        asyncio.run(session())
+
+
 @pytest.mark.parametrize(
     ("arguments", "message"),
     [
@@ -197,6 +295,30 @@ def test_scope_names_are_unambiguous():
     }
     assert len(names) == 5  # only {} and the default user's own name are one scope
     assert scope_name({"user_id": "alice", "run_id": "7"}, "default") == "user:alice/run:7"
+
+
+@pytest.mark.parametrize(
+    "owners",
+    [
+        {"user_id": "東京都千代田区の山田太郎さんの個人的な記憶です"},  # 23 CJK characters
+        {"user_id": "é" * 60},
+        {"user_id": "u" * 68, "agent_id": "a" * 68, "run_id": "r" * 68},  # 204 characters typed
+        {"user_id": "😀" * MAX_OWNER_CHARS, "agent_id": "😀" * MAX_OWNER_CHARS, "run_id": "😀" * MAX_OWNER_CHARS},
+    ],
+)
+def test_an_owner_within_the_typed_limit_has_a_scope_whatever_its_encoding(owners):
+    name = scope_name(owners, "default")
+    with CellularMemory(encoder=MockEncoder()) as memory:
+        [written] = memory.add("a note", scope=name)
+        assert memory.ids(scope=name) == [written]
+
+
+@pytest.mark.parametrize("key", ["user_id", "agent_id", "run_id"])
+def test_an_owner_over_the_limit_is_refused_by_its_name(key):
+    with pytest.raises(ToolError, match=rf"^{key} has 129 characters, above the limit of {MAX_OWNER_CHARS}$"):
+        scope_name({"user_id": "alice", key: "é" * (MAX_OWNER_CHARS + 1)}, "default")
+    with pytest.raises(ToolError, match=rf"^{key} holds '\\ud800', which UTF-8 cannot encode$"):
+        scope_name({key: "x\ud800"}, "default")
 
 
 CLIENTS, CALLS = 8, 200

@@ -141,7 +141,7 @@ def test_deleting_ids_of_another_scope_deletes_nothing(mock_encoder):
         assert len(memory) == 2
 
 
-@pytest.mark.parametrize("scope", [3, "x" * 201, "bad\x00name", b"bytes", ["a", "b"]])
+@pytest.mark.parametrize("scope", [3, "x" * 5_001, "bad\x00name", b"bytes", ["a", "b"]])
 def test_a_bad_scope_is_refused_and_writes_nothing(mock_encoder, scope):
     with CellularMemory(encoder=mock_encoder) as memory:
         with pytest.raises(InvalidInputError):

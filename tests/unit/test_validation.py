@@ -4,15 +4,19 @@ from datetime import UTC, datetime
 import numpy as np
 import pytest
 
+from reference import CellularMemory
 from reference.errors import DimensionMismatchError, InvalidInputError
 from reference.validation import (
+    MAX_DEPTH,
     MAX_EPISODE_CHARS,
     MAX_INTERVAL_S,
+    MAX_SCOPE_CHARS,
     MAX_TEXT_CHARS,
     check_episode,
     check_ids,
     check_importance,
     check_interval,
+    check_json_object,
     check_k,
     check_metadata,
     check_new_ids,
@@ -108,20 +112,35 @@ def test_bad_importance_is_refused(bad):
 @pytest.mark.parametrize(
     ("bad", "message"),
     [
-        ({1: "x"}, "^metadata has the key 1; metadata keys are strings$"),
+        ({1: "x"}, "^metadata has the key 1; JSON keys are strings$"),
         (["x"], "^metadata must be a mapping with string keys, got list$"),
-        ({"x": float("nan")}, r"^metadata\['x'\] is nan; metadata numbers must be finite$"),
-        ({"x": object()}, r"^metadata\['x'\] holds a object; metadata holds only what JSON can$"),
+        ({"x": float("nan")}, r"^metadata\['x'\] is nan; JSON numbers are finite$"),
+        ({"x": object()}, r"^metadata\['x'\] holds a object; only what JSON holds can be stored$"),
         ({"x": "\ud800"}, r"^metadata\['x'\] holds '\\ud800', which UTF-8 cannot encode$"),
         ({"n": 10**400}, r"^metadata\['n'\] is an integer outside the 64-bit range a store holds$"),
         ({"n": [{"m": -(2**63) - 1}]}, r"^metadata\['n'\]\[0\]\['m'\] is an integer outside the 64-bit range"),
-        ({"n": {2: 3}}, r"^metadata\['n'\] has the key 2; metadata keys are strings$"),
+        ({"n": {2: 3}}, r"^metadata\['n'\] has the key 2; JSON keys are strings$"),
         ({"n": {"m": {1}}}, r"^metadata\['n'\]\['m'\] holds a set"),
     ],
 )
 def test_bad_metadata_is_refused(bad, message):
     with pytest.raises(InvalidInputError, match=message):
         check_metadata(bad)
+
+
+def test_a_json_object_holds_any_integer_and_nests_as_deep_as_metadata():
+    deep: dict = {"leaf": 1}
+    for _ in range(MAX_DEPTH - 1):
+        deep = {"a": deep}
+    value = {"n": 2**64, "m": -(10**40), "t": (1, "x"), "deep": deep["a"]}
+    assert check_json_object(value, what="value") == {**value, "t": [1, "x"]}
+    assert check_json_object(deep, what="value") == deep  # MAX_DEPTH levels, the value the first
+    with pytest.raises(InvalidInputError, match=rf"^value(\['a'\]){{{MAX_DEPTH}}} nests deeper than {MAX_DEPTH}"):
+        check_json_object({"a": deep}, what="value")
+    with pytest.raises(InvalidInputError, match=r"^value\['x'\] is inf; JSON numbers are finite$"):
+        check_json_object({"x": float("inf")}, what="value")
+    with pytest.raises(InvalidInputError, match=r"^value must be a mapping with string keys, got list$"):
+        check_json_object([1], what="value")
 
 
 def test_a_bad_text_among_per_item_texts_is_named_by_its_argument():
@@ -180,11 +199,24 @@ def test_a_query_vector_comes_back_as_a_float32_unit_vector(vector):
         (np.array([1.0, np.nan], np.float32), InvalidInputError, r"^query vector\[0\] contains NaN or infinity$"),
         (np.zeros((0, 2)), InvalidInputError, r"^query vector must be a non-empty 2-D array, got shape \(0, 2\)$"),
         (["a", "b"], InvalidInputError, r"^query vector must be numeric arrays of one length"),
+        (np.eye(2), InvalidInputError, r"^query vector must be one vector, got 2 rows \(shape \(2, 2\)\)$"),
+        ([[3.0, 4.0], [1.0, 0.0]], InvalidInputError, r"^query vector must be one vector, got 2 rows"),
     ],
 )
 def test_a_bad_query_vector_is_refused_with_what_is_wrong(bad, error, message):
     with pytest.raises(error, match=message):
         unit_vector(bad, dim=2)
+
+
+def test_an_update_with_several_rows_for_one_vector_is_refused_and_changes_nothing(mock_encoder):
+    with CellularMemory(encoder=mock_encoder) as memory:
+        [cell] = memory.add("Alice lives in Lisbon")
+        before = memory.get(cell).vector.copy()
+        rows = np.stack([mock_encoder.encode(["something else"])[0], before])
+        with pytest.raises(InvalidInputError, match=r"^vector must be one vector, got 2 rows"):
+            memory.update(cell, vector=rows)
+        np.testing.assert_array_equal(memory.get(cell).vector, before)
+        assert memory.update(cell, vector=rows[:1]).vector.shape == before.shape  # one row is one vector
 
 
 def test_rows_are_checked_one_by_one_and_named_by_position():
@@ -231,11 +263,11 @@ def test_texts_and_ids_are_named_by_position_and_checked_whole():
 
 def test_a_scope_is_a_bounded_string_and_the_empty_scope_is_the_default():
     assert check_scope("") == "" and check_scope("user:alice") == "user:alice"
-    assert check_scope("s" * MAX_EPISODE_CHARS) == "s" * MAX_EPISODE_CHARS
+    assert check_scope("s" * MAX_SCOPE_CHARS) == "s" * MAX_SCOPE_CHARS
     with pytest.raises(InvalidInputError, match=r"^a scope is named by a str, got int$"):
         check_scope(3)
-    with pytest.raises(InvalidInputError, match=rf"^a scope is named by at most {MAX_EPISODE_CHARS} characters$"):
-        check_scope("s" * (MAX_EPISODE_CHARS + 1))
+    with pytest.raises(InvalidInputError, match=r"^scope has 5,001 characters, above the limit of 5,000$"):
+        check_scope("s" * (MAX_SCOPE_CHARS + 1))
     with pytest.raises(InvalidInputError, match=r"^scope is empty or only whitespace"):
         check_scope("  ")
 
