@@ -70,7 +70,7 @@ class Corrected:
 def load_errata(path: Path) -> list[Correction]:
     """The corrections of an `errors.json`-format file: a JSON list (or an object with an `errors` list) of objects
     with `question_id` and `correct_answer` and/or `correct_evidence`."""
-    items = _json_list(path, "errors")
+    items = json_list(read_json(path), path, "errors")
     corrections = []
     for number, item in enumerate(items):
         where = f"{path} correction {number}"
@@ -197,17 +197,20 @@ def _same(a: str, b: str) -> bool:
     return " ".join(a.lower().split()) == " ".join(b.lower().split())
 
 
-def _json_list(path: Path, key: str) -> list[Any]:
-    """A JSON file's list: the file is the list, or an object holding it under `key`."""
+def read_json(path: Path) -> Any:
+    """A corrections or answers file's JSON; an unreadable file is an `ErrataError`."""
     try:
-        data = json.loads(path.read_bytes())
+        return json.loads(path.read_bytes())
     except json.JSONDecodeError as error:
         raise ErrataError(f"{path}: not JSON ({error})") from None
     except OSError as error:
         raise ErrataError(f"{path}: cannot be read ({error.strerror})") from None
+
+
+def json_list(data: Any, path: Path, key: str) -> list[Any]:
+    """A file's list: the file is the list, or an object holding it under `key`."""
     if isinstance(data, Mapping) and isinstance(data.get(key), list):
         data = data[key]
     if not isinstance(data, list):
         raise ErrataError(f"{path}: expected a JSON list (or an object with a '{key}' list)")
     return data
-
