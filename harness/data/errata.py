@@ -149,11 +149,19 @@ def match_ids(questions: Sequence[LocomoQuestion], wanted: Mapping[str, str | No
         candidates[question_id] = found
         if len(found) == 1:
             holds[position].add(found[0].conversation)
+    claimed: dict[str, set[int]] = defaultdict(set)
     for position, conversations in holds.items():
         if len(conversations) > 1:
             raise ErrataError(
                 f"{what}: the ids of conversation {position} (locomo_{position}_qa…) match questions of several "
                 f"conversations ({', '.join(sorted(conversations))}): give the file they were written for"
+            )
+        claimed[next(iter(conversations))].add(position)
+    for conversation, positions in claimed.items():
+        if len(positions) > 1:
+            raise ErrataError(
+                f"{what}: ids of conversations {', '.join(map(str, sorted(positions)))} all match questions of "
+                f"{conversation}: they cannot all be its corrections"
             )
     found_ids: dict[str, LocomoQuestion] = {}
     not_loaded, refused = [], []

@@ -72,10 +72,11 @@ def answers(context: RunContext) -> list[AnswerRow]:
     assert context.dataset is not None
     questions = locomo_questions(context.dataset)
     keys = {ORIGINAL: questions}
-    changed = 0
+    changed: list[str] = []
     if context.errata is not None:
         corrected = apply_errata(questions, load_errata(context.errata))
-        keys[CORRECTED], changed = corrected.questions, corrected.changed
+        keys[CORRECTED] = corrected.questions
+        changed = [new.id for new, old in zip(corrected.questions, questions) if new != old]
         context.dataset_info["corrections"] = f"{corrected.changed} questions changed by {context.errata}"
     sets = {name: load_answers(path, questions) for name, path in options.files}
     if options.reader:
@@ -91,7 +92,7 @@ def answers(context: RunContext) -> list[AnswerRow]:
         for key, key_questions in keys.items():
             answered = [q for q in key_questions if q.id in given]
             scored = [_scored(q, given[q.id]) for q in answered]
-            common = {"claimed": options.claims.get(name), "changed": changed if key == CORRECTED else 0}
+            common = {"claimed": options.claims.get(name), "changed": changed if key == CORRECTED else []}
             rows.append(AnswerRow(name, key, scored, **common))
             for judge in judges:
                 judged = [_scored(q, given[q.id], judge.judge(q.question, q.answer, given[q.id])) for q in answered]

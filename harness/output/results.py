@@ -174,8 +174,8 @@ class AnswerRow:
     """The judge accepts more known-wrong answers than the limit (`answer_judge.LENIENCY_LIMIT`)."""
     claimed: float | None = None
     """A published accuracy of this system, to be checked against the judged one."""
-    changed: int = 0
-    """Questions the corrections changed (the corrected key)."""
+    changed: list[str] = field(default_factory=list)
+    """The ids of the questions the corrections changed (the corrected key)."""
 
 
 @dataclass(frozen=True)

@@ -32,8 +32,8 @@ def answers(results: RunResults) -> list[Table]:
             "F1: token F1 of Porter stems after LoCoMo's normalisation (multi-hop: comma-separated parts, each gold "
             "part scored by its best answer part); BLEU-1: clipped unigram precision × brevity penalty; EM: the same "
             "set of normalised tokens. Adversarial questions score 1 when the answer says 'no information available' "
-            "or 'not mentioned'. `corrected`: the key with the corrections of --errata; `changed`: questions they "
-            "changed.",
+            "or 'not mentioned'. `corrected`: the key with the corrections of --errata; `changed`: the questions of the row "
+            "they changed.",
             (
                 SET,
                 KEY,
@@ -135,7 +135,7 @@ def _plain(row: AnswerRow, subset: str, chosen: list[ScoredAnswer]) -> dict[str,
         "f1": means["f1"],
         "bleu-1": means["bleu1"],
         "em": means["exact"],
-        "changed": row.changed if row.key == "corrected" else None,
+        "changed": len(set(row.changed) & {a.question_id for a in chosen}) if row.key == "corrected" else None,
     }
 
 
