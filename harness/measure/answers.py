@@ -92,13 +92,13 @@ def answers(context: RunContext) -> list[AnswerRow]:
         for key, key_questions in keys.items():
             answered = [q for q in key_questions if q.id in given]
             scored = [_scored(q, given[q.id]) for q in answered]
-            common = {"claimed": options.claims.get(name), "changed": changed if key == CORRECTED else []}
-            rows.append(AnswerRow(name, key, scored, **common))
+            claimed, changes = options.claims.get(name), changed if key == CORRECTED else []
+            rows.append(AnswerRow(name, key, scored, claimed=claimed, changed=changes))
             for judge in judges:
                 judged = [_scored(q, given[q.id], judge.judge(q.question, q.answer, given[q.id])) for q in answered]
                 shares = measured[judge.name]
                 lenient = any(accepted > LENIENCY_LIMIT * total for accepted, total in shares.values())
-                rows.append(AnswerRow(name, key, judged, judge.name, shares, lenient, **common))
+                rows.append(AnswerRow(name, key, judged, judge.name, shares, lenient, claimed, changes))
     return rows
 
 

@@ -71,7 +71,8 @@ def test_a_correction_whose_question_is_not_there_is_refused_with_the_reason(tmp
     questions = locomo_questions(DatasetSpec.parse(f"locomo:{path}"))
     with pytest.raises(
         ErrataError,
-        match=r"locomo_0_qa2 \('What did Ann paint\?'\) matches no question of conv-a: its question 2 asks 'What might Ann study\?'",
+        match=r"locomo_0_qa2 \('What did Ann paint\?'\) matches no question of conv-a: "
+        r"its question 2 asks 'What might Ann study\?'",
     ):
         apply_errata(questions, errata)
     with pytest.raises(ErrataError, match="none of its 1 ids matches"):

@@ -32,7 +32,7 @@ def answers(results: RunResults) -> list[Table]:
             "F1: token F1 of Porter stems after LoCoMo's normalisation (multi-hop: comma-separated parts, each gold "
             "part scored by its best answer part); BLEU-1: clipped unigram precision × brevity penalty; EM: the same "
             "set of normalised tokens. Adversarial questions score 1 when the answer says 'no information available' "
-            "or 'not mentioned'. `corrected`: the key with the corrections of --errata; `changed`: the questions of the row "
+            "or 'not mentioned'. `corrected`: the key with the corrections of --errata; `changed`: the row's questions "
             "they changed.",
             (
                 SET,
