@@ -194,8 +194,8 @@ def _answering(args: argparse.Namespace) -> Answering | None:
     """The answers experiment's options, checked before any work (None: it has nothing to score)."""
     from harness.measure.answers import Answering
 
-    if args.errata is not None and not args.errata.is_file():
-        raise FileNotFoundError(f"--errata {args.errata}: no such file")
+    if args.errata is not None:
+        _check_errata(args.dataset, args.errata)
     if not (args.answers or args.reader or args.judge or args.judge_probe or args.claim):
         return None
     if args.dataset is None or args.dataset.kind != "locomo":
@@ -208,6 +208,18 @@ def _answering(args: argparse.Namespace) -> Answering | None:
     return Answering(
         files, args.reader, args.judge, tuple(args.judge_probe), claims, args.ollama_host, args.llm_timeout
     )
+
+
+def _check_errata(dataset: DatasetSpec | None, errata: Path) -> None:
+    """Corrections apply to the LoCoMo file of the run, every one of them matched, before any work."""
+    from harness.data.dialogue import locomo_questions
+    from harness.data.errata import apply_errata, load_errata
+
+    if dataset is None or dataset.kind != "locomo":
+        raise OptionError("--errata corrects LoCoMo's key: give --dataset locomo:FILE")
+    if not errata.is_file():
+        raise FileNotFoundError(f"--errata {errata}: no such file")
+    apply_errata(locomo_questions(dataset), load_errata(errata))
 
 
 def _pair(spec: str, option: str, shape: str) -> tuple[str, str]:

@@ -6,6 +6,7 @@ corrected key."""
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
@@ -90,3 +91,63 @@ def test_a_reader_and_a_judge_score_answers_and_the_generous_judge_is_lenient(tm
     assert any("NOT JUDGED" in line for line in claims)  # the lenient judge's accuracy is no verdict
     assert any("REFUTED" in line or "REPRODUCED" in line for line in claims)
     assert json.loads((out / "results.json").read_text())["run"]["dataset_info"]["corrections"].startswith("1 ")
+
+
+def test_a_probe_file_of_known_wrong_answers_is_judged_beside_the_derived_probe(tmp_path, answering_server):
+    data = write(tmp_path / "conv-a.json", conversation())
+    given = write(tmp_path / "given.json", {"conv-a/q3": "Rufus"})
+    wrong = write(
+        tmp_path / "vague.json",
+        [
+            {"question_id": audit_id(0, 3), "question": "What is the name of Ben's dog?", "generated_answer": "A pet"},
+            {"question_id": audit_id(0, 4), "question": "Where did Ann move to?", "generated_answer": "Lisbon, maybe"},
+        ],
+    )
+    out = tmp_path / "report"
+    args = ["run", "--dataset", f"locomo:{data}", "--experiments", "answers", "--encoder", "mock"]
+    args += ["--answers", f"given={given}", "--judge", "ollama:judge", "--judge-probe", str(wrong)]
+    assert main([*args, "--ollama-host", answering_server.url, "--out", str(out)]) == 0
+    strict = next(r for r in RunResults.load(out).answers if r.judge.endswith("(strict)"))
+    # the strict stand-in accepts an answer holding every gold word, so the hedged "Lisbon, maybe" gets through
+    assert strict.leniency["vague.json"] == (1, 2)
+    assert strict.lenient  # 1 of 2 is above the limit
+
+
+def test_a_model_that_does_not_answer_in_time_ends_the_run_with_one_line(tmp_path, answering_server, capsys):
+    answering_server.hang_seconds = 30
+    data = write(tmp_path / "conv-a.json", conversation())
+    args = ["run", "--dataset", f"locomo:{data}", "--experiments", "answers", "--encoder", "mock"]
+    args += ["--systems", "flat-numpy", "--reader", "ollama:llama3.2", "--ollama-host", answering_server.url]
+    with pytest.raises(SystemExit) as ended:
+        main([*args, "--llm-timeout", "0.5", "--out", str(tmp_path / "report")])
+    assert ended.value.code == 2
+    assert "Ollama at" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (["--answers", "given"], "--answers given: expected NAME=FILE"),
+        (["--answers", "given=missing.json"], "missing.json: no such answers file"),
+        (["--reader", "openai:gpt-4o-mini"], "--reader openai:gpt-4o-mini: give ollama:MODEL"),
+        (["--answers", "given={given}", "--judge-probe", "{given}"], "--judge-probe measures a judge"),
+        (["--answers", "given={given}", "--claim", "given=91"], "an accuracy is a share between 0 and 1"),
+        (["--errata", "{errata}"], "--errata: none of its 1 ids matches a question"),
+        (["--answers", "given={stray}"], "'conv-z/q1' is neither an audit id"),
+    ],
+)
+def test_a_mistake_in_the_answers_options_is_named_before_any_work(tmp_path, capsys, extra, message):
+    data = write(tmp_path / "conv-a.json", conversation())
+    files = {
+        "given": write(tmp_path / "given.json", {"conv-a/q3": "Rufus"}),
+        "stray": write(tmp_path / "stray.json", {"conv-z/q1": "Rufus"}),
+        "errata": write(
+            tmp_path / "errors.json", [{"question_id": audit_id(0, 2), "question": "Why?", "correct_answer": "x"}]
+        ),
+    }
+    extra = [e.format(**files) for e in extra]
+    with pytest.raises(SystemExit) as ended:
+        main(["run", "--dataset", f"locomo:{data}", "--experiments", "answers", "--encoder", "mock", *extra])
+    assert ended.value.code == 2
+    assert re.search(message, capsys.readouterr().err)
+    assert not (tmp_path / "reports").exists()
