@@ -205,9 +205,11 @@ def _answering(args: argparse.Namespace) -> Answering | None:
         if not path.is_file():
             raise FileNotFoundError(f"{path}: no such answers file")
     claims = dict(map(_claim, args.claim))
-    return Answering(
+    answering = Answering(
         files, args.reader, args.judge, tuple(args.judge_probe), claims, args.ollama_host, args.llm_timeout
     )
+    answering.check_claims(_names(args.systems) if args.systems else None)
+    return answering
 
 
 def _check_errata(dataset: DatasetSpec | None, errata: Path) -> None:

@@ -5,7 +5,7 @@ from a reader (`--reader ollama:MODEL`: a local model answering from each system
 `reader`). Every answer is scored by LoCoMo's own metrics, no LLM involved (`answer_scores`). With `--judge
 ollama:MODEL` each answer is also judged under the published and the strict prompt, and each prompt's leniency is
 measured first on known-wrong answers (`answer_judge`): a LENIENT judge's accuracies are reported, never turned into
-verdicts.
+verdicts. Adversarial questions (no answer in the dialogue) are left out of judging, as in the published scoring.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from harness.measure.answer_judge import (
     leniency,
     sample,
 )
-from harness.measure.answer_scores import score
+from harness.measure.answer_scores import ADVERSARIAL, score
 from harness.measure.experiment_registry import RunContext, experiment
 from harness.measure.reader import Memory, OllamaReader, ollama_model
 from harness.measure.runner import K, built
@@ -61,6 +61,22 @@ class Answering:
                 ollama_model(spec, option)
         if self.probes and not self.judge:
             raise OptionError("--judge-probe measures a judge: give --judge ollama:MODEL too")
+        if (self.judge or self.claims) and not (self.files or self.reader):
+            raise OptionError("--judge and --claim need answers: give --answers NAME=FILE or --reader ollama:MODEL")
+
+    def names(self, systems: Sequence[str] | None) -> list[str]:
+        """The answer sets a run scores: each file's name, and each system's answers through the reader."""
+        if not self.reader:
+            return [name for name, _ in self.files]
+        reader = f"ollama:{ollama_model(self.reader, '--reader')}"
+        return [name for name, _ in self.files] + [f"{s} + {reader}" for s in systems or READER_SYSTEMS]
+
+    def check_claims(self, systems: Sequence[str] | None) -> None:
+        """Each published accuracy names an answer set of the run."""
+        unknown = sorted(set(self.claims) - set(self.names(systems)))
+        if unknown:
+            known = ", ".join(self.names(systems))
+            raise OptionError(f"--claim {', '.join(unknown)}: no such answer set; this run scores {known}")
 
 
 @experiment("answers", section="answers", data=["dialogue"])
@@ -70,6 +86,7 @@ def answers(context: RunContext) -> list[AnswerRow]:
     if options is None or not (options.files or options.reader):
         return []
     assert context.dataset is not None
+    options.check_claims(context.systems)
     questions = locomo_questions(context.dataset)
     keys = {ORIGINAL: questions}
     changed: list[str] = []
@@ -77,7 +94,10 @@ def answers(context: RunContext) -> list[AnswerRow]:
         corrected = apply_errata(questions, load_errata(context.errata))
         keys[CORRECTED] = corrected.questions
         changed = [new.id for new, old in zip(corrected.questions, questions) if new != old]
-        context.dataset_info["corrections"] = f"{corrected.changed} questions changed by {context.errata}"
+        context.dataset_info["corrections"] = (
+            f"{corrected.changed} questions changed ({corrected.answers_changed} answers, "
+            f"{corrected.evidence_changed} evidence lists) by {context.errata}"
+        )
     sets = {name: load_answers(path, questions) for name, path in options.files}
     if options.reader:
         sets |= read(context, options, options.reader)
@@ -94,8 +114,9 @@ def answers(context: RunContext) -> list[AnswerRow]:
             scored = [_scored(q, given[q.id]) for q in answered]
             claimed, changes = options.claims.get(name), changed if key == CORRECTED else []
             rows.append(AnswerRow(name, key, scored, claimed=claimed, changed=changes))
+            judgeable = [q for q in answered if q.category != ADVERSARIAL]  # no answer to judge against
             for judge in judges:
-                judged = [_scored(q, given[q.id], judge.judge(q.question, q.answer, given[q.id])) for q in answered]
+                judged = [_scored(q, given[q.id], judge.judge(q.question, q.answer, given[q.id])) for q in judgeable]
                 shares = measured[judge.name]
                 lenient = any(accepted > LENIENCY_LIMIT * total for accepted, total in shares.values())
                 rows.append(AnswerRow(name, key, judged, judge.name, shares, lenient, claimed, changes))

@@ -43,6 +43,11 @@ def test_a_reader_and_a_judge_score_answers_and_the_generous_judge_is_lenient(tm
         [
             {"question_id": audit_id(0, 3), "question": "What is the name of Ben's dog?", "generated_answer": "Rufus"},
             {"question_id": audit_id(0, 4), "question": "Where did Ann move to?", "generated_answer": "somewhere nice"},
+            {
+                "question_id": audit_id(0, 5),
+                "question": "What is Ben's cat called?",
+                "generated_answer": "Not mentioned.",
+            },
         ],
     )
     out = tmp_path / "report"
@@ -74,6 +79,7 @@ def test_a_reader_and_a_judge_score_answers_and_the_generous_judge_is_lenient(tm
     given_corrected = {a.question_id: a for a in plain["given", "corrected"].answers}
     assert given_corrected["conv-a/q3"].f1 == pytest.approx(score("Rufus", "Rufus the beagle", 4).f1)
     assert plain["given", "corrected"].changed == ["conv-a/q3"]
+    assert given_original["conv-a/q5"].f1 == 1.0  # an adversarial question: the refusal scores
 
     # the generous prompt accepts every known-wrong answer: LENIENT; the strict one accepts none
     judged = {(r.system, r.key, r.judge): r for r in rows if r.judge}
@@ -81,7 +87,7 @@ def test_a_reader_and_a_judge_score_answers_and_the_generous_judge_is_lenient(tm
     strict = judged["given", "original", "ollama:judge (strict)"]
     assert generous.lenient and all(accepted == total > 0 for accepted, total in generous.leniency.values())
     assert not strict.lenient and all(accepted == 0 for accepted, _ in strict.leniency.values())
-    assert [a.correct for a in strict.answers] == [True, False]
+    assert [(a.question_id, a.correct) for a in strict.answers] == [("conv-a/q3", True), ("conv-a/q4", False)]
     assert all(a.reason for a in strict.answers)
 
     report = (out / "report.md").read_text()
@@ -132,6 +138,11 @@ def test_a_model_that_does_not_answer_in_time_ends_the_run_with_one_line(tmp_pat
         (["--reader", "openai:gpt-4o-mini"], "--reader openai:gpt-4o-mini: give ollama:MODEL"),
         (["--answers", "given={given}", "--judge-probe", "{given}"], "--judge-probe measures a judge"),
         (["--answers", "given={given}", "--claim", "given=91"], "an accuracy is a share between 0 and 1"),
+        (
+            ["--answers", "given={given}", "--claim", "mem0=0.67"],
+            "--claim mem0: no such answer set; this run scores given",
+        ),
+        (["--judge", "ollama:judge"], "--judge and --claim need answers"),
         (["--errata", "{errata}"], "--errata: none of its 1 ids matches a question"),
         (["--answers", "given={stray}"], "'conv-z/q1' is neither an audit id"),
     ],
