@@ -61,6 +61,9 @@ class Answering:
                 ollama_model(spec, option)
         if self.probes and not self.judge:
             raise OptionError("--judge-probe measures a judge: give --judge ollama:MODEL too")
+        repeated = sorted({name for name, _ in self.files if [n for n, _ in self.files].count(name) > 1})
+        if repeated:
+            raise OptionError(f"--answers: each answer set needs its own name ({', '.join(repeated)} given twice)")
         if (self.judge or self.claims) and not (self.files or self.reader):
             raise OptionError("--judge and --claim need answers: give --answers NAME=FILE or --reader ollama:MODEL")
 
@@ -106,7 +109,10 @@ def answers(context: RunContext) -> list[AnswerRow]:
         model = ollama_model(options.judge, "--judge")
         judges = [OllamaAnswerJudge(model, p, host=options.host, timeout=options.timeout) for p in PROMPTS]
     probes = _probes(questions, options.probes)
-    measured = {j.name: {name: leniency(j, probe) for name, probe in probes.items()} for j in judges}
+    measured = {
+        j.name: {name: leniency(j, probe) for name, probe in probes.items()}
+        for j in context.progress(judges, "judge leniency")
+    }
     rows = []
     for name, given in context.progress(list(sets.items()), "answer sets"):
         for key, key_questions in keys.items():

@@ -143,6 +143,7 @@ def test_a_model_that_does_not_answer_in_time_ends_the_run_with_one_line(tmp_pat
             "--claim mem0: no such answer set; this run scores given",
         ),
         (["--judge", "ollama:judge"], "--judge and --claim need answers"),
+        (["--answers", "a={given}", "--answers", "a={stray}"], "a given twice"),
         (["--errata", "{errata}"], "--errata: none of its 1 ids matches a question"),
         (["--answers", "given={stray}"], "'conv-z/q1' is neither an audit id"),
     ],
