@@ -132,8 +132,7 @@ def match_ids(questions: Sequence[LocomoQuestion], wanted: Mapping[str, str | No
     for question in questions:
         at_place[question.index].append(question)
     candidates: dict[str, list[LocomoQuestion]] = {}
-    holds: dict[int, set[str]] = defaultdict(set)
-    """Each audit conversation position: the loaded conversations its ids matched alone."""
+    holds: dict[int, set[str]] = defaultdict(set)  # an audit position: the loaded conversations its ids matched
     for question_id, text in wanted.items():
         if question_id in own:
             candidates[question_id] = [own[question_id]]
@@ -163,6 +162,7 @@ def match_ids(questions: Sequence[LocomoQuestion], wanted: Mapping[str, str | No
                 f"{what}: ids of conversations {', '.join(map(str, sorted(positions)))} all match questions of "
                 f"{conversation}: they cannot all be its corrections"
             )
+    canonical = {q.position: q.conversation for q in questions if q.samples > 1}  # by position in locomo10.json
     found_ids: dict[str, LocomoQuestion] = {}
     not_loaded, refused = [], []
     for question_id, found in candidates.items():
@@ -171,8 +171,8 @@ def match_ids(questions: Sequence[LocomoQuestion], wanted: Mapping[str, str | No
             found_ids[question_id] = found[0]
         elif found:
             refused.append(f"{question_id} matches {len(found)} questions ({', '.join(q.id for q in found)})")
-        elif holds.get(position):
-            conversation = next(iter(holds[position]))
+        elif holds.get(position) or position in canonical:
+            conversation = next(iter(holds[position])) if holds.get(position) else canonical[position]
             place = _audit_id(question_id, what)[1]
             asked = next((q.question for q in at_place[place] if q.conversation == conversation), None)
             refused.append(

@@ -49,6 +49,11 @@ def test_the_canonical_file_tells_apart_conversations_that_ask_the_same_question
     corrected = apply_errata(locomo_questions(DatasetSpec.parse(f"locomo:{canonical}")), errata)
     answers = {q.id: q.answer for q in corrected.questions if q.index == 4}
     assert answers == {"conv-a/q4": "Lisbon", "conv-b/q4": "Bergen"}
+    stale = corrections(tmp_path, [fix(1, 4, "Where did Ann live?", correct_answer="Bergen")], "stale.json")
+    with pytest.raises(
+        ErrataError, match=r"matches no question of conv-b: its question 4 asks 'Where did Ann move to\?'"
+    ):
+        apply_errata(locomo_questions(DatasetSpec.parse(f"locomo:{canonical}")), stale)
 
 
 def test_a_folder_of_conversations_matches_by_text(tmp_path):
