@@ -9,6 +9,7 @@ import os
 import sys
 from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from harness.data.beir import DatasetFormatError
 from harness.data.dialogue import TurnFormat
@@ -20,6 +21,9 @@ from harness.systems.registry import SystemSpecError, resolve
 from harness.verdicts.compare import LATENCY_TOLERANCE
 from reference.encoders import ENCODER_NAMES
 from reference.errors import BackendUnavailableError, MagneticError
+
+if TYPE_CHECKING:
+    from harness.measure.answers import Answering
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -88,6 +92,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument(
         "--list-experiments", action="store_true", help="list the registered experiments and the data each runs on"
     )
+    _answer_options(run)
 
     compare = commands.add_parser(
         "compare", help="diff two runs; exit 1 on a regression beyond noise, 2 when they share nothing"
@@ -143,6 +148,99 @@ def build_parser() -> argparse.ArgumentParser:
     for command in commands.choices.values():
         command.set_defaults(command_parser=command)  # a mistake is shown with this command's usage
     return parser
+
+
+def _answer_options(run: argparse.ArgumentParser) -> None:
+    """The options of LoCoMo's corrected key and of the answers experiment (`harness.measure.answers`)."""
+    run.add_argument(
+        "--errata",
+        type=Path,
+        help="LoCoMo corrections (the audit's errors.json format): every table "
+        "gives the original and the corrected key",
+    )
+    run.add_argument(
+        "--answers",
+        action="append",
+        default=[],
+        metavar="NAME=FILE",
+        help="answers to score (question_id / generated_answer JSON, or id → answer); repeatable",
+    )
+    run.add_argument("--reader", metavar="ollama:MODEL", help="answer each question from each system's top 10 turns")
+    run.add_argument(
+        "--judge",
+        metavar="ollama:MODEL",
+        help="judge answers (published and strict prompts), its leniency measured on known-wrong answers",
+    )
+    run.add_argument(
+        "--judge-probe",
+        action="append",
+        default=[],
+        type=Path,
+        metavar="FILE",
+        help="known-wrong answers (e.g. the audit's adversarial sets) to measure the judge on; repeatable",
+    )
+    run.add_argument(
+        "--claim",
+        action="append",
+        default=[],
+        metavar="NAME=ACCURACY",
+        help="a published accuracy of an answer set, checked against the judged one; repeatable",
+    )
+    run.add_argument("--ollama-host", help="Ollama's URL for --reader and --judge (default OLLAMA_HOST or local)")
+    run.add_argument("--llm-timeout", type=_positive_number, default=120.0, help="seconds to wait for a model")
+
+
+def _answering(args: argparse.Namespace) -> Answering | None:
+    """The answers experiment's options, checked before any work (None: it has nothing to score)."""
+    from harness.measure.answers import Answering
+
+    if args.errata is not None:
+        _check_errata(args.dataset, args.errata)
+    if not (args.answers or args.reader or args.judge or args.judge_probe or args.claim):
+        return None
+    if args.dataset is None or args.dataset.kind != "locomo":
+        raise OptionError("--answers, --reader and --judge score answers to a LoCoMo file: give --dataset locomo:FILE")
+    files = tuple((name, Path(path)) for name, path in (_pair(spec, "--answers", "NAME=FILE") for spec in args.answers))
+    for path in (*(p for _, p in files), *args.judge_probe):
+        if not path.is_file():
+            raise FileNotFoundError(f"{path}: no such answers file")
+    claims = dict(map(_claim, args.claim))
+    answering = Answering(
+        files, args.reader, args.judge, tuple(args.judge_probe), claims, args.ollama_host, args.llm_timeout
+    )
+    answering.check_claims(_names(args.systems) if args.systems else None)
+    return answering
+
+
+def _check_errata(dataset: DatasetSpec | None, errata: Path) -> None:
+    """Corrections apply to the LoCoMo file of the run, every one of them matched, before any work."""
+    from harness.data.dialogue import locomo_questions
+    from harness.data.errata import apply_errata, load_errata
+
+    if dataset is None or dataset.kind != "locomo":
+        raise OptionError("--errata corrects LoCoMo's key: give --dataset locomo:FILE")
+    if not errata.is_file():
+        raise FileNotFoundError(f"--errata {errata}: no such file")
+    apply_errata(locomo_questions(dataset), load_errata(errata))
+
+
+def _pair(spec: str, option: str, shape: str) -> tuple[str, str]:
+    name, _, value = spec.partition("=")
+    if not name or not value:
+        raise OptionError(f"{option} {spec}: expected {shape}")
+    return name, value
+
+
+def _claim(spec: str) -> tuple[str, float]:
+    """`NAME=ACCURACY`: a published accuracy, a share between 0 and 1."""
+    name, value = _pair(spec, "--claim", "NAME=ACCURACY, e.g. mem0=0.6688")
+    try:
+        accuracy = _finite(value, 0, open_below=False)
+    except argparse.ArgumentTypeError as error:
+        raise OptionError(f"--claim {spec}: the accuracy {error}") from None
+    if accuracy > 1:
+        raise OptionError(f"--claim {spec}: an accuracy is a share between 0 and 1")
+    return name, accuracy
 
 
 def positive_int(text: str) -> int:
@@ -219,6 +317,7 @@ def _run(args: argparse.Namespace, argv: list[str] | None) -> int:
         systems = _names(args.systems) if args.systems else None
         selected(data_of(args.dataset), args.experiments)
         _check_run_inputs(args, systems)
+        answering = _answering(args)
         turn_format = _turn_format(args.turn_format)
         plan = RunPlan.quick() if args.quick else RunPlan()
         plan = replace(plan, spread=args.spread, slow_down=_slow_down(args.slow_down))
@@ -239,6 +338,8 @@ def _run(args: argparse.Namespace, argv: list[str] | None) -> int:
             turn_format=turn_format,
             stream_size=args.stream_size,
             only=args.experiments,
+            errata=args.errata,
+            answering=answering,
         )
         return 0
     if args.command == "compare":

@@ -18,7 +18,7 @@ import psutil
 
 from harness.data.dialogue import SPEAKER_CAPTIONS, TurnFormat
 from harness.data.spec import DatasetSpec
-from harness.measure import experiments  # noqa: F401  (registers the experiments)
+from harness.measure import answers, experiments  # noqa: F401  (registers the experiments)
 from harness.measure.experiment_registry import RunContext, selected
 from harness.measure.plan import RunPlan
 from harness.output.progress import RunProgress
@@ -45,6 +45,8 @@ def run_benchmark(
     turn_format: TurnFormat = SPEAKER_CAPTIONS,
     stream_size: int | None = None,
     only: Sequence[str] | None = None,
+    errata: Path | None = None,
+    answering: answers.Answering | None = None,
 ) -> tuple[Path, RunResults]:
     """Run the registered experiments for the data asked for (the default run, or `dataset`: `locomo:FILE`,
     `longmemeval:FILE`, `beam:DIR`, or a BEIR directory), or only those `only` names; write and return the
@@ -54,6 +56,7 @@ def run_benchmark(
     out = out or REPORTS / run_id
     encoders = _encoders((encoder,) if encoder else plan.encoders)
     context = RunContext(plan, encoders, dataset, systems, corpus, turn_format, stream_size)
+    context.errata, context.answering = errata, answering
     chosen = selected(context.data, only)
     context.chosen = tuple(e.name for e in chosen)
     progress = RunProgress({e.name: e.work(context) for e in chosen})

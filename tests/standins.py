@@ -5,12 +5,13 @@ Embeddings come from the hashed MockEncoder, scaled so they are *not* unit lengt
 legacy endpoint returns), so clients must normalise. Chat answers come from `brain(messages,
 tools)`, which a test sets: it returns `{"content": str, "tool_calls": [{"name": …, "arguments": {…}}]}`.
 `hang_seconds` makes every answer late, to test client timeouts. Every chat request is kept in
-`chats` so tests can check what the client sent.
+`chats` so tests can check what the client sent. `answering_brain` reads and judges answers deterministically.
 """
 
 from __future__ import annotations
 
 import json
+import re
 import threading
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -117,3 +118,23 @@ def echo_brain(messages: list[dict], tools: list[dict] | None) -> dict:
     """The default answer: repeat the last user message, without the data blocks the agent put before it."""
     last = next((m["content"] for m in reversed(messages) if m.get("role") == "user"), "")
     return {"content": f"You said: {last.rpartition('>')[2].strip() if '</data-' in last else last}"}
+
+
+def answering_brain(messages: list[dict], tools: list[dict] | None) -> dict:
+    """A reader and a judge of answers (`harness.measure.reader`, `harness.measure.answer_judge`), deterministic.
+
+    Reader: answers with the text of the first quoted memory, its speaker left out ("No information available"
+    when none). Judge under the published "be generous" prompt: accepts everything, with a reason. Judge under
+    the strict prompt: accepts an answer only when it holds every word of the gold answer."""
+    prompt = messages[-1]["content"] if messages else ""
+    if "<memories>" in prompt:
+        memories = prompt.split("<memories>")[1].split("</memories>")[0].strip().splitlines()
+        first = json.loads(memories[0])["text"] if memories else "No information available"
+        return {"content": first.partition(": ")[2] or first}
+    if "be generous" in prompt:
+        return {"content": json.dumps({"label": "CORRECT"})}
+    data = json.loads(next(line for line in prompt.splitlines() if line.startswith("{") and "gold_answer" in line))
+    words = set(re.findall(r"\w+", data["gold_answer"].lower()))
+    held = words <= set(re.findall(r"\w+", data["generated_answer"].lower()))
+    reason = "it states the gold fact" if held else "it leaves out part of the gold answer"
+    return {"content": json.dumps({"reason": reason, "label": "CORRECT" if held else "WRONG"})}

@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -70,53 +70,130 @@ class DialogueSet:
     conversations: list[EvalSet]
 
 
-def load_dialogue(spec: DatasetSpec, turn_format: TurnFormat = SPEAKER_CAPTIONS) -> DialogueSet:
-    """`locomo:FILE` or `longmemeval:FILE` (a `.json` file, or for LoCoMo a folder of them)."""
-    loaders = {"locomo": _locomo_conversations, "longmemeval": _longmemeval_conversations}
-    if spec.kind not in loaders:
+def load_dialogue(
+    spec: DatasetSpec,
+    turn_format: TurnFormat = SPEAKER_CAPTIONS,
+    evidence: Mapping[str, Sequence[str]] | None = None,
+) -> DialogueSet:
+    """`locomo:FILE` or `longmemeval:FILE` (a `.json` file, or for LoCoMo a folder of them). `evidence` replaces
+    the evidence turns of LoCoMo questions by query id (the corrected key, `harness.data.errata`)."""
+    if spec.kind not in ("locomo", "longmemeval"):
         raise DatasetFormatError(f"{spec}: give locomo:FILE or longmemeval:FILE")
-    kind, path = spec.kind, spec.location
-    files = sorted(path.glob("*.json")) if path.is_dir() else [path]
-    if not files or not all(f.is_file() for f in files):
-        raise DatasetFormatError(f"{path}: no such file (or no .json files in this folder)")
+    kind = spec.kind
     digest = hashlib.sha256()
     conversations = []
-    for file in files:
-        raw = file.read_bytes()
+    for file, raw, data in _read_files(spec):
         digest.update(raw)
         try:
-            data = json.loads(raw)
-        except json.JSONDecodeError as error:
-            raise DatasetFormatError(f"{file}: not JSON ({error})") from None
-        try:
-            conversations += list(loaders[kind](file, data, turn_format))
+            if kind == "locomo":
+                conversations += list(_locomo_conversations(file, data, turn_format, evidence or {}))
+            else:
+                conversations += list(_longmemeval_conversations(file, data, turn_format))
         except (TypeError, AttributeError, KeyError, IndexError, ValueError) as error:  # a value of the wrong shape
             raise DatasetFormatError(f"{file}: not a {kind} file: {type(error).__name__}: {error}") from None
     if not conversations:
-        raise DatasetFormatError(f"{path}: no conversation with questions")
-    return DialogueSet(f"{kind}-{path.stem}", path, digest.hexdigest(), conversations)
+        raise DatasetFormatError(f"{spec.location}: no conversation with questions")
+    return DialogueSet(f"{kind}-{spec.location.stem}", spec.location, digest.hexdigest(), conversations)
 
 
-def _locomo_conversations(file: Path, data: Any, fmt: TurnFormat) -> Iterator[EvalSet]:
+def _read_files(spec: DatasetSpec) -> Iterator[tuple[Path, bytes, Any]]:
+    """Each `.json` file of a dataset (the file, or a folder's files by name): its path, bytes and JSON."""
+    path = spec.location
+    files = sorted(path.glob("*.json")) if path.is_dir() else [path]
+    if not files or not all(f.is_file() for f in files):
+        raise DatasetFormatError(f"{path}: no such file (or no .json files in this folder)")
+    for file in files:
+        raw = file.read_bytes()
+        try:
+            yield file, raw, json.loads(raw)
+        except json.JSONDecodeError as error:
+            raise DatasetFormatError(f"{file}: not JSON ({error})") from None
+
+
+@dataclass(frozen=True)
+class LocomoQuestion:
+    """One LoCoMo question with its key: where it stands (its conversation, that sample's position in its file,
+    the file's sample count, its place in the `qa` list) and its answer, evidence and category code."""
+
+    conversation: str
+    position: int
+    samples: int
+    index: int
+    question: str
+    answer: str
+    evidence: tuple[str, ...]
+    category: int
+
+    @property
+    def id(self) -> str:
+        """The question's query id, as the dialogue sets name it."""
+        return f"{self.conversation}/q{self.index}"
+
+    @property
+    def category_name(self) -> str:
+        return LOCOMO_CATEGORIES.get(self.category, str(self.category))
+
+
+def locomo_questions(spec: DatasetSpec) -> list[LocomoQuestion]:
+    """Every question of a LoCoMo file (or folder), in file order, with its answer key; category 5 questions
+    (no answer in the dialogue) keep their `adversarial_answer` as their answer."""
+    if spec.kind != "locomo":
+        raise DatasetFormatError(f"{spec}: answers are scored on locomo:FILE")
+    questions = []
+    for file, _, data in _read_files(spec):
+        samples = data if isinstance(data, list) else [data]
+        for number, sample in enumerate(samples):
+            if not isinstance(sample, Mapping) or not isinstance(sample.get("qa"), list):
+                raise DatasetFormatError(f"{file} sample {number}: a LoCoMo sample is an object with 'qa'")
+            name = _sample_name(file, sample, number, len(samples))
+            for index, qa in enumerate(sample["qa"]):
+                if not isinstance(qa, Mapping) or "question" not in qa:
+                    raise DatasetFormatError(f"{file} sample {number} qa {index}: expected an object with 'question'")
+                answer = qa.get("answer", qa.get("adversarial_answer", ""))
+                evidence = tuple(e for item in qa.get("evidence", []) for e in EVIDENCE_ID.findall(str(item)))
+                code = qa.get("category")
+                questions.append(
+                    LocomoQuestion(
+                        name,
+                        number,
+                        len(samples),
+                        index,
+                        str(qa["question"]),
+                        str(answer),
+                        evidence,
+                        code if isinstance(code, int) else -1,
+                    )
+                )
+    return questions
+
+
+def _sample_name(file: Path, sample: Mapping[str, Any], number: int, samples: int) -> str:
+    return str(sample.get("sample_id", f"{file.stem}" + (f"-{number}" if samples > 1 else "")))
+
+
+def _locomo_conversations(
+    file: Path, data: Any, fmt: TurnFormat, corrected: Mapping[str, Sequence[str]]
+) -> Iterator[EvalSet]:
     """LoCoMo: a list of samples (`locomo10.json`) or one sample; a sample holds `conversation`
-    (or the conversation's keys at its top level) and `qa`."""
+    (or the conversation's keys at its top level) and `qa`. `corrected`: evidence by query id."""
     samples = data if isinstance(data, list) else [data]
     for number, sample in enumerate(samples):
         where = f"{file} sample {number}"
         if not isinstance(sample, Mapping) or "qa" not in sample:
             raise DatasetFormatError(f"{where}: a LoCoMo sample is an object with 'qa' and the sessions")
         conversation = sample.get("conversation", sample)
-        name = str(sample.get("sample_id", f"{file.stem}" + (f"-{number}" if len(samples) > 1 else "")))
+        name = _sample_name(file, sample, number, len(samples))
         docs, session_of = _locomo_turns(conversation, fmt, where)
         known = {d.id for d in docs}
         queries, qrels, category = [], {}, {}
         for index, qa in enumerate(sample["qa"]):
             if not isinstance(qa, Mapping) or "question" not in qa:
                 raise DatasetFormatError(f"{where} qa {index}: expected an object with 'question' and 'evidence'")
-            evidence = [e for item in qa.get("evidence", []) for e in EVIDENCE_ID.findall(str(item)) if e in known]
+            query_id = f"{name}/q{index}"
+            cited = corrected.get(query_id, qa.get("evidence", []))
+            evidence = [e for item in cited for e in EVIDENCE_ID.findall(str(item)) if e in known]
             if not evidence:
                 continue  # a question whose evidence names no turn cannot be scored
-            query_id = f"{name}/q{index}"
             queries.append(Query(query_id, str(qa["question"])))
             qrels[query_id] = dict.fromkeys(evidence, 1.0)
             code = qa.get("category")

@@ -13,7 +13,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from functools import cached_property
-from typing import Any, Literal
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
 
 from tabulate import tabulate
 
@@ -24,6 +25,9 @@ from harness.measure.plan import RunPlan
 from harness.output.progress import Progress, silent
 from harness.systems.options import OptionError
 from reference.encoders import Encoder
+
+if TYPE_CHECKING:
+    from harness.measure.answers import Answering
 
 Data = Literal["default", "dialogue", "beam", "beir"]
 """What a run measures: the default run (generated data and a real-text corpus), or one `--dataset`."""
@@ -45,6 +49,10 @@ class RunContext:
     dataset_info: dict[str, Any] = field(default_factory=dict)
     chosen: tuple[str, ...] = ()
     """The experiments this run runs, by name (what one plans may depend on what runs before it)."""
+    errata: Path | None = None
+    """LoCoMo corrections (`--errata`): tables give the original and the corrected key (`harness.data.errata`)."""
+    answering: Answering | None = None
+    """What the answers experiment scores (`--answers`, `--reader`, `--judge`)."""
 
     def __post_init__(self) -> None:
         if self.systems:

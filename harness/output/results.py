@@ -148,6 +148,37 @@ class DialogueRow:
 
 
 @dataclass(frozen=True)
+class ScoredAnswer:
+    """One answer scored: LoCoMo's metrics (`answer_scores`) and, when judged, the judge's label and reason."""
+
+    question_id: str
+    category: str
+    f1: float
+    bleu1: float
+    exact: float
+    correct: bool | None = None
+    reason: str = ""
+
+
+@dataclass(frozen=True)
+class AnswerRow:
+    """One answer set scored on one key (`original` or `corrected`), LLM-free (`judge` empty) or by one judge."""
+
+    system: str
+    key: str
+    answers: list[ScoredAnswer]
+    judge: str = ""
+    leniency: dict[str, tuple[int, int]] = field(default_factory=dict)
+    """Known-wrong answers the judge accepted, of how many, by probe."""
+    lenient: bool = False
+    """The judge accepts more known-wrong answers than the limit (`answer_judge.LENIENCY_LIMIT`)."""
+    claimed: float | None = None
+    """A published accuracy of this system, to be checked against the judged one."""
+    changed: list[str] = field(default_factory=list)
+    """The ids of the questions the corrections changed (the corrected key)."""
+
+
+@dataclass(frozen=True)
 class UpdateRow:
     """One system's retrieval of facts that changed, in one scoring mode, before or after a sleep pass."""
 
@@ -474,6 +505,7 @@ class Sections(TypedDict, total=False):
     beir: list[Measurement]
     realtext: list[Measurement]
     dialogue: list[DialogueRow]
+    answers: list[AnswerRow]
     updates: list[UpdateRow]
     streaming: list[StreamRow]
     grouping: list[GroupingRow]
@@ -495,6 +527,7 @@ class RunResults:
     beir: list[Measurement] = field(default_factory=list)
     realtext: list[Measurement] = field(default_factory=list)
     dialogue: list[DialogueRow] = field(default_factory=list)
+    answers: list[AnswerRow] = field(default_factory=list)
     updates: list[UpdateRow] = field(default_factory=list)
     streaming: list[StreamRow] = field(default_factory=list)
     grouping: list[GroupingRow] = field(default_factory=list)

@@ -4,7 +4,7 @@ the details. A new experiment's table is one more function in one of these modul
 in the lists below. Every caption says what its figures are, in which unit, and against what they are measured;
 the plan's constants are read, never retyped."""
 
-from harness.output.sections import memory, services, serving, streams, timed
+from harness.output.sections import answers, memory, services, serving, streams, timed
 from harness.output.sections.common import Render
 
 HEADLINES: list[Render] = [
@@ -26,6 +26,7 @@ SECTIONS: list[Render] = [
     memory.grouping,
     memory.judges,
     memory.dialogue,
+    answers.answers,
     memory.updates,
     serving.serving,
     services.concurrency,
