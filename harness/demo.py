@@ -36,9 +36,13 @@ def run_demo(*, encoder_name: str, size: int, path: str | None, server: str | No
             cosine = float(encoder.encode([needle.question])[0] @ memory.get(hits[0].id).vector)
             row = [needle.question, hits[0].text[:60], f"{hits[0].score:.3f}", f"{cosine:.3f}", rank or "miss"]
             rows.append([*row, f"{elapsed:.2f}"])
-        headers = ["question", "best hit", "fused score", "cosine", "needle rank", "ms"]
+        headers = ["question", "best hit", "score", "cosine", "needle rank", "ms"]
         print(tabulate(rows, headers=headers, disable_numparse=True))
-        print("(fused score: dense and BM25 ranks fused, 1 for a hit first in both; cosine: the hit's vector)")
+        print(
+            "(score: how the engine ranks a text query's hits: half the cosine, plus a boost for the query's entities "
+            "it names, and half its BM25 score against the query's best, then shares of the scores of the cells "
+            "written with it, so it may pass 1; cosine: the query's vector against the hit's)"
+        )
         found = sum(isinstance(row[4], int) for row in rows)
         print(f"\nneedles in the top 3: {found}/5")
         print(tabulate(memory.stats().as_dict().items(), headers=["stat", "value"]))

@@ -11,7 +11,7 @@ from its start (`harness.output.progress.RunProgress`).
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -56,18 +56,7 @@ class RunContext:
 
     def __post_init__(self) -> None:
         if self.systems:
-            self.plan = replace(
-                self.plan,
-                systems=self.systems,
-                needle_systems=self.systems,
-                realtext_systems=self.systems,
-                stream_systems=self.systems,
-                update_systems=self.systems,
-                loop_systems=self.systems,
-                concurrency_systems=self.systems,
-                filter_systems=self.systems,
-                tenant_systems=self.systems,
-            )
+            self.plan = self.plan.only(self.systems)
 
     @property
     def data(self) -> Data:

@@ -37,7 +37,7 @@ from harness.measure.metrics import (
     recall_at_k,
     update_scores,
 )
-from harness.measure.plan import DIALOGUE_SYSTEMS, GROUPING_SYSTEMS, NEEDLE_DOCS, NEEDLES, REGIMES, RunPlan
+from harness.measure.plan import DIALOGUE_SYSTEMS, NEEDLE_DOCS, NEEDLES, REGIMES, RunPlan
 from harness.measure.runbooks import agent_loop as loop_runbook
 from harness.measure.runbooks import agent_stream, dialogue_replay, expiring_stream
 from harness.measure.runner import Job, K, built, group_labels, measure_together, ranked_until
@@ -127,7 +127,7 @@ def grouping(context: RunContext) -> list[GroupingRow]:
     rows = []
     for encoder_name, encoder in context.encoders.items():
         evalset = encode_evalset(topics_evalset(context.plan.topic_docs, seed=11), encoder)
-        for system in context.progress(GROUPING_SYSTEMS, f"grouping ({encoder_name})"):
+        for system in context.progress(context.plan.grouping_systems, f"grouping ({encoder_name})"):
             options = {"n_clusters": len(evalset.topics)} if system == "kmeans" else {}
             labels = group_labels(system, evalset, encoder=encoder_name, options=options)
             if evalset.labels is None:
@@ -261,7 +261,7 @@ def serving(context: RunContext) -> list[ServingRow]:
     from harness.measure.serving import serving_rows
 
     plan = context.plan
-    return serving_rows(plan.serving_clients, plan.serving_calls, context.progress)
+    return serving_rows(plan.serving_systems, plan.serving_clients, plan.serving_calls, context.progress)
 
 
 @experiment("concurrency", section="concurrency", data=["default"], work=work.concurrency)

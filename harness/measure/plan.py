@@ -10,7 +10,8 @@ cluster per 1,000 vectors, so topics multiply as memory grows and cluster size s
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields, replace
+from typing import Any
 
 FIXED_CLUSTERS = 100
 """Clusters at every size in the "fixed" regime."""
@@ -27,6 +28,7 @@ NEEDLE_DOCS, NEEDLES, NEEDLE_TOP = 200, 5, 3
 SCALING_SYSTEMS = ("reference", "reference-chroma", "flat-numpy", "flat-chroma", "kmeans", "faiss-ivf", "faiss-hnsw")
 NEEDLE_SYSTEMS = ("reference", "reference-no-entities", "flat-chroma", "flat-numpy", "kmeans")
 GROUPING_SYSTEMS = ("reference", "reference-slept", "reference-concepts", "kmeans")
+"""Systems that declare `groups`, against a topic haystack's true topics (`experiments.grouping`)."""
 GROWING_SYSTEMS = ("reference", "flat-numpy", "faiss-ivf", "faiss-hnsw")
 REALTEXT_SYSTEMS = (
     "reference-dense",
@@ -81,8 +83,13 @@ CONCURRENCY_SYSTEMS = (
 )
 """Many clients at once (`concurrency.py`): the engine by text (as its MCP server searches) and by vector, peers in
 this process; the engine's MCP server and a Chroma server, each searched by client processes."""
+SERVING_SYSTEMS = ("reference", "reference-mcp")
+"""The engine in process and through its MCP server (`serving.SERVICES`)."""
 FILTER_SYSTEMS = ("reference", "flat-chroma")
 """Filtered search (`filtered.py`): systems that declare `filters` or `scopes`."""
+CAPABILITY_SYSTEMS = ("grouping_systems", "serving_systems", "growing_systems")
+"""The plan's lists of systems chosen for a capability (groups, an MCP server, the growing regime's peers): a
+`--systems` choice keeps those of them it names (`RunPlan.only`)."""
 SLOW_SYSTEMS = {"reference-chroma": 25_000}
 """Systems too slow to build above a size in the default run (Chroma per-group collections)."""
 
@@ -97,6 +104,7 @@ class RunPlan:
     encoders: tuple[str, ...] = ("mock", "minilm")
     needle_seeds: tuple[int, ...] = (0, 1, 2, 3, 4)
     topic_docs: int = 2_000
+    grouping_systems: tuple[str, ...] = GROUPING_SYSTEMS
     sweep: bool = True
     growing_systems: tuple[str, ...] = GROWING_SYSTEMS
     size_limits: dict[str, int] = field(default_factory=lambda: dict(SLOW_SYSTEMS))
@@ -121,6 +129,7 @@ class RunPlan:
     serving_clients: int = 8
     serving_calls: int = 200
     """Calls each client of the serving experiment makes (`serving.client_script`)."""
+    serving_systems: tuple[str, ...] = SERVING_SYSTEMS
     concurrency_cells: int = 10_000
     concurrency_levels: tuple[int, ...] = (1, 2, 4, 8)
     """Clients searching at once, one level after another."""
@@ -170,3 +179,11 @@ class RunPlan:
 
     def systems_at(self, size: int, systems: tuple[str, ...]) -> list[str]:
         return [s for s in systems if size <= self.size_limits.get(s, size)]
+
+    def only(self, systems: tuple[str, ...]) -> RunPlan:
+        """The plan with `--systems`: every experiment's systems replaced by them, except where an experiment
+        measures a capability only its own systems have (grouping, serving, growing): there, those of its own the
+        choice names."""
+        changes: dict[str, Any] = {f.name: systems for f in fields(self) if f.name.endswith("systems")}
+        changes |= {name: tuple(s for s in getattr(self, name) if s in systems) for name in CAPABILITY_SYSTEMS}
+        return replace(self, **changes)

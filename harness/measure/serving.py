@@ -15,7 +15,7 @@ import tempfile
 import threading
 import time
 from collections import defaultdict
-from collections.abc import Callable, Generator
+from collections.abc import Callable, Generator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -189,10 +189,11 @@ def run_through_mcp(clients: int, calls: int, directory: Path) -> tuple[Timings,
 SERVICES = {"reference": ("in process", run_in_process), "reference-mcp": ("MCP, streamable HTTP", run_through_mcp)}
 
 
-def serving_rows(clients: int, calls: int, progress: Progress = silent) -> list[ServingRow]:
-    """Both services through the same scripts, one after the other, each on a new embedded store."""
+def serving_rows(systems: Sequence[str], clients: int, calls: int, progress: Progress = silent) -> list[ServingRow]:
+    """The services named (of `SERVICES`) through the same scripts, one after the other, each on a new embedded
+    store."""
     rows = []
-    for system in progress(list(SERVICES), f"serving ({clients} clients × {calls} calls)"):
+    for system in progress(list(systems), f"serving ({clients} clients × {calls} calls)"):
         transport, run = SERVICES[system]
         with tempfile.TemporaryDirectory(prefix="magbench-serving-") as directory:
             timings, wall_s = run(clients, calls, Path(directory))

@@ -55,8 +55,9 @@ def needles(context: RunContext) -> float:
 
 
 def grouping(context: RunContext) -> float:
-    share = context.plan.topic_docs * len(context.encoders) / (DEFAULT.topic_docs * 2)
-    return DEFAULT_SECONDS["grouping"] * share
+    plan = context.plan
+    share = plan.topic_docs * len(context.encoders) * len(plan.grouping_systems)
+    return DEFAULT_SECONDS["grouping"] * share / (DEFAULT.topic_docs * 2 * len(DEFAULT.grouping_systems))
 
 
 def judges(context: RunContext) -> float:
@@ -85,8 +86,8 @@ def agent_loop(context: RunContext) -> float:
 
 def serving(context: RunContext) -> float:
     plan = context.plan
-    share = plan.serving_clients * plan.serving_calls / (DEFAULT.serving_clients * DEFAULT.serving_calls)
-    return DEFAULT_SECONDS["serving"] * share
+    share = plan.serving_clients * plan.serving_calls * len(plan.serving_systems)
+    return DEFAULT_SECONDS["serving"] * share / (DEFAULT.serving_clients * DEFAULT.serving_calls * 2)
 
 
 def expiring_stream(context: RunContext) -> float:

@@ -149,6 +149,10 @@ def test_demo_with_the_mock_encoder():
     cosines = re.findall(r"  \d\.\d{3}\s+(\d\.\d{3})\s+\d\s", done.stdout)  # each best hit's cosine column
     assert len(cosines) == 5 and len(set(cosines)) > 1  # not the same number for every hit
     assert "(group_capacity: the size past which a write splits a group" in done.stdout  # why a group may exceed it
+    scores = [float(s) for s in re.findall(r"  (\d\.\d{3})\s+\d\.\d{3}\s+\d\s", done.stdout)]
+    assert len(scores) == 5
+    if max(scores) > 1:  # the caption promises no bound a printed score passes
+        assert "1 for a hit first in both" not in done.stdout and "may pass 1" in done.stdout
 
 
 def test_bad_arguments_exit_with_usage():

@@ -7,11 +7,12 @@ import pytest
 
 pytest.importorskip("mcp", reason="the serve extra: pip install 'magnetic-bench[serve]'")
 
+from harness.measure.plan import SERVING_SYSTEMS
 from harness.measure.serving import TOOLS, ServiceBroke, client_script, drive, serving_rows
 
 
 def test_both_services_are_timed_on_every_tool():
-    rows = serving_rows(clients=2, calls=40)
+    rows = serving_rows(SERVING_SYSTEMS, clients=2, calls=40)
     by_system = {(row.system, row.tool): row for row in rows}
     for system in ("reference", "reference-mcp"):
         for tool in ("add_memory", "search_memories", "list_memories"):
