@@ -29,6 +29,8 @@ from reference.encoders import Encoder, make_encoder
 
 SOURCE = Path(__file__).resolve().parents[1]
 """Where this code lives: read for the commit it runs (never written to: an installed copy may be read-only)."""
+UNKNOWN = "unknown"
+"""What a git question reads where git cannot answer (no git, or not a clone)."""
 REPORTS = Path("reports")
 """Reports go under the working directory (or where --out says)."""
 
@@ -71,7 +73,7 @@ def run_benchmark(
         duration_s=time.time() - started,
         command=command,
         commit=_git("rev-parse", "HEAD"),
-        dirty=bool(_git("status", "--porcelain")),
+        dirty=uncommitted(),
         machine=_machine(),
         plan=context.plan,
         encoders={name: e.name for name, e in encoders.items()},
@@ -80,6 +82,7 @@ def run_benchmark(
         load_average=psutil.getloadavg(),
         took=progress.taken,
         planned=progress.planned,
+        systems=systems,
     )
     results = RunResults(run=info, **cast(Sections, sections))
     claims, targets = evaluate(results)
@@ -97,11 +100,17 @@ def _encoders(names: Iterable[str]) -> dict[str, Encoder]:
     return {name: make_encoder(name) for name in names}
 
 
-def _git(*args: str) -> str:
+def _git(*args: str, source: Path = SOURCE) -> str:
     try:
-        return subprocess.run(["git", *args], cwd=SOURCE, capture_output=True, text=True, timeout=10).stdout.strip()
+        return subprocess.run(["git", *args], cwd=source, capture_output=True, text=True, timeout=10).stdout.strip()
     except (OSError, subprocess.SubprocessError):
-        return "unknown"
+        return UNKNOWN
+
+
+def uncommitted(source: Path = SOURCE) -> bool:
+    """Whether the code run differs from its commit: a tracked file changed. An untracked file (the adapter the
+    README asks a user to write, a report) is no change to the commit measured."""
+    return _git("status", "--porcelain", "--untracked-files=no", source=source) not in ("", UNKNOWN)
 
 
 def _machine() -> Machine:

@@ -44,5 +44,11 @@ def percent(value: Any) -> str:
     return MISSING if _missing(value) else f"{float(value):.1%}" if isinstance(value, Real) else str(value)
 
 
+def growth(value: Any) -> str:
+    """A growth measured from outside (resident memory per cell): none seen is no reading, since what a system
+    holds is never nothing."""
+    return MISSING if isinstance(value, Real) and not _missing(value) and value <= 0 else figure(value)
+
+
 def _missing(value: Any) -> bool:
     return value is None or value == "" or (isinstance(value, float) and math.isnan(value))

@@ -480,6 +480,8 @@ class RunInfo:
     """Seconds each experiment took."""
     planned: dict[str, float] = field(default_factory=dict)
     """Seconds each experiment planned (`Experiment.work`)."""
+    systems: tuple[str, ...] | None = None
+    """The systems `--systems` chose (None: each experiment's own)."""
 
     def data_differences(self, other: RunInfo) -> list[str]:
         """What differs between the data two runs measured: each fact of it both runs recorded but where it was

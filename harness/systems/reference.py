@@ -178,7 +178,7 @@ class ReferenceSystem:
         (none where the engine does not count them)."""
         self._tally()
         searches, read = self._reads[self._setting]
-        stats = self.memory.stats().as_dict()
+        stats = {**self.memory.stats().as_dict(), "text_queries": self.text_queries}
         if not self._counts_bytes:
             return {key: value for key, value in stats.items() if key != "bytes_read_per_search"}
         return {**stats, "bytes_read_per_search": read / searches if searches else 0.0}

@@ -95,6 +95,9 @@ class Claim:
 
 
 def _finding(check: Callable[[RunResults, str], Finding], results: RunResults, system: str) -> Finding:
+    chosen = results.run.systems
+    if chosen is not None and system not in chosen:
+        return Finding(certain(UNMEASURED), "not in this run: not selected by --systems")
     try:
         return check(results, system)
     except LookupError as missing:

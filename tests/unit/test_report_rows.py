@@ -1,0 +1,66 @@
+"""Each row of a report means what it says: an estimate beside the measurement of the same ranking, no reading
+shown as a figure, the true reason a verdict was not measured, no change named where the commit measured is
+unchanged."""
+
+import subprocess
+from dataclasses import replace
+
+from harness.output.results import RunResults
+from harness.output.sections.timed import realtext, realtext_headline, scaling
+from harness.run import uncommitted
+from harness.verdicts.claims import UNMEASURED, evaluate
+from tests.results_factory import measured, run_info
+
+
+def _engine(system: str, recall: float, *, by_words: bool):
+    row = measured(system, 5_000, 1.0, recall=recall)
+    return replace(row, describe={"estimated_recall": 0.962, "text_queries": by_words, "groups": 40})
+
+
+def test_an_engine_searched_by_words_too_shows_no_dense_estimate_beside_its_recall_and_says_why():
+    rows = [_engine("reference", 0.525, by_words=True), _engine("reference-dense", 0.958, by_words=False)]
+    results = RunResults(run=run_info(), realtext=[*rows, measured("flat-numpy", 5_000, 3.0)])
+    for [table] in (realtext_headline(results), realtext(results)):
+        lines = table.render().splitlines()
+        [hybrid] = [line for line in lines if line.startswith("| reference ")]
+        [dense] = [line for line in lines if line.startswith("| reference-dense ")]
+        assert "0.525" in hybrid and "0.962" not in hybrid  # no estimate of another ranking beside it
+        assert "0.958" in dense and "0.962" in dense  # the dense engine's estimate is of what it measured
+        [note] = table.notes
+        assert note.startswith("`reference`: searched by the query's text and vector together")
+
+
+def test_no_growth_of_resident_memory_reads_as_no_reading_not_as_zero_bytes():
+    rows = [replace(measured("flat-numpy", 1_000, 1.0), rss_bytes_per_doc=0.0), measured("reference", 1_000, 1.0)]
+    rows[1] = replace(rows[1], rss_bytes_per_doc=1_234.0)
+    [table] = scaling(RunResults(run=run_info(), scaling=rows))
+    column = [c.header for c in table.columns].index("RSS (bytes/cell)")
+    cells = [line.split("|") for line in table.render().splitlines()[2:]]
+    cells = {row[1].strip(): row[column + 1].strip() for row in cells}
+    assert cells == {"flat-numpy": "–", "reference": "1,234"}
+    assert "where it did not grow" in table.caption
+
+
+def test_a_system_left_out_by_systems_is_not_measured_for_that_reason():
+    rows = [measured("reference", n, 1.0) for n in (1_000, 25_000)]
+    results = RunResults(run=replace(run_info(), systems=("reference", "flat-numpy")), scaling=rows)
+    claims, targets = evaluate(results)
+    left_out = [v for v in claims + targets if v.system not in ("reference", "flat-numpy")]
+    assert left_out and all(v.verdict == UNMEASURED for v in left_out)
+    assert {v.measured for v in left_out} == {"not in this run: not selected by --systems"}
+    chosen = [v for v in claims + targets if v.system == "reference" and v.verdict == UNMEASURED]
+    assert chosen and not any("--systems" in v.measured for v in chosen)  # its own reasons stay
+
+
+def test_an_untracked_file_is_no_change_to_the_commit_measured(tmp_path):
+    def git(*args: str) -> None:
+        subprocess.run(["git", "-C", str(tmp_path), *args], check=True, capture_output=True, timeout=60)
+
+    git("init", "-q")
+    (tmp_path / "engine.py").write_text("x = 1\n")
+    git("add", "engine.py")
+    git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "first")
+    (tmp_path / "my_memory.py").write_text("the adapter the README asks for\n")
+    assert not uncommitted(tmp_path)
+    (tmp_path / "engine.py").write_text("x = 2\n")
+    assert uncommitted(tmp_path)
