@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import ast
 import configparser
+import json
 import os
 import re
 import shlex
@@ -33,7 +34,7 @@ PATHS = r"(?:reference|harness|baselines|tests|docs|datasets)/[\w./-]*|\.ci/run|
 """Paths in the repository that a page may name in backticks."""
 GENERATED = ("datasets/cache",)
 """Paths a run makes (under the working directory), not kept in the repository."""
-SKIPPED_EXAMPLES = {"builder.compile": "needs a LangGraph graph builder and embeddings (tests/langgraph runs it)"}
+SKIPPED_EXAMPLES = {"builder.compile": "needs LangGraph, a graph builder and embeddings: tests/langgraph runs it"}
 """Python examples that cannot run alone, by a fragment of their text, with the reason."""
 
 
@@ -94,7 +95,9 @@ def check_step(command: list[str]) -> None:
         passed = args[args.index("--") + 1 :] if "--" in args else []
         if args[1] == "bench" and passed:
             strict_parser().parse_args(["run", *passed])
-    elif program in ("python3", "pip"):
+    elif program == ".":
+        assert args == [".venv/bin/activate"], command  # the environment the install line made
+    elif Path(program).name in ("python3", "pip"):
         for extras in re.findall(r"\.\[([\w,-]+)\]", " ".join(args)):
             unknown = set(extras.split(",")) - EXTRAS
             assert not unknown, f"extras {sorted(unknown)} are not in pyproject.toml ({sorted(EXTRAS)})"
@@ -120,13 +123,115 @@ def test_a_renamed_subcommand_or_option_fails_the_check():
 
 
 def test_the_quick_start_is_the_main_job_and_the_ci_test_command():
-    main_job, tests = blocks(section(README.read_text(), "Quick start (Python 3.11)"), "bash")
+    main_job, tests, _ = blocks(section(README.read_text(), "Quick start (Python 3.11)"), "bash")
     assert main_job.strip() == "python3 -m pip install tox && tox -e bench"
     assert "magbench run" in TOX["testenv:bench"]["commands"]
     test_command = tests.strip().split(" && ")[-1]
     assert test_command.startswith("tox -e ") and "py" in test_command.removeprefix("tox -e ").split(",")
     ci = [line.strip() for line in (ROOT / ".ci" / "run").read_text().splitlines()]
     assert test_command in ci, f".ci/run does not run the README's test command {test_command!r}"
+
+
+def install_line() -> tuple[str, set[str]]:
+    """The Quick start's own environment: the line that makes it and the extras it installs."""
+    *_, line = blocks(section(README.read_text(), "Quick start (Python 3.11)"), "bash")
+    [extras] = re.findall(r"pip install -e '\.\[([\w,-]+)\]'", line)
+    return line.strip(), set(extras.split(","))
+
+
+def requirement_extras() -> dict[str, set[str]]:
+    """Each distribution the project requires, by normalised name, and the extras that bring it ("" for always).
+    A module is looked up by its own name (`langchain_core`: langchain-core); one named otherwise counts as always
+    there."""
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    found: dict[str, set[str]] = {}
+    for extra, requirements in [("", project["dependencies"]), *project["optional-dependencies"].items()]:
+        for requirement in requirements:
+            name = re.match(r"[\w.-]+", requirement).group(0).lower().replace("_", "-")
+            found.setdefault(name, set()).add(extra)
+    return found
+
+
+def third_party_imports(source: str, seen: set[Path]) -> set[str]:
+    """The top-level modules outside this repository that a source imports when it runs, following this
+    repository's modules (their top-level imports, as importing them runs them; a guarded import is optional)."""
+    found = set()
+    for node in ast.parse(source).body:
+        names = (
+            [alias.name for alias in node.names]
+            if isinstance(node, ast.Import)
+            else [node.module]
+            if isinstance(node, ast.ImportFrom) and node.module and not node.level
+            else []
+        )
+        for name in names:
+            parts = name.split(".")
+            if parts[0] not in ("reference", "harness", "baselines"):
+                found.add(parts[0])
+                continue
+            for end in range(1, len(parts) + 1):  # each package on the way is imported too
+                base = ROOT.joinpath(*parts[:end])
+                module = base / "__init__.py" if base.is_dir() else base.with_suffix(".py")
+                if module.exists() and module not in seen:
+                    seen.add(module)
+                    found |= third_party_imports(module.read_text(), seen)
+    return found
+
+
+COMMAND_EXTRAS = {
+    r"\bmagbench\b": "harness",
+    r"magbench serve": "serve",
+    r"magbench conformance": "test",
+    r"magbench chat": "ollama",
+    r"\bminilm\b": "minilm",
+}
+"""What a README command or example needs beyond its imports, by a pattern of its text: the extra `magbench`
+names when it is missing (the harness itself, the MCP SDK, pytest, the Ollama client, the packaged MiniLM model
+loaded on first use)."""
+
+
+def test_one_install_line_brings_every_readme_example_and_the_magbench_command():
+    line, extras = install_line()
+    assert line.startswith("python3 -m venv .venv && .venv/bin/pip install -e '.[") and line.endswith(
+        ". .venv/bin/activate"
+    )  # activated, its bin/ (with the `magbench` script pyproject.toml declares) is on PATH
+    assert tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["scripts"]["magbench"] == "harness.cli:main"
+    text = README.read_text()
+    requirements = requirement_extras()
+    for example in blocks(text, "python"):
+        for module in third_party_imports(example, set()):
+            bring = requirements.get(module.lower().replace("_", "-"), {""})
+            assert "" in bring or bring & extras, f"an example imports {module}: extra {sorted(bring)} not installed"
+    needed = {extra for pattern, extra in COMMAND_EXTRAS.items() if re.search(pattern, text)}
+    assert needed <= extras, f"README commands need extras {sorted(needed - extras)} the install line lacks"
+    [config] = blocks(section(text, "Serve it to agents"), "json")
+    command = json.loads(config)["mcpServers"]["memory"]["command"]
+    assert command.endswith("/.venv/bin/magbench"), "a desktop client starts the command by its full path"
+
+
+def test_the_install_line_check_catches_a_missing_extra():
+    requirements = requirement_extras()
+    assert requirements["langgraph"] == {"langgraph"} and "" in requirements["numpy"]
+    example = "from reference.integrations.langgraph import CellularStore"
+    assert {"langgraph", "langchain_core"} <= third_party_imports(example, set())
+
+
+def test_the_engines_real_text_bar_in_the_quick_start_is_the_claims_own():
+    from harness.verdicts.claims import REALTEXT_PASSAGES
+
+    quick = section(README.read_text(), "Quick start (Python 3.11)")
+    assert f"targets on real text need {REALTEXT_PASSAGES:,} passages" in quick
+    assert "--dataset beam:DIR" in quick
+
+
+def test_the_engine_snippet_run_twice_stores_its_memories_once(tmp_path):
+    [snippet] = blocks(section(README.read_text(), "Use the engine"), "python")
+    count = "from reference import CellularMemory\nfrom reference.encoders import make_encoder\n" + (
+        "with CellularMemory(path='my-memory', encoder=make_encoder('minilm')) as mem: print(len(mem))"
+    )
+    done = run("-c", f"exec({snippet!r})\nexec({snippet!r})\n{count}", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.strip().splitlines()[-1] == "2"
 
 
 def readme_subcommands() -> set[str]:
