@@ -2,11 +2,14 @@
 shown as a figure, the true reason a verdict was not measured, no change named where the commit measured is
 unchanged."""
 
+import re
 import subprocess
 from dataclasses import replace
 
+import pytest
+
 from harness.output.results import RunResults
-from harness.output.sections.timed import realtext, realtext_headline, scaling
+from harness.output.sections.timed import realtext, realtext_headline, scaling, scaling_headline
 from harness.run import uncommitted
 from harness.verdicts.claims import UNMEASURED, evaluate
 from tests.results_factory import measured, run_info
@@ -64,3 +67,18 @@ def test_an_untracked_file_is_no_change_to_the_commit_measured(tmp_path):
     assert not uncommitted(tmp_path)
     (tmp_path / "engine.py").write_text("x = 2\n")
     assert uncommitted(tmp_path)
+
+
+def test_the_headline_speed_up_is_the_verdicts_figure_and_says_which_rule_it_follows():
+    busy = (1.0, 1.0, 4.0)  # one timing pass slowed by load, as on a shared machine
+    rows = [
+        measured("reference", 100_000, 0.1, pass_factors=(1.0, 1.0, 1.0)),
+        measured("flat-numpy", 100_000, [20.0] * 25 + [30.0] * 25, pass_factors=busy),
+    ]
+    results = RunResults(run=run_info(), scaling=rows)
+    [verdict] = [v for v in evaluate(results)[1] if v.claim == "speedup-vs-exact"]
+    [table] = scaling_headline(results)
+    [shown] = [line.split("|")[3].strip() for line in table.render().splitlines() if line.startswith("| reference ")]
+    judged = float(re.match(r"N=100,000: ([\d.]+)×", verdict.measured).group(1))
+    assert float(shown.replace(",", "")) == pytest.approx(judged, rel=0.01)  # one pair, one figure, one rule
+    assert "by the rule of the speed-up verdicts" in table.caption
