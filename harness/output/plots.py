@@ -36,8 +36,11 @@ COLOURS = {
     "faiss-hnsw": "#2e7d32",
     "bm25": "#c2185b",
     "hybrid-rrf": "#5d6d7e",
+    "reference-mcp": "#9a7d0a",
+    "chroma-server": "#8e24aa",
 }
-"""The systems the default run draws, each in a colour that reads on white and apart from the others."""
+"""The systems the default run draws, each in a colour that reads on white and apart from the others drawn with it
+(the concurrency plot's servers too)."""
 PALETTE = ("#0b6e4f", "#a23b72", "#3d5a80", "#9c6644", "#6a4c93", "#b5651d", "#2a9d8f", "#8d0801")
 """Any other system: one of these by a checksum of its name."""
 MARKERS = "oDs^vP*Xh<>p"

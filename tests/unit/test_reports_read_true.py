@@ -1,6 +1,7 @@
 """What a reader sees: intervals of ratios that respect what a ratio is, noisy timing named, counts that add
 up, captions from the data, stable colours, compare that shows changes and refuses bad numbers."""
 
+import itertools
 import math
 import os
 import subprocess
@@ -10,7 +11,7 @@ import numpy as np
 import pytest
 from matplotlib.colors import to_rgb
 
-from harness.measure.plan import REALTEXT_SYSTEMS, SCALING_SYSTEMS, STREAM_SYSTEMS
+from harness.measure.plan import REALTEXT_SYSTEMS, SCALING_SYSTEMS, STREAM_SYSTEMS, RunPlan
 from harness.output.plots import colour, marker
 from harness.output.reading import reading
 from harness.output.report import timing_lines
@@ -113,8 +114,33 @@ def test_a_system_keeps_its_colour_and_marker_in_every_plot_of_every_process():
 def test_the_systems_drawn_together_read_apart_and_on_white():
     for drawn in (SCALING_SYSTEMS, REALTEXT_SYSTEMS, STREAM_SYSTEMS):
         assert len({colour(s) for s in drawn}) == len(drawn)
-    for system in {*SCALING_SYSTEMS, *REALTEXT_SYSTEMS, *STREAM_SYSTEMS, "my_module:make"}:
+    for system in {
+        *SCALING_SYSTEMS,
+        *REALTEXT_SYSTEMS,
+        *STREAM_SYSTEMS,
+        *RunPlan().concurrency_systems,
+        "my_module:make",
+    }:
         assert _contrast_on_white(colour(system)) >= 3.0, system  # WCAG's floor for lines and marks
+
+
+def test_the_concurrency_plots_systems_differ_in_hue_not_only_in_code():
+    drawn = RunPlan().concurrency_systems
+    for one, other in itertools.combinations(drawn, 2):
+        assert _lab_distance(colour(one), colour(other)) > 25, (one, other)  # two reds read as one system
+
+
+def _lab_distance(one: str, other: str) -> float:
+    """CIE76 ΔE between two colours (sRGB, D65): about 2.3 is just noticeable, 25 reads as another colour."""
+
+    def lab(spec: str) -> np.ndarray:
+        rgb = np.array([c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4 for c in to_rgb(spec)])
+        xyz = np.array([[0.4124, 0.3576, 0.1805], [0.2126, 0.7152, 0.0722], [0.0193, 0.1192, 0.9505]]) @ rgb
+        f = xyz / np.array([0.9505, 1.0, 1.089])
+        f = np.where(f > 0.008856, np.cbrt(f), 7.787 * f + 16 / 116)
+        return np.array([116 * f[1] - 16, 500 * (f[0] - f[1]), 200 * (f[1] - f[2])])
+
+    return float(np.linalg.norm(lab(one) - lab(other)))
 
 
 def _contrast_on_white(colour_spec: str) -> float:
