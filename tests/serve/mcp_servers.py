@@ -33,7 +33,7 @@ class HttpMemoryServer:
         self.command = [*SERVE, "--http", "--host", host, "--port", str(self.port), *args]
         self.process: subprocess.Popen[bytes] | None = None
 
-    def start(self, timeout: float = 60.0) -> HttpMemoryServer:
+    def start(self, timeout: float = 600.0) -> HttpMemoryServer:
         self.process = subprocess.Popen(self.command, env=ENV, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:

@@ -276,7 +276,7 @@ def test_a_padded_token_loads_and_authenticates(tmp_path):
     ],
 )
 def test_an_unsafe_or_broken_setup_is_refused_in_one_line(arguments, message, tmp_path):
-    done = subprocess.run([*SERVE, *arguments], env=ENV, cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    done = subprocess.run([*SERVE, *arguments], env=ENV, cwd=tmp_path, capture_output=True, text=True, timeout=600)
     assert done.returncode == 2
     assert message in done.stderr and done.stderr.count("\n") == 1, done.stderr
 
