@@ -95,13 +95,18 @@ class Claim:
 
 
 def _finding(check: Callable[[RunResults, str], Finding], results: RunResults, system: str) -> Finding:
-    chosen = results.run.systems
-    if chosen is not None and system not in chosen:
+    if _left_out(results, system):
         return Finding(certain(UNMEASURED), "not in this run: not selected by --systems")
     try:
         return check(results, system)
     except LookupError as missing:
         return Finding(certain(UNMEASURED), f"not in this run: {missing}")
+
+
+def _left_out(results: RunResults, system: str) -> str:
+    """Why a system has no rows, when `--systems` is why (else nothing)."""
+    chosen = results.run.systems
+    return " (not selected by --systems)" if chosen is not None and system not in chosen else ""
 
 
 def _p50s(results: RunResults, system: str) -> list[Measurement]:
@@ -227,7 +232,7 @@ def _at(results: RunResults, system: str, n: int | None = None, section: str = "
     """The system's default-parameter measurement at size n (the largest when None) in a timed section."""
     rows = results.defaults(system, section)
     if not rows:
-        raise LookupError(f"no {section} measurement")
+        raise LookupError(f"no {section} measurement of {system}" + _left_out(results, system))
     n = rows[-1].n_docs if n is None else n
     found = [m for m in rows if m.n_docs == n]
     if not found:

@@ -82,3 +82,10 @@ def test_the_headline_speed_up_is_the_verdicts_figure_and_says_which_rule_it_fol
     judged = float(re.match(r"N=100,000: ([\d.]+)×", verdict.measured).group(1))
     assert float(shown.replace(",", "")) == pytest.approx(judged, rel=0.01)  # one pair, one figure, one rule
     assert "by the rule of the speed-up verdicts" in table.caption
+
+
+def test_a_verdict_that_needs_a_system_left_out_names_it_and_why():
+    results = RunResults(run=replace(run_info(), systems=("reference",)), scaling=[measured("reference", 100_000, 0.1)])
+    [verdict] = [v for v in evaluate(results)[1] if v.claim == "speedup-vs-exact"]
+    assert verdict.verdict == UNMEASURED
+    assert verdict.measured == "not in this run: no scaling measurement of flat-numpy (not selected by --systems)"
