@@ -204,9 +204,14 @@ def test_one_install_line_brings_every_readme_example_and_the_magbench_command()
             assert "" in bring or bring & extras, f"an example imports {module}: extra {sorted(bring)} not installed"
     needed = {extra for pattern, extra in COMMAND_EXTRAS.items() if re.search(pattern, text)}
     assert needed <= extras, f"README commands need extras {sorted(needed - extras)} the install line lacks"
-    [config] = blocks(section(text, "Serve it to agents"), "json")
-    command = json.loads(config)["mcpServers"]["memory"]["command"]
-    assert command.endswith("/.venv/bin/magbench"), "a desktop client starts the command by its full path"
+    configs = [
+        json.loads(block) for page in PAGES for block in blocks(page.read_text(), "json") if "mcpServers" in block
+    ]
+    assert configs and all(
+        server["command"].endswith("/.venv/bin/magbench")
+        for config in configs
+        for server in config["mcpServers"].values()
+    ), "a desktop client starts the command by the full path of the install line's environment"
 
 
 def test_the_install_line_check_catches_a_missing_extra():
