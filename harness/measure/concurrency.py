@@ -196,11 +196,13 @@ def concurrency_rows(
     levels: tuple[int, ...] = LEVELS,
     seconds: float = 1.5,
     rate: float = 20.0,
+    windows: int = 1,
     progress: Progress = silent,
 ) -> list[ConcurrencyRow]:
     """Every system at every level of clients for `seconds`, searches alone and then while `rate` cells a second
-    are written."""
-    work = workload(cells, math.ceil(rate * (seconds * len(levels) + WARM_S)) + len(levels) + 1, queries)
+    are written, in `windows` windows of time taken in turn with the other levels'."""
+    to_write = math.ceil(rate * (seconds * len(levels) + WARM_S)) + len(levels) * windows + 1
+    work = workload(cells, to_write, queries)
     truth = Truth(work)
     rows: list[ConcurrencyRow] = []
     with ExitStack() as processes:
@@ -217,57 +219,75 @@ def concurrency_rows(
                     in_process = InProcess(spec, work, Path(workdir))
                     built.callback(in_process.close)
                     target = in_process
-                rows += _levels(target, work, truth, levels, seconds, rate)
+                rows += _levels(target, work, truth, levels, seconds, rate, windows)
     return rows
+
+
+Window = tuple[Load, list[Searched], list[Written]]
+"""One window of time of a level: its load, what was searched and what was written."""
 
 
 def _levels(
-    target: Target, work: Workload, truth: Truth, levels: tuple[int, ...], seconds: float, rate: float
-) -> list[ConcurrencyRow]:
-    """An untimed warm-up, then each level searching alone, then each level while writing; the pool's cells are
-    written in order."""
-    rows, written, alias = [], 0, dict[str, str]()
-    for clients, writing, timed in [(max(levels), rate, False)] + [(c, w, True) for w in (0.0, rate) for c in levels]:
-        start = time.monotonic_ns() + round(LEAD_S * 1e9)
-        load = Load(clients, start, start + round((seconds if timed else WARM_S) * 1e9), writing, written)
-        with one_core():
-            searched, wrote = target.run(load)
-        alias.update((w.id, work.pool[w.cell].id) for w in wrote)
-        if timed:
-            rows.append(_row(target, work, truth, load, searched, wrote, alias))
-        written += len(wrote)
-    return rows
-
-
-def _row(
     target: Target,
     work: Workload,
     truth: Truth,
-    load: Load,
-    searched: list[Searched],
-    wrote: list[Written],
-    alias: dict[str, str],
-) -> ConcurrencyRow:
-    """One level's figures, every answer checked; `alias` maps an id a server gave a written cell to the cell."""
+    levels: tuple[int, ...],
+    seconds: float,
+    rate: float,
+    windows: int = 1,
+) -> list[ConcurrencyRow]:
+    """An untimed warm-up, then the levels searching alone, then the levels while writing, each in `windows`
+    windows of `seconds / windows` taken in turn (1, 2, 4, 1, 2, 4, …), so that a burst of other load on a shared
+    machine falls in one window of several levels, not in one level; the pool's cells are written in order."""
+    rows, written, alias = [], 0, dict[str, str]()
+    timed: dict[tuple[int, float], list[Window]] = {}
+    runs = [(max(levels), rate, WARM_S)] + [
+        (c, w, seconds / windows) for w in (0.0, rate) for _ in range(windows) for c in levels
+    ]
+    for number, (clients, writing, window_s) in enumerate(runs):
+        start = time.monotonic_ns() + round(LEAD_S * 1e9)
+        load = Load(clients, start, start + round(window_s * 1e9), writing, written)
+        with one_core():
+            searched, wrote = target.run(load)
+        alias.update((w.id, work.pool[w.cell].id) for w in wrote)
+        if number:  # not the warm-up
+            timed.setdefault((clients, writing), []).append((load, searched, wrote))
+        written += len(wrote)
+    for level in timed.values():
+        rows.append(_row(target, work, truth, level, alias))
+    return rows
+
+
+def _row(target: Target, work: Workload, truth: Truth, windows: list[Window], alias: dict[str, str]) -> ConcurrencyRow:
+    """One level's figures over its windows, every answer checked: QPS the median window's (each window's, and so
+    its spread, kept), latencies and recall over every window's searches; `alias` maps an id a server gave a
+    written cell to the cell."""
     known = {doc.id for doc in work.data.docs} | alias.keys()
-    acknowledged = [w.acknowledged_ns for w in wrote]
-    found, kth = [], []
-    for search in searched:
-        hits = check_hits(target.name, search.hits, k=K, known_ids=known)
-        found.append(truth.similarities(search.query, [alias.get(h.doc_id, h.doc_id) for h in hits]))
-        kth.append(truth.kth(search.query, load.first_cell + bisect.bisect_right(acknowledged, search.started_ns)))
-    stats = latency_stats([s.latency_ns for s in searched])
-    wall_s = (max(s.started_ns + s.latency_ns for s in searched) - load.start_ns) / 1e9
+    found, kth, every, rates, wrote_cells, window_s = [], [], [], [], 0, 0.0
+    for load, searched, wrote in windows:
+        acknowledged = [w.acknowledged_ns for w in wrote]
+        for search in searched:
+            hits = check_hits(target.name, search.hits, k=K, known_ids=known)
+            found.append(truth.similarities(search.query, [alias.get(h.doc_id, h.doc_id) for h in hits]))
+            kth.append(truth.kth(search.query, load.first_cell + bisect.bisect_right(acknowledged, search.started_ns)))
+        wall_s = (max(s.started_ns + s.latency_ns for s in searched) - load.start_ns) / 1e9
+        rates.append(len(searched) / wall_s)
+        every += searched
+        wrote_cells += len(wrote)
+        window_s += (load.stop_ns - load.start_ns) / 1e9
+    stats = latency_stats([s.latency_ns for s in every])
+    load = windows[0][0]
     return ConcurrencyRow(
         target.name,
         target.transport,
         len(work.docs),
         load.clients,
-        writes_per_s=len(wrote) / ((load.stop_ns - load.start_ns) / 1e9),
-        searches=len(searched),
-        qps=len(searched) / wall_s,
+        writes_per_s=wrote_cells / window_s,
+        searches=len(every),
+        qps=float(np.median(rates)),
         p50_ms=stats.p50_ms,
         p99_ms=stats.p99_ms,
         recall_at_10=threshold_recall(found, np.asarray(kth), K),
-        short=sum(len(s.hits) < K for s in searched),
+        short=sum(len(s.hits) < K for s in every),
+        window_qps=rates,
     )

@@ -277,6 +277,7 @@ def concurrency(context: RunContext) -> list[ConcurrencyRow]:
         levels=plan.concurrency_levels,
         seconds=plan.concurrency_seconds,
         rate=plan.concurrency_write_rate,
+        windows=plan.concurrency_windows,
         progress=context.progress,
     )
 

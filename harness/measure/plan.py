@@ -134,7 +134,10 @@ class RunPlan:
     concurrency_levels: tuple[int, ...] = (1, 2, 4, 8)
     """Clients searching at once, one level after another."""
     concurrency_seconds: float = 1.0
-    """How long each level searches."""
+    """How long each level searches, in all."""
+    concurrency_windows: int = 3
+    """Windows of time each level's seconds are split into, taken in turn with the other levels' windows: a
+    burst of other load on a shared machine then shows as one window's spread, not as one level's figure."""
     concurrency_write_rate: float = 20.0
     """Cells written per second (one a write) while searching, in the second half of the levels."""
     concurrency_systems: tuple[str, ...] = CONCURRENCY_SYSTEMS
@@ -170,6 +173,7 @@ class RunPlan:
             concurrency_cells=2_000,
             concurrency_levels=(1, 2),
             concurrency_seconds=0.3,
+            concurrency_windows=2,
             concurrency_systems=("reference", "flat-numpy", "chroma-server"),
             filter_cells=2_000,
             tenant_scopes=50,

@@ -153,25 +153,40 @@ def streaming(path: Path, rows: Sequence[StreamRow]) -> Path:
 
 
 def concurrency(path: Path, rows: Sequence[ConcurrencyRow]) -> Path:
-    """QPS and p99 against clients, searches alone (solid) and while writing (dashed), one colour per system."""
-    figure, (qps, p99) = plt.subplots(1, 2, figsize=(12, 4.8))
-    for system, kind in styles([r.system for r in rows]).items():
-        for writing, line in ((False, "-"), (True, "--")):
+    """QPS and p99 against clients, one colour per system: searches alone above, while writing below (one set of
+    lines per panel), each level's QPS the median window's with a bar from its slowest window to its fastest."""
+    figure, panels = plt.subplots(2, 2, figsize=(12, 8.4), sharex=True)
+    for (qps, p99), writing in zip(panels, (False, True)):
+        drawn = styles([r.system for r in rows])
+        for number, (system, kind) in enumerate(drawn.items()):
+            dodge = 0.06 * (number - (len(drawn) - 1) / 2)  # each system's bars a little apart at a level
             mine = sorted(
                 (r for r in rows if r.system == system and bool(r.writes_per_s) == writing), key=lambda r: r.clients
             )
-            drawn = {**kind, "linestyle": line, "label": "_nolegend_" if writing else system}
-            qps.plot([r.clients for r in mine], [r.qps for r in mine], **drawn)
-            p99.plot([r.clients for r in mine], [r.p99_ms for r in mine], **drawn)
+            if not mine:
+                continue
+            clients = [r.clients for r in mine]
+            qps.plot(clients, [r.qps for r in mine], **kind)
+            spread = [(r.clients, min(r.window_qps), max(r.window_qps)) for r in mine if r.window_qps]
+            if spread:
+                x, low, high = zip(*spread)
+                bars = {"colors": kind["color"], "linewidth": kind["linewidth"] + 2, "alpha": 0.35}
+                qps.vlines([level + dodge for level in x], low, high, **bars)
+            p99.plot(clients, [r.p99_ms for r in mine], **kind)
+        doing = "while writing" if writing else "searches alone"
+        qps.set(ylabel="searches per second (all clients)", yscale="log")
+        p99.set(ylabel="p99 search latency (ms)", yscale="log")
+        qps.set_title(f"Throughput, {doing} (bar: slowest to fastest window)", fontsize=10)
+        p99.set_title(f"Tail latency, {doing}", fontsize=10)
     levels = sorted({r.clients for r in rows})
-    for axes in (qps, p99):
+    for axes in panels.flat:
         axes.set_xticks(levels, [str(level) for level in levels])
-    qps.set(xlabel="clients at once", ylabel="searches per second (all clients)", yscale="log")
-    p99.set(xlabel="clients at once", ylabel="p99 search latency (ms)", yscale="log")
-    qps.set_title("Throughput (dashed: while writing)", fontsize=10)
-    p99.set_title("Tail latency (dashed: while writing)", fontsize=10)
-    qps.grid(True, which="both", alpha=0.3)
-    return _save(figure, p99, path)
+    for axes in panels[1]:
+        axes.set_xlabel("clients at once")
+    for axes in panels.flat:
+        if axes is not panels[0][1]:
+            _log_ticks(axes)
+    return _save(figure, panels[0][1], path)
 
 
 def pareto(points: Sequence[Measurement]) -> list[Measurement]:
@@ -184,15 +199,21 @@ def pareto(points: Sequence[Measurement]) -> list[Measurement]:
     return front
 
 
-def _save(figure: Figure, axes: Axes, path: Path) -> Path:
+def _log_ticks(axes: Axes) -> None:
+    """Ticks at 1, 2 and 5 of each decade of a log axis, written plainly (a narrow range has some), and a grid."""
     for axis in (axes.xaxis, axes.yaxis):
-        if axis.get_scale() == "log":  # ticks at 1, 2 and 5 of each decade, written plainly: a narrow range has some
+        if axis.get_scale() == "log":
             axis.set_major_locator(ticker.LogLocator(subs=(1.0, 2.0, 5.0)))
             axis.set_major_formatter(
                 ticker.FuncFormatter(lambda value, _: f"{value:,.0f}" if value >= 1000 else f"{value:g}")
             )
             axis.set_minor_formatter(ticker.NullFormatter())
     axes.grid(True, which="major", alpha=0.3)
+
+
+def _save(figure: Figure, axes: Axes, path: Path) -> Path:
+    """The figure written, the legend beside `axes`."""
+    _log_ticks(axes)
     axes.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0)
     figure.tight_layout()
     figure.savefig(path, dpi=120)

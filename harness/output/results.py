@@ -330,6 +330,8 @@ class ConcurrencyRow:
     it scores as well as the 10th)."""
     short: int = 0
     """Answers with fewer than 10 hits."""
+    window_qps: list[float] = field(default_factory=list)
+    """Each window's QPS (`qps` is their median): how far a shared machine moved the level."""
 
 
 @dataclass(frozen=True)

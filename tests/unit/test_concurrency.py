@@ -41,3 +41,11 @@ def test_a_system_whose_searches_trip_over_each_other_is_exact_alone_and_not_at_
     alone, together = rows[0], rows[1]
     assert alone.clients == 1 and alone.recall_at_10 == 1.0
     assert together.clients == 4 and together.recall_at_10 < 0.9
+
+
+def test_each_level_is_measured_in_windows_taken_in_turn_and_shows_their_spread():
+    rows = concurrency_rows(("flat-numpy",), cells=300, queries=20, levels=(1, 2), seconds=0.3, windows=3)
+    assert [(r.clients, bool(r.writes_per_s)) for r in rows] == [(1, False), (2, False), (1, True), (2, True)]
+    for row in rows:
+        assert len(row.window_qps) == 3 and min(row.window_qps) > 0
+        assert row.qps == pytest.approx(sorted(row.window_qps)[1])  # the median window's

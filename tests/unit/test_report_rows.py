@@ -8,7 +8,9 @@ from dataclasses import replace
 
 import pytest
 
-from harness.output.results import RunResults
+from harness.output import plots
+from harness.output.results import ConcurrencyRow, RunResults
+from harness.output.sections.services import concurrency
 from harness.output.sections.timed import realtext, realtext_headline, scaling, scaling_headline
 from harness.run import uncommitted
 from harness.verdicts.claims import UNMEASURED, evaluate
@@ -89,3 +91,19 @@ def test_a_verdict_that_needs_a_system_left_out_names_it_and_why():
     [verdict] = [v for v in evaluate(results)[1] if v.claim == "speedup-vs-exact"]
     assert verdict.verdict == UNMEASURED
     assert verdict.measured == "not in this run: no scaling measurement of flat-numpy (not selected by --systems)"
+
+
+def test_a_concurrency_level_shows_its_windows_spread_in_the_table_and_the_plot(tmp_path):
+    def level(clients: int, writing: float, windows: list[float]) -> ConcurrencyRow:
+        qps = sorted(windows)[len(windows) // 2]
+        return ConcurrencyRow(
+            "reference", "threads in process", 2_000, clients, writing, 90, qps, 1.0, 3.0, 1.0, 0, windows
+        )
+
+    rows = [level(1, 0.0, [900.0, 1_015.0, 2_270.0]), level(2, 0.0, [531.0, 1_124.0, 1_598.0]), level(1, 20.0, [800.0])]
+    results = RunResults(run=run_info(), concurrency=rows)
+    [table] = concurrency(results)
+    lines = table.render().splitlines()
+    assert "| windows " in lines[0] and "900–2,270" in lines[2] and "531–1,598" in lines[3]
+    assert "windows of time taken in turn" in table.caption
+    assert plots.concurrency(tmp_path / "concurrency.png", rows).stat().st_size > 0

@@ -8,7 +8,7 @@ from typing import Any
 from harness.measure.filtered import OWNERS
 from harness.measure.runner import K
 from harness.measure.tenants import DIM, PROBE_WORDS, TURN_CELLS
-from harness.output.formats import share
+from harness.output.formats import figure, share
 from harness.output.results import ConcurrencyRow, FilterRow, RunResults
 from harness.output.sections.common import SYSTEM
 from harness.output.tables import Table, column
@@ -33,16 +33,21 @@ def concurrency(results: RunResults) -> list[Table]:
             "text) and a Chroma server (`chroma-server`) are searched by client processes of their own. Recall@10 "
             "is against exact dense search over the cells written before each search began (`reference` and "
             f"`reference-mcp` rank text queries by words too); `short`: answers with fewer than {K} hits. Each level "
-            "is one window of time: on a shared machine, a burst of other load moves a level's figures.",
+            f"searches in {plan.concurrency_windows} windows of time taken in turn with the other levels' (so a burst "
+            "of other load on a shared machine falls in a window of several levels, not in one level): QPS is the "
+            "median window's, `windows` its slowest and fastest window's (far apart: the machine was busy); "
+            "latencies and recall pool every window.",
             (
                 SYSTEM,
                 column("clients", "clients"),
                 column("clients are", "transport"),
                 column("QPS", "qps"),
+                column("windows", "qps_windows"),
                 column("p50 / p99 (ms)", "p50_ms", "p99_ms"),
                 column("recall@10", "recall_at_10", format=share),
                 column("writing: writes/s", "writing_writes_per_s"),
                 column("writing: QPS", "writing_qps"),
+                column("writing: windows", "writing_qps_windows"),
                 column("writing: p99 (ms)", "writing_p99_ms"),
                 column("writing: recall@10", "writing_recall_at_10", format=share),
                 column("short", "short"),
@@ -125,6 +130,7 @@ def _concurrency_rows(rows: list[ConcurrencyRow]) -> list[dict[str, Any]]:
             "clients": row.clients,
             "transport": row.transport,
             "qps": row.qps,
+            "qps_windows": _spread(row.window_qps),
             "p50_ms": row.p50_ms,
             "p99_ms": row.p99_ms,
             "recall_at_10": row.recall_at_10,
@@ -134,11 +140,17 @@ def _concurrency_rows(rows: list[ConcurrencyRow]) -> list[dict[str, Any]]:
             fields |= {
                 "writing_writes_per_s": during.writes_per_s,
                 "writing_qps": during.qps,
+                "writing_qps_windows": _spread(during.window_qps),
                 "writing_p99_ms": during.p99_ms,
                 "writing_recall_at_10": during.recall_at_10,
             }
         table.append(fields)
     return table
+
+
+def _spread(values: list[float]) -> str:
+    """The slowest and the fastest of a level's windows ("" for a row of one window, or of none recorded)."""
+    return f"{figure(min(values))}–{figure(max(values))}" if len(values) > 1 else ""
 
 
 def _filter_fields(row: FilterRow) -> dict[str, Any]:
