@@ -37,6 +37,7 @@ from .kernels.quantize import quantized
 from .kernels.scan import keep_best
 
 if TYPE_CHECKING:
+    from .residency import Residency, Wanted
     from .state import EngineState
 
 K = 10
@@ -117,34 +118,42 @@ def commit_all(state: EngineState, config: MemoryConfig) -> None:
         state.commit_probe(setting, config.target_recall, config.probe_margin, scope)
 
 
-def refresh_every_scope(state: EngineState, config: MemoryConfig) -> None:
+def refresh_every_scope(resident: Residency, state: EngineState, config: MemoryConfig) -> None:
     """In a memory of several scopes, the estimate a search of every scope probes by, made when such a search
-    finds it due, not by the writes into one scope (in a memory of one scope, that scope's serves)."""
-    with state.reading():
-        if len(state.scopes) < 2 or not due(config, state, None):
+    finds it due, not by the writes into one scope (in a memory of one scope, that scope's serves); with
+    `resident_cells`, over every scope, each loaded for it."""
+    with resident.reading(()):
+        if (len(state.scopes) < 2 and not resident.bounded) or not due(config, state, None):
             return
-    estimate_again(state, config, [None])
+    estimate_again(resident, state, config, [None], None)
 
 
-def estimate_after_sleep(state: EngineState, config: MemoryConfig, scope: int | None) -> None:
-    """The estimates a sleep pass (of `scope`; None: of every scope) regrouped, made again."""
+def estimate_after_sleep(resident: Residency, state: EngineState, config: MemoryConfig, scope: str | None) -> None:
+    """The estimates a sleep pass (of `scope`; None: of every scope in RAM) regrouped, made again."""
     if config.target_recall is not None:
-        with state.reading():
-            scopes: list[int | None] = state.estimated_scopes() if scope is None else [scope]
-        estimate_again(state, config, scopes)
+        held = () if scope is None else [scope]
+        with resident.reading(held):
+            code = None if scope is None else state.table.known_scope(scope)
+            if scope is not None and code is None:
+                return
+            scopes: list[int | None] = state.estimated_scopes() if scope is None else [code]
+        estimate_again(resident, state, config, scopes, held)
 
 
-def estimate_again(state: EngineState, config: MemoryConfig, scopes: list[int | None]) -> None:
-    """New estimates for these scopes: made under the read lock (searches go on), committed under the write lock,
-    made again there if a write came in between."""
-    with state.reading():
+def estimate_again(
+    resident: Residency, state: EngineState, config: MemoryConfig, scopes: list[int | None], held: Wanted
+) -> None:
+    """New estimates for these scopes (the scopes `held` in RAM for it): made under the read lock (searches go
+    on), committed under the write lock, made again there if a write, a load or an eviction came in between."""
+    with resident.reading(held):
         version = state.version
         settings = [calibrated(state, config, scope) for scope in scopes]
-    with state.writing():
-        if state.version != version:  # written to meanwhile: estimated on what it holds now
+    with resident.writing(held):
+        if state.version != version:  # changed meanwhile: estimated on what it holds now
             settings = [calibrated(state, config, scope) for scope in scopes]
         for scope, setting in zip(scopes, settings):
-            state.commit_probe(setting, config.target_recall, config.probe_margin, scope)
+            if scope is None or state.scopes.count(scope):  # one let go meanwhile is estimated when it loads
+                state.commit_probe(setting, config.target_recall, config.probe_margin, scope)
 
 
 def calibrated(state: EngineState, config: MemoryConfig, scope: int | None = None) -> ProbeSetting:

@@ -103,6 +103,7 @@ class CellularMemory:
         self._resident = Residency(
             self._state, store, config.resident_cells, lambda: calibration.commit_due(self._state, self.config)
         )
+        """Every public method reaches the state through it (`reading` / `writing`), the close alone excepted."""
         calibration.commit_due(self._state, config)
 
     # ---- writing -------------------------------------------------------------------------
@@ -146,8 +147,6 @@ class CellularMemory:
                     state, self._clustering, self.config, cells, upsert=upsert, keep_episode=episode is None,
                     now=self.clock(),
                 )  # fmt: skip
-                self._resident.written(cells.scopes)
-                calibration.commit_due(state, self.config)
             written = cells.ids
             del cells  # this write's temporaries, freed before the trim
             return written
@@ -201,16 +200,19 @@ class CellularMemory:
                     raise NotFoundError(f"not every id given is of scope {scope!r}; nothing was deleted")
             if len(rows):
                 state.commit_delete(rows)
-                calibration.commit_due(state, self.config)
         return len(rows)
 
     def apply_supersessions(self) -> list[Conflict]:
         """Apply the contradictions sleep recorded as updates: the newer cell keeps its text and takes the
-        older one's (and its history) into its history; the older cell goes. Returns what was applied."""
-        with self._state.writing():
-            applied = supersession.apply_recorded(self._state, self._clustering, self.clock())
-            calibration.commit_due(self._state, self.config)
-            return applied
+        older one's (and its history) into its history; the older cell goes. Returns what was applied. Covers every
+        scope (with `resident_cells`, one scope at a time: a conflict never spans two)."""
+        applied = []
+        for hold in self._resident.each_scope():
+            with self._resident.writing(hold):
+                code = None if hold is None else self._state.table.known_scope(hold[0])
+                if hold is None or code is not None:
+                    applied += supersession.apply_recorded(self._state, self._clustering, self.clock(), code)
+        return applied
 
     # ---- reading -------------------------------------------------------------------------
 
@@ -252,7 +254,7 @@ class CellularMemory:
         texts = [q if isinstance(q, str) else None for q in queries]
         state = self._state
         if restriction.scope is None:
-            calibration.refresh_every_scope(state, self.config)
+            calibration.refresh_every_scope(self._resident, state, self.config)
         with self._resident.reading(None if restriction.scope is None else [restriction.scope]):
             within = state.within(*restriction)
             if within is None:
@@ -277,17 +279,21 @@ class CellularMemory:
             return self._state.records([row_of[i] for i in wanted if i in row_of])
 
     def __len__(self) -> int:
-        return self._resident.count(None)
+        with self._resident.reading(()):
+            return self._resident.count(None)
 
     def __contains__(self, cell_id: object) -> bool:
         return isinstance(cell_id, str) and self._resident.holds(cell_id)
 
     def count(self, *, scope: str | None = None) -> int:
-        """How many cells the memory holds (in `scope`, when given)."""
-        return self._resident.count(None if scope is None else check_scope(scope))
+        """How many cells the memory holds (in `scope`, when given), in RAM or not."""
+        name = None if scope is None else check_scope(scope)
+        with self._resident.reading(()):
+            return self._resident.count(name)
 
     def ids(self, *, scope: str | None = None) -> list[str]:
-        """Every cell id (of `scope`, when given), in insertion order (with `resident_cells`: each scope's)."""
+        """Every cell id (of `scope`, when given), in insertion order (with `resident_cells`: each scope's; every
+        scope is loaded for the call)."""
         scope = None if scope is None else check_scope(scope)
         with self._resident.reading(None if scope is None else [scope]):
             table = self._state.table
@@ -295,19 +301,24 @@ class CellularMemory:
 
     def concepts(self) -> list[Concept]:
         """The memory's topics: groups gathered by their centroids (`concepts.py`), numbered in order
-        of their first group. Computed on each call, O(G²) in the groups linked."""
-        with self._state.reading():
+        of their first group. Computed on each call, O(G²) in the groups linked; covers every scope (with
+        `resident_cells`, every scope is loaded for the call)."""
+        with self._resident.reading(None):
             return concepts_of(self._state.groups, limit=self.config.concept_limit)
 
     def stats(self) -> MemoryStats:
-        """Counts, group-size distribution and configuration, for reports and dashboards."""
-        with self._state.reading():
-            return memory_stats(self._state, self.config, encoder=self.encoder.name, dim=self.dim)
+        """Counts, group-size distribution and configuration, for reports and dashboards. `cells` counts every cell
+        held; with `resident_cells`, the figures of groups, entities, episodes and recall are those of the scopes
+        in RAM (loading every scope for a dashboard would undo the budget)."""
+        with self._resident.reading(()):
+            shape = memory_stats(self._state, self.config, encoder=self.encoder.name, dim=self.dim)
+            return shape if not self._resident.bounded else replace(shape, cells=self._resident.count(None))
 
     def check_invariants(self) -> None:
         """Check that groups, centroids, the group index and the entity and lexical indexes agree with
-        the cells. Raises `InvariantError` naming each disagreement. Costs one pass over every cell."""
-        with self._state.reading():
+        the cells. Raises `InvariantError` naming each disagreement. Costs one pass over every cell (with
+        `resident_cells`: over the scopes in RAM)."""
+        with self._resident.reading(()):
             self._state.check_invariants()
 
     def set_search_options(self, **changes: Any) -> None:
@@ -315,7 +326,7 @@ class CellularMemory:
         unknown = set(changes) - SEARCH_OPTIONS
         if unknown:
             raise InvalidInputError(f"not a query-time option: {sorted(unknown)}; use {sorted(SEARCH_OPTIONS)}")
-        with self._state.writing():
+        with self._resident.writing(()):
             self.config = replace(self.config, **changes)
             if self.config.lexical and self._state.lexical is None:  # switched on later: index what is stored
                 self._state.enable_lexical()
@@ -338,18 +349,17 @@ class CellularMemory:
 
         The plan is made under the read lock (searches go on); only applying it takes the write
         lock. Groups that gained cells or changed since the last pass are judged; conflicts are
-        recorded on both cells (nothing is deleted) and judge failures are reported.
+        recorded on both cells (nothing is deleted) and judge failures are reported. Without `scope`, with
+        `resident_cells`: a pass over the scopes in RAM (a scope out of RAM has not changed since it left).
         """
         if labels is not None and not isinstance(labels, Mapping):
             raise InvalidInputError(f"labels must map cell ids to classes, got {type(labels).__name__}")
         name = None if scope is None else check_scope(scope)
         with self._sleep_mutex:
-            with self._resident.reading([] if name is None else [name]):  # with resident_cells: those in RAM
-                code = None if name is None else self._state.table.known_scope(name)
-            if name is not None and code is None:  # a scope that never held a cell: nothing to do
-                return ConsolidationReport([], 0, 0, 0, 0)
-            report = sleep.consolidate(self._state, self.config, judge or self.judge, self.clock, labels, code)
-            calibration.estimate_after_sleep(self._state, self.config, code)
+            report = sleep.consolidate(
+                self._state, self._resident, self.config, judge or self.judge, self.clock, labels, name
+            )
+            calibration.estimate_after_sleep(self._resident, self._state, self.config, name)
             return report
 
     def start_sleep(self, interval: float, *, judge: ConflictJudge | None = None) -> None:
@@ -368,15 +378,21 @@ class CellularMemory:
         self._sleeper.stop()
 
     def conflicts(self) -> list[Conflict]:
-        """Every recorded conflict once, older cell first."""
-        with self._state.reading():
-            return sleep.recorded_conflicts(self._state)
+        """Every recorded conflict once, older cell first (with `resident_cells`: scope by scope, each scope loaded
+        in turn; a conflict never spans two)."""
+        found = []
+        for hold in self._resident.each_scope():
+            with self._resident.reading(hold):
+                code = None if hold is None else self._state.table.known_scope(hold[0])
+                if hold is None or code is not None:
+                    found += sleep.recorded_conflicts(self._state, code)
+        return found
 
     # ---- lifecycle -----------------------------------------------------------------------
 
     def flush(self) -> None:
         """Persist access counts and moves gathered since the last flush."""
-        with self._state.writing():
+        with self._resident.writing(()):
             self._state.flush()
 
     def close(self) -> None:

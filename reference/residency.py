@@ -1,25 +1,32 @@
-"""Scopes beyond RAM: with `MemoryConfig(resident_cells=N)` a memory keeps the scopes in use in RAM, lets the
-least recently used go past N cells, and loads a scope from its store before a call that needs it.
+"""The one way into an engine's state: `Residency.reading(scopes)` and `writing(scopes)`, and, with
+`MemoryConfig(resident_cells=N)`, scopes beyond RAM: the scopes in use stay in RAM, the least recently used go past
+N cells, and a scope is loaded from its store before a call that needs it.
 
-A call names the scopes it needs (a search's scope, a write's scopes, the scopes of the ids it names; None: every
-scope) and takes the engine's lock through `reading` or `writing`, which first bring those scopes into RAM. Loading
-follows the engine's rule for every change: the scope's cells are read from the store outside the lock (searches
-in other scopes go on) and put in under the write lock only if the scope is still out of RAM and was not let go
-since they were read (its generation), else read again. A scope out of RAM never changes in the store (a write
-loads its scope first), so cells read while it stayed out are current. What a scope derives from its cells
-(groups as stored, lexical postings, entities, episodes, filters) is rebuilt from them as it loads
-(`EngineState.commit_load`). Letting a scope go writes what the store has not been told of its cells yet (access
-counts, moves) and hands their rows back to be filled again (`EngineState.commit_evict`); the estimate of its recall
-stays, so a scope loaded again is not estimated again. The scopes a call needs are never let go by it, so one call
-may hold more than N cells for a moment (a search of every scope holds them all).
+Every public call names the scopes it needs (a search's scope, a write's scopes, the scopes of the ids it names;
+None: every scope) and holds the engine's lock through `reading` or `writing`. `writing` runs the post-write hook
+(`settle`: the recall estimates the write made due) before it lets the lock go, so no write path can skip it.
+
+With a budget, the scopes a call needs are worked out under the lock (an id's scope from the table, or, for an id
+out of RAM, from the store, which under the lock agrees with RAM) and **pinned**: no call lets a pinned scope go, so
+once loaded it stays until the call that pinned it returns. A call whose scopes are not all in RAM lets the lock go,
+loads them and looks again: each round pins what it found, so the rounds end, whatever the budget (a call over
+budget holds its scopes over budget for its duration; a search of every scope holds them all). Loading follows the
+engine's rule for every change: a scope's cells are read from the store outside the lock (searches in other scopes
+go on) and put in under the write lock only if the scope is still out of RAM and was not let go since they were
+read (its generation), else read again. A scope out of RAM never changes in the store (a write loads its scope
+first), so cells read while it stayed out are current. What a scope derives from its cells (groups as stored,
+lexical postings, entities, episodes, filters) is rebuilt from them as it loads (`EngineState.commit_load`). Letting
+a scope go writes what the store has not been told of its cells yet (access counts, moves) and hands their rows back
+to be filled again (`EngineState.commit_evict`); the estimate of its recall stays, so a scope loaded again is not
+estimated again. Scopes are let go when a load or a write returns, never while a call pins them.
 """
 
 from __future__ import annotations
 
 import threading
-from collections import OrderedDict, defaultdict
-from collections.abc import Callable, Sequence
-from contextlib import AbstractContextManager
+from collections import Counter, OrderedDict, defaultdict
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from types import TracebackType
 
 from .cells import CellBatch
@@ -31,17 +38,22 @@ Wanted = Sequence[str] | None
 
 
 class Residency:
-    """Which scopes are in RAM, least recently used first, and how many times each was let go."""
+    """Which scopes are in RAM, least recently used first, which of them calls pin, and how many times each was let
+    go; and the post-write hook."""
 
     def __init__(
-        self, state: EngineState, store: CellStore, budget: int | None, loaded: Callable[[], None] = lambda: None
+        self, state: EngineState, store: CellStore, budget: int | None, settle: Callable[[], None] = lambda: None
     ) -> None:
-        self._state, self._store, self._budget, self._loaded = state, store, budget, loaded
-        """`loaded` runs under the write lock after scopes load (the recall estimates they make due)."""
+        self._state, self._store, self._budget, self._settle = state, store, budget, settle
+        """`settle` runs under the write lock after every write and every load (the recall estimates they made
+        due)."""
         self._order: OrderedDict[str, None] = OrderedDict()
         self._generation: defaultdict[str, int] = defaultdict(int)
+        self._pins: Counter[str] = Counter()
+        self._known: set[str] = set(store.scopes()) if budget is not None else set()
+        """The scopes the store may hold cells of (those found empty when loaded are dropped)."""
         self._touching = threading.Lock()
-        """Searches mark their scopes used at once, under the read lock."""
+        """Guards the order, the pins and the known scopes: searches touch them at once, under the read lock."""
         self.loads = 0
         """Scopes loaded from the store so far."""
 
@@ -57,11 +69,33 @@ class Residency:
         return _Holding(self, self._state.reading, scopes, ids)
 
     def writing(self, scopes: Wanted = None, ids: Sequence[str] = ()) -> AbstractContextManager[None]:
-        """The state's write lock, with these scopes and those of these ids in RAM (the least recently used others
-        let go past the budget)."""
+        """The state's write lock, with these scopes and those of these ids in RAM; when the write returns, the
+        post-write hook runs and the least recently used scopes not pinned go past the budget (still under the
+        lock)."""
         if self._budget is None:
-            return self._state.writing()
-        return _Holding(self, self._state.writing, scopes, ids)
+            return self._settled()
+        return _Holding(self, self._state.writing, scopes, ids, wrote=True)
+
+    def pinned(self, scopes: Wanted = (), ids: Sequence[str] = ()) -> AbstractContextManager[None]:
+        """These scopes and those of these ids in RAM until it exits, without the lock (for a read-modify-write
+        that encodes between its read and its write: its cell's row stays the one it read)."""
+        if self._budget is None:
+            return nullcontext()
+        return _Holding(self, self._state.reading, scopes, ids, lock_kept=False)
+
+    def each_scope(self) -> list[list[str] | None]:
+        """The holds a call that covers every scope one scope at a time takes in turn: one of every scope without a
+        budget (`[None]`), else one per scope the store holds cells of."""
+        if self._budget is None:
+            return [None]
+        with self._touching:
+            return [[name] for name in sorted(self._known | set(self._order))]
+
+    @contextmanager
+    def _settled(self) -> Iterator[None]:
+        with self._state.writing():
+            yield
+            self._settle()
 
     def count(self, scope: str | None) -> int:
         """Cells held (of `scope`: None, every scope), in RAM or not."""
@@ -72,40 +106,62 @@ class Residency:
                     return len(state.table)
                 code = state.table.known_scope(scope)
                 return 0 if code is None else state.scopes.count(code)
-        return self._store.count(scope)
+            return self._store.count(scope)
 
     def holds(self, cell_id: str) -> bool:
         """Whether a cell of this id is held, in RAM or not."""
-        return cell_id in self._state.table.row_of or (
-            self._budget is not None and bool(self._store.scopes_of([cell_id]))
-        )
+        with self._state.reading():
+            return cell_id in self._state.table.row_of or (
+                self._budget is not None and bool(self._store.scopes_of([cell_id]))
+            )
 
-    def in_ram(self, names: list[str], empty: dict[str, int]) -> bool:
+    def _needed(self, scopes: Wanted, ids: Sequence[str]) -> set[str]:
+        """The scopes a call needs (under the lock): `scopes` (None: every scope held) and those of its ids, from
+        the table for those in RAM and from the store for the others (which, under the lock, agrees with RAM)."""
+        table = self._state.table
+        if scopes is None:
+            with self._touching:
+                names = self._known | set(self._order)
+        else:
+            names = set(scopes)
+        elsewhere = []
+        for cell_id in ids:
+            row = table.row_of.get(cell_id)
+            if row is None:
+                elsewhere.append(cell_id)
+            else:
+                names.add(table.scope_names[int(table.scope[row])])
+        if elsewhere:
+            names.update(self._store.scopes_of(elsewhere).values())
+        return names
+
+    def _pin(self, names: set[str]) -> None:
+        with self._touching:
+            self._pins.update(names)
+
+    def _unpin(self, names: set[str]) -> None:
+        with self._touching:
+            self._pins.subtract(names)
+            for name in names:
+                if self._pins[name] <= 0:
+                    del self._pins[name]
+
+    def _in_ram(self, names: set[str], empty: dict[str, int]) -> bool:
         """Whether these scopes are in RAM (or were found empty in the store, and not let go since), each then marked
         used now (under the engine's lock)."""
-        if not all(name in self._order or empty.get(name) == self._generation[name] for name in names):
-            return False
         with self._touching:
+            if not all(name in self._order or empty.get(name) == self._generation[name] for name in names):
+                return False
             for name in names:
                 if name in self._order:
                     self._order.move_to_end(name)
         return True
 
-    def names(self, scopes: Wanted, ids: Sequence[str]) -> list[str]:
-        """The scopes a call needs: `scopes` (None: every scope held) and those of the stored ids not in RAM."""
-        if scopes is not None and not ids:
-            return list(scopes)
-        row_of = self._state.table.row_of
-        elsewhere = [cell_id for cell_id in ids if cell_id not in row_of]
-        with self._touching:
-            names = list(self._store.scopes()) + list(self._order) if scopes is None else list(scopes)
-        names += self._store.scopes_of(elsewhere).values() if elsewhere else []
-        return list(dict.fromkeys(names))
-
-    def load(self, names: list[str]) -> dict[str, int]:
-        """Bring these scopes into RAM, letting the least recently used others go past the budget; returns those
-        the store holds nothing of, with their generations when found so (they are in RAM as they are: empty)."""
-        with self._state.reading():
+    def _load(self, names: set[str]) -> dict[str, int]:
+        """Bring these (pinned) scopes into RAM, letting the least recently used others not pinned go past the
+        budget; returns those the store holds nothing of, with their generations when found so (they are in RAM as
+        they are: empty)."""
+        with self._state.reading(), self._touching:
             missing = {name: self._generation[name] for name in names if name not in self._order}
         if not missing:
             return {}
@@ -119,69 +175,107 @@ class Residency:
                     self.loads += 1
                     with self._touching:
                         self._order[name] = None
-            self._loaded()
-            self._evict(keep=set(names))
+                else:
+                    with self._touching:
+                        self._known.discard(name)
+            self._settle()
+            self._evict()
         return {name: missing[name] for name, batch in found.items() if batch is None}
 
-    def _evict(self, keep: set[str]) -> None:
-        """Let the least recently used scopes (but those in `keep`) go until the budget holds (under the write
-        lock)."""
+    def _wrote(self, names: set[str]) -> None:
+        """After a write that held these scopes (under the write lock): the post-write hook, the scopes that hold
+        cells now noted in RAM, and the least recently used others let go past the budget."""
+        self._settle()
+        table, scopes = self._state.table, self._state.scopes
+        with self._touching:
+            for name in names:
+                code = table.known_scope(name)
+                if code is not None and scopes.count(code):
+                    self._order[name] = None
+                    self._order.move_to_end(name)
+                    self._known.add(name)
+        self._evict()
+
+    def _evict(self) -> None:
+        """Let the least recently used scopes no call pins go until the budget holds (under the write lock)."""
         state, budget = self._state, self._budget
         assert budget is not None
-        for name in [name for name in self._order if name not in keep]:
+        with self._touching:
+            order = [name for name in self._order if not self._pins[name]]
+        for name in order:
             if len(state.table) <= budget:
                 return
             code = state.table.known_scope(name)
             rows = state.scope_rows(code) if code is not None else None
             if rows is not None and len(rows):
                 state.commit_evict(rows)
-            with self._touching:
+            with self._touching:  # no call pins a scope but under the lock, which this one holds alone
                 del self._order[name]
+                if rows is None or not len(rows):
+                    self._known.discard(name)
             self._generation[name] += 1
-
-    def written(self, scopes: Sequence[str]) -> None:
-        """Note scopes a write just gave cells to (under the write lock): they are in RAM."""
-        if self._budget is None:
-            return
-        with self._touching:
-            for name in scopes:
-                self._order[name] = None
-                self._order.move_to_end(name)
-        self._evict(keep=set(scopes))
 
 
 class _Holding:
-    """`with residency.reading(...)` / `writing(...)`: the engine's lock held with the scopes a call needs in RAM;
-    those missing are loaded first (and others let go), and if one is let go before the lock is taken again, loaded
-    again. A plain object, as `state.reading()` is: a search takes it on every call."""
+    """`with residency.reading(...)` / `writing(...)` / `pinned(...)`: the scopes a call needs pinned and in RAM,
+    with the engine's lock held (but for `pinned`); those missing are loaded first, the lock let go meanwhile.
+    A plain object, as `state.reading()` is: a search takes it on every call."""
 
-    __slots__ = ("_held", "_ids", "_lock", "_residency", "_scopes")
+    __slots__ = ("_held", "_ids", "_lock", "_lock_kept", "_names", "_residency", "_scopes", "_wrote")
 
     def __init__(
-        self, residency: Residency, lock: Callable[[], AbstractContextManager[None]], scopes: Wanted, ids: Sequence[str]
+        self,
+        residency: Residency,
+        lock: Callable[[], AbstractContextManager[None]],
+        scopes: Wanted,
+        ids: Sequence[str],
+        *,
+        wrote: bool = False,
+        lock_kept: bool = True,
     ) -> None:
         self._residency, self._lock, self._scopes, self._ids = residency, lock, scopes, ids
+        self._wrote, self._lock_kept = wrote, lock_kept
         self._held: AbstractContextManager[None] | None = None
+        self._names: set[str] = set()
 
     def __enter__(self) -> None:
-        residency, empty = self._residency, dict[str, int]()
-        while True:
-            names = residency.names(self._scopes, self._ids)
-            held = self._lock()
-            held.__enter__()
-            try:
-                if residency.in_ram(names, empty):
-                    self._held = held
+        residency, empty, names = self._residency, dict[str, int](), set[str]()
+        try:
+            while True:
+                held = self._lock()
+                held.__enter__()
+                try:
+                    needed = residency._needed(self._scopes, self._ids) - names
+                    residency._pin(needed)
+                    names |= needed
+                    ready = residency._in_ram(names, empty)
+                except BaseException:
+                    held.__exit__(None, None, None)
+                    raise
+                if ready:
+                    self._names = names
+                    if self._lock_kept:
+                        self._held = held
+                    else:
+                        held.__exit__(None, None, None)
                     return
-            except BaseException:
                 held.__exit__(None, None, None)
-                raise
-            held.__exit__(None, None, None)
-            empty = residency.load(names)
+                empty = residency._load(names)
+        except BaseException:
+            residency._unpin(names)
+            raise
 
     def __exit__(
         self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None
     ) -> None:
-        assert self._held is not None
+        residency, names = self._residency, self._names
         held, self._held = self._held, None
-        held.__exit__(kind, error, trace)
+        try:
+            if held is not None:
+                try:
+                    if self._wrote and kind is None:
+                        residency._wrote(names)
+                finally:
+                    held.__exit__(kind, error, trace)
+        finally:
+            residency._unpin(names)

@@ -21,6 +21,7 @@ from .config import MemoryConfig
 from .consolidation import ConsolidationReport, GroupSizes, Regrouping, final_groups, plan_merges, plan_regrouping
 from .errors import BackendUnavailableError, InvalidInputError, MagneticError
 from .judges import Conflict, ConflictJudge, JudgeError, Statement
+from .residency import Residency
 from .scoring import Clock
 from .state import EngineState
 
@@ -31,31 +32,38 @@ KEPT = 100
 
 def consolidate(
     state: EngineState,
+    resident: Residency,
     config: MemoryConfig,
     judge: ConflictJudge,
     clock: Clock,
     labels: Mapping[str, Hashable] | None = None,
-    scope: int | None = None,
+    scope: str | None = None,
 ) -> ConsolidationReport:
-    """Regroup, then judge changed groups (of `scope`, by code; None: of every scope). The plan is made under
-    the read lock (searches go on); only applying it takes the write lock, and a write in between makes it plan
-    again."""
+    """Regroup, then judge changed groups (of `scope`; None: of every scope, with `resident_cells` of those in RAM).
+    The plan is made under the read lock (searches go on); only applying it takes the write lock, and a write in
+    between makes it plan again."""
     started = time.perf_counter()
-    with state.reading():
-        version, sizes_before = state.version, GroupSizes.of(state.groups.active_sizes(scope))
+    held = () if scope is None else [scope]
+    with resident.reading(held):
+        code = None if scope is None else state.table.known_scope(scope)
+        if scope is not None and code is None:  # a scope that never held a cell: nothing to do
+            return ConsolidationReport([], 0, 0, 0, 0)
+        version, sizes_before = state.version, GroupSizes.of(state.groups.active_sizes(code))
         ari_before = agreement(state, labels)
-        plan = plan_sleep(state, config, scope)
-    with state.writing():
+        plan = plan_sleep(state, config, code)
+    with resident.writing(held):
+        code = None if scope is None else state.table.known_scope(scope)
         if state.version != version:  # written to meanwhile: plan again, now that nothing can change
-            plan = plan_sleep(state, config, scope)
+            plan = plan_sleep(state, config, code)
         moved = regroup(state, plan)
-        touched = state.take_touched(scope)
-        sizes_after = GroupSizes.of(state.groups.active_sizes(scope))
-    with state.reading():
+        touched = state.take_touched(code)
+        sizes_after = GroupSizes.of(state.groups.active_sizes(code))
+    with resident.reading(held):
+        code = None if scope is None else state.table.known_scope(scope)
         ari_after = agreement(state, labels)
-        concepts = concepts_of(state.groups, limit=config.concept_limit, scope=scope)
+        concepts = concepts_of(state.groups, limit=config.concept_limit, scope=code)
         concept_ari = agreement(state, labels, concept_of_group(concepts))
-    conflicts, errors = find_conflicts(state, touched, judge, clock)
+    conflicts, errors = find_conflicts(state, resident, touched, judge, clock)
     return ConsolidationReport(
         plan.merges,
         sizes_before.groups,
@@ -161,10 +169,11 @@ def agreement(
 
 
 def find_conflicts(
-    state: EngineState, groups: set[int], judge: ConflictJudge, clock: Clock
+    state: EngineState, resident: Residency, groups: set[int], judge: ConflictJudge, clock: Clock
 ) -> tuple[list[Conflict], list[str]]:
-    """Judge each group's statements (outside any lock: a judge may be slow); record what it finds."""
-    with state.reading():
+    """Judge each group's statements (outside any lock: a judge may be slow); record what it finds (on the cells
+    as judged: one let go meanwhile is judged again at the next pass)."""
+    with resident.reading(()):
         table = state.table
         members = {g: np.sort(state.index.members(g)) for g in groups}
         batches = {g: [_statement(table, r) for r in rows.tolist()] for g, rows in members.items() if len(rows) > 1}
@@ -175,7 +184,7 @@ def find_conflicts(
             found += judge.judge(statements)
         except (JudgeError, BackendUnavailableError) as error:
             errors.append(f"group {group}: {error}")
-    with state.writing():  # only on the cells as judged: one written again meanwhile is judged at the next pass
+    with resident.writing(()):  # only on the cells as judged: one written again meanwhile is judged at the next pass
         return state.record_conflicts(found, clock(), judged), errors
 
 
@@ -187,13 +196,14 @@ def _statement(table: CellTable, row: int) -> Statement:
     )
 
 
-def recorded_conflicts(state: EngineState) -> list[Conflict]:
-    """Every recorded conflict once, older cell first (call under the read lock)."""
+def recorded_conflicts(state: EngineState, scope: int | None = None) -> list[Conflict]:
+    """Every recorded conflict once (of the cells of `scope`; None: of every scope in RAM), older cell first (call
+    under the read lock)."""
     table = state.table
     return [
         Conflict(table.ids[row], c.other, c.reason, c.judge)
         for row in sorted(table.conflicts)
-        if table.alive[row]
+        if table.alive[row] and (scope is None or table.scope[row] == scope)
         for c in table.conflicts[row]
         if c.other_is_newer
     ]

@@ -38,21 +38,23 @@ def update(
 ) -> CellRecord:
     """Replace a cell in place with the fields given (checked), and return its new record. The new version is made
     from the cell as read (encoding outside the lock) and written only if the cell is still that version; if
-    another write changed it meanwhile, it is made again from what that write left. A deleted cell stays deleted."""
-    while True:
-        with resident.reading((), [cell_id]):
-            stamp = state.stamp_of(cell_id)
-            old = None if stamp < 0 else state.record(state.table.row_of[cell_id])
-        if old is None or (scope is not None and old.scope != scope):
-            raise NotFoundError(f"unknown ids: [{cell_id!r}]" + ("" if scope is None else f" in scope {scope!r}"))
-        new = _revised(old, text, metadata, vector, encoder)
-        with resident.writing((), [cell_id]):
-            if state.stamp_of(cell_id) < 0:
-                raise NotFoundError(f"cell {cell_id!r} was deleted while it was being updated; nothing was written")
-            if state.stamp_of(cell_id) == stamp:
-                ingest.rewrite_kept(state, clustering, ingest.cells_of([new]), now=clock(), keep_episode=True)
-                return state.record(state.table.row_of[cell_id])
-        # written meanwhile: made again from what that write left
+    another write changed it meanwhile, it is made again from what that write left. A deleted cell stays deleted.
+    The cell's scope is pinned in RAM throughout (`Residency.pinned`), so its row stays the one read."""
+    with resident.pinned((), [cell_id]):
+        while True:
+            with resident.reading((), [cell_id]):
+                stamp = state.stamp_of(cell_id)
+                old = None if stamp < 0 else state.record(state.table.row_of[cell_id])
+            if old is None or (scope is not None and old.scope != scope):
+                raise NotFoundError(f"unknown ids: [{cell_id!r}]" + ("" if scope is None else f" in scope {scope!r}"))
+            new = _revised(old, text, metadata, vector, encoder)
+            with resident.writing((), [cell_id]):
+                if state.stamp_of(cell_id) < 0:
+                    raise NotFoundError(f"cell {cell_id!r} was deleted while it was being updated; nothing was written")
+                if state.stamp_of(cell_id) == stamp:
+                    ingest.rewrite_kept(state, clustering, ingest.cells_of([new]), now=clock(), keep_episode=True)
+                    return state.record(state.table.row_of[cell_id])
+            # written meanwhile: made again from what that write left
 
 
 def _revised(
@@ -65,12 +67,14 @@ def _revised(
     return new if vector is None else replace(new, vector=vector)
 
 
-def apply_recorded(state: EngineState, clustering: LeaderClustering, now: float) -> list[Conflict]:
-    """Apply every recorded conflict whose cells are both still held (under the write lock): the newer cell
-    keeps its text and takes the older one's text (and its history) into its history; the older cell goes.
-    Returns what was applied."""
+def apply_recorded(
+    state: EngineState, clustering: LeaderClustering, now: float, scope: int | None = None
+) -> list[Conflict]:
+    """Apply every recorded conflict (of `scope`; None: of every scope in RAM) whose cells are both still held
+    (under the write lock): the newer cell keeps its text and takes the older one's text (and its history) into its
+    history; the older cell goes. Returns what was applied."""
     applied = []
-    for conflict in recorded_conflicts(state):
+    for conflict in recorded_conflicts(state, scope):
         row_of = state.table.row_of
         if conflict.first not in row_of or conflict.second not in row_of:
             continue  # one of them went with an earlier supersession
