@@ -110,7 +110,7 @@ def test_an_id_call_over_more_scopes_than_the_budget_answers(two_scopes):
         memory,
         lambda: memory.add(
             ["a again", "b again"], vectors=vectors(9, 2), ids=["a-2", "b-2"], scope=["a", "b"], upsert=True
-        )
+        ),
     )
     assert written == ["a-2", "b-2"]
     assert [r.text for r in bounded(memory, lambda: memory.get_many(["b-2", "a-2"]))] == ["b again", "a again"]
