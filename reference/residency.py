@@ -98,15 +98,15 @@ class Residency:
             self._settle()
 
     def count(self, scope: str | None) -> int:
-        """Cells held (of `scope`: None, every scope), in RAM or not."""
+        """Cells held (of `scope`: None, every scope), in RAM or not (under the caller's hold: the store, read
+        under the lock, agrees with RAM)."""
         state = self._state
-        with state.reading():
-            if self._budget is None or (scope is not None and scope in self._order):
-                if scope is None:
-                    return len(state.table)
-                code = state.table.known_scope(scope)
-                return 0 if code is None else state.scopes.count(code)
-            return self._store.count(scope)
+        if self._budget is None or (scope is not None and scope in self._order):
+            if scope is None:
+                return len(state.table)
+            code = state.table.known_scope(scope)
+            return 0 if code is None else state.scopes.count(code)
+        return self._store.count(scope)
 
     def holds(self, cell_id: str) -> bool:
         """Whether a cell of this id is held, in RAM or not."""
