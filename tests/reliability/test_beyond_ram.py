@@ -27,7 +27,7 @@ BACKSTOP = 60.0
 """Seconds after which a call is taken for one that never returns (a hang, not a slow machine: each call here takes
 well under a second)."""
 
-REPEATS = 30
+REPEATS = 20
 """Rounds of id calls racing the writers: on the engine before the fix, the first few rounds already failed."""
 
 T = TypeVar("T")
