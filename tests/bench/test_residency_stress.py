@@ -25,7 +25,7 @@ from reference.chroma import server_client
 from reference.encoders import MockEncoder
 from tests.reliability.residency_stress import Stress, run
 
-SIZE = Stress(scopes=int(os.environ.get("MAGBENCH_STRESS_SCOPES", "200")), cells=50, rounds=100, queries=200)
+SIZE = Stress(scopes=int(os.environ.get("MAGBENCH_STRESS_SCOPES", "200")), cells=50, dim=256, rounds=100, queries=200)
 COLUMNS = (
     "calls",
     "errors",
@@ -37,6 +37,10 @@ COLUMNS = (
     "stuck_workers",
     "recall_at_10",
     "target_recall",
+    "estimated_recall",
+    "probe_margin",
+    "probe_reach",
+    "flat_share",
     "loads",
     "cells",
     "budget",
@@ -91,7 +95,23 @@ def _write_report(folder: Path) -> None:
         f"| {name} | " + " | ".join(_shown(figures[column]) for column in COLUMNS) + " |"
         for name, figures in RESULTS.items()
     ]
-    table = "\n".join([title, "", header, "|---" * (len(COLUMNS) + 1) + "|", *rows])
+    longest = [
+        f"- {name}: " + ", ".join(f"{call} {spent:.3g}" for call, spent in figures["longest_by_call"].items())
+        for name, figures in RESULTS.items()
+    ]
+    table = "\n".join(
+        [
+            title,
+            "",
+            header,
+            "|---" * (len(COLUMNS) + 1) + "|",
+            *rows,
+            "",
+            "Longest call of each kind, seconds:",
+            "",
+            *longest,
+        ]
+    )
     (folder / "residency-stress.md").write_text(table + "\n")
     (folder / "residency-stress.json").write_text(json.dumps(RESULTS, indent=2, default=str))
 

@@ -57,6 +57,7 @@ class Outcome:
     calls: int = 0
     errors: Counter[str] = field(default_factory=Counter)
     longest_call_s: float = 0.0
+    longest_by_call: dict[str, float] = field(default_factory=dict)
     spurious_not_found: int = 0
     acknowledged: int = 0
     deleted: int = 0
@@ -65,14 +66,20 @@ class Outcome:
     stuck_workers: int = 0
     recall_at_10: float = 0.0
     target_recall: float = 0.0
+    estimated_recall: float | None = None
+    """The memory's own estimate for a search of every scope, and the probe it chose (`calibration.py`)."""
+    probe_margin: float = 0.0
+    probe_reach: int = 0
+    flat_share: float = 0.0
+    """The share of the measured searches answered by a scan of every cell (exact)."""
     loads: int = 0
     scopes: int = 0
     cells: int = 0
     budget: int = 0
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
-    def timed(self, call: Callable[[], Any]) -> Any:
-        """Run one call, counting it, its time and what it raises (raised again)."""
+    def timed(self, name: str, call: Callable[[], Any]) -> Any:
+        """Run one call (of the method `name`), counting it, its time and what it raises (raised again)."""
         started = time.perf_counter()
         try:
             return call()
@@ -86,6 +93,7 @@ class Outcome:
             with self._lock:
                 self.calls += 1
                 self.longest_call_s = max(self.longest_call_s, spent)
+                self.longest_by_call[name] = max(self.longest_by_call.get(name, 0.0), spent)
 
     def figures(self) -> dict[str, Any]:
         return {name: value for name, value in vars(self).items() if not name.startswith("_")} | {
@@ -165,7 +173,12 @@ def run(open_memory: Callable[[int | None], CellularMemory], kind: str, size: St
         outcome.deleted_returned = len(reopened.get_many(sorted(deleted)))
         outcome.cells = len(reopened)
         outcome.target_recall = float(reopened.config.target_recall or 0.0)
+        before = reopened.stats()
         outcome.recall_at_10 = _recall(reopened, held, data.take(size.queries))
+        after = reopened.stats()
+        outcome.estimated_recall = after.estimated_recall
+        outcome.probe_margin, outcome.probe_reach = after.probe_margin, after.probe_reach
+        outcome.flat_share = (after.flat_searches - before.flat_searches) / size.queries
     return outcome
 
 
@@ -188,9 +201,9 @@ def _workers(
         with spare_lock:
             return fresh[next(spare)]
 
-    def attempt(call: Callable[[], Any]) -> Any:
+    def attempt(name: str, call: Callable[[], Any]) -> Any:
         try:
-            return outcome.timed(call)
+            return outcome.timed(name, call)
         except Exception:  # counted by `timed`; the run goes on
             return None
 
@@ -203,7 +216,7 @@ def _workers(
                 call = lambda s=scope, v=one, i=cell_id: memory.add(  # noqa: E731
                     [f"written {i}"], vectors=[v], ids=[i], scope=scope_name(s)
                 )
-                if attempt(call) is not None:
+                if attempt("add", call) is not None:
                     with guard:
                         held[cell_id] = one
 
@@ -215,37 +228,33 @@ def _workers(
             for turn in range(size.rounds):
                 picked = [stable[int(i)] for i in rng.integers(len(stable), size=3)]
                 if turn % 3 == 0:
-                    attempt(lambda p=picked: memory.get(p[0]))
+                    attempt("get", lambda p=picked: memory.get(p[0]))
                 elif turn % 3 == 1:
-                    records = attempt(lambda p=picked: memory.get_many(p))
+                    records = attempt("get_many", lambda p=picked: memory.get_many(p))
                     if records is not None and len(records) != len(picked):
                         with outcome._lock:
                             outcome.spurious_not_found += len(picked) - len(records)
                 else:
-                    attempt(lambda p=picked, t=turn: memory.update(p[0], metadata={"turn": t}))
+                    attempt("update", lambda p=picked, t=turn: memory.update(p[0], metadata={"turn": t}))
 
         return work
 
     def searcher() -> None:
         for _ in range(size.rounds):
             query = vector()
-            attempt(lambda v=query: memory.search(v, k=K))
+            attempt("search of every scope", lambda v=query: memory.search(v, k=K))
 
     def deleter(seed: int) -> Callable[[], None]:
         def work() -> None:
             rng = np.random.default_rng(seed)
             for turn in range(size.rounds):
                 scope, one, cell_id = int(rng.integers(size.scopes)), vector(), f"d{seed}-{turn}"
-                if (
-                    attempt(
-                        lambda s=scope, v=one, i=cell_id: memory.add(
-                            ["gone soon"], vectors=[v], ids=[i], scope=scope_name(s)
-                        )
-                    )
-                    is None
-                ):
+                added = attempt(
+                    "add", lambda s=scope, v=one, i=cell_id: memory.add([i], vectors=[v], ids=[i], scope=scope_name(s))
+                )
+                if added is None:
                     continue
-                if attempt(lambda i=cell_id: memory.delete([i])) is not None:
+                if attempt("delete", lambda i=cell_id: memory.delete([i])) is not None:
                     with guard:
                         deleted.add(cell_id)
                 else:
@@ -258,7 +267,7 @@ def _workers(
         rng = np.random.default_rng(99)
         for turn in range(max(1, size.rounds // 4)):
             scope = None if turn % 2 else scope_name(int(rng.integers(size.scopes)))
-            attempt(lambda s=scope: memory.consolidate(scope=s))
+            attempt("consolidate", lambda s=scope: memory.consolidate(scope=s))
 
     return [
         *(writer(i) for i in range(size.writers)),
