@@ -240,3 +240,17 @@ def test_an_update_runs_the_estimate_its_writes_made_due():
         for cell_id in ids[:5]:
             memory.update(cell_id, text=f"{cell_id} rewritten")
         assert state.probe_of(code).turnover == state.turnover(code) > 20
+
+
+def test_a_search_of_every_scope_probes_by_an_estimate_made_over_every_scope(opener):
+    """Reopened with one scope of seven in RAM, a search of every scope loads them all; the recall estimate it
+    probes by must be made over all of them too, not over the scope that happened to be in RAM (nor be none)."""
+    names = [f"s{i}" for i in range(7)]
+    with opener(None) as memory:
+        write_scopes(memory, names, 30)
+    with opener(50) as memory:
+        memory.search(vectors(0, 1)[0], k=1, scope="s0")
+        hits = bounded(memory, lambda: memory.search(vectors(0, 1)[0], k=10))
+        assert hits[0].id == "s0-0"
+        setting = memory._state.probe_of(None)
+        assert setting.scope is None and setting.cells == len(memory) == 210
