@@ -106,24 +106,27 @@ class Data:
     """Unit vectors of one kind for the cells and for the queries: `clustered` (points around random centres) or
     `hashed` (bag-of-words: the words of random Zipf-distributed texts hashed to buckets and counted)."""
 
-    def __init__(self, kind: str, dim: int, seed: int = 11) -> None:
+    def __init__(self, kind: str, dim: int, seed: int = 11, vocabulary: int = 20_000) -> None:
         self.kind, self.dim = kind, dim
         self._rng = np.random.default_rng(seed)
         self._centres = self._rng.standard_normal((max(8, dim), dim))
-        self._vocabulary = 20_000
-        weights = 1.0 / np.arange(1, self._vocabulary + 1) ** 0.8
-        self._weights = weights / weights.sum()
+        weights = np.cumsum(1.0 / np.arange(1, vocabulary + 1) ** 0.8)
+        self._words = weights / weights[-1]
+        """Zipf's law over the vocabulary, as a cumulative share: a uniform draw finds its word by bisection."""
+        self._bucket = np.asarray(
+            [int.from_bytes(hashlib.blake2b(word.to_bytes(4, "big"), digest_size=8).digest(), "big") % dim
+             for word in range(vocabulary)]
+        )  # fmt: skip
 
     def take(self, count: int) -> np.ndarray:
         if self.kind == "clustered":
             centres = self._centres[self._rng.integers(0, len(self._centres), count)]
             points = centres + self._rng.standard_normal((count, self.dim)) / np.sqrt(self.dim)
         else:
+            lengths = self._rng.integers(4, 16, count)
+            words = np.searchsorted(self._words, self._rng.random(int(lengths.sum())))
             points = np.zeros((count, self.dim))
-            for row in range(count):
-                for word in self._rng.choice(self._vocabulary, int(self._rng.integers(4, 16)), p=self._weights):
-                    digest = hashlib.blake2b(int(word).to_bytes(4, "big"), digest_size=8).digest()
-                    points[row, int.from_bytes(digest, "big") % self.dim] += 1
+            np.add.at(points, (np.repeat(np.arange(count), lengths), self._bucket[words]), 1)
         return (points / np.linalg.norm(points, axis=1, keepdims=True)).astype(np.float32)
 
 
