@@ -350,7 +350,7 @@ class CellularMemory:
         The plan is made under the read lock (searches go on); only applying it takes the write
         lock. Groups that gained cells or changed since the last pass are judged; conflicts are
         recorded on both cells (nothing is deleted) and judge failures are reported. Without `scope`, with
-        `resident_cells`: a pass over the scopes in RAM (a scope out of RAM has not changed since it left).
+        `resident_cells`: a pass over the scopes in RAM (a scope out of RAM is slept by name: it loads).
         """
         if labels is not None and not isinstance(labels, Mapping):
             raise InvalidInputError(f"labels must map cell ids to classes, got {type(labels).__name__}")
