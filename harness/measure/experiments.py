@@ -4,7 +4,7 @@ rows (`harness.output.results`) for claims, report and compare."""
 from __future__ import annotations
 
 import time
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Mapping
 from dataclasses import asdict, replace
 from functools import partial
@@ -27,6 +27,7 @@ from harness.data.generated import (
     vectors_evalset,
 )
 from harness.measure import work
+from harness.measure.chance import Chance, chance_at_k, mean_chance
 from harness.measure.experiment_registry import RunContext, experiment
 from harness.measure.metrics import (
     agreement,
@@ -310,6 +311,10 @@ class Answer(NamedTuple):
     tokens: int
     within: Mapping[int, list[str]] = {}
     ranked_sessions: list[str] | None = None
+    chance: Mapping[str, Chance] = {}
+    """What a random ranking of the candidates scores at each level (`TURN`, `SESSION`, `RANKED`)."""
+    candidates: Mapping[str, int] = {}
+    """How many candidates each level ranks: the turns written when the question was asked, their sessions."""
 
 
 SESSION_DEPTH = 100
@@ -317,6 +322,8 @@ SESSION_DEPTH = 100
 are scored)."""
 
 
+TURN, SESSION, RANKED = "turn", "session", "session (ranked)"
+"""The levels of a dialogue table: turns; the sessions of the top-k turns; the first k sessions of a deeper ranking."""
 BULK, WHEN_DUE, AT_THE_END = "bulk", "online: when due", "online: at the end"
 """How a dialogue memory was filled when a question was asked: every turn first (the published setup); turn
 by turn, the question asked as soon as its last evidence turn is written; turn by turn, asked at the end."""
@@ -344,6 +351,8 @@ def dialogue(context: RunContext, *, k: int = K) -> list[DialogueRow]:
     progress = context.progress
     answers: dict[tuple[str, str], list[Answer]] = defaultdict(list)
     latencies: dict[tuple[str, str], list[int]] = defaultdict(list)
+    ingest_s: dict[tuple[str, str], float] = defaultdict(float)
+    ingested: dict[tuple[str, str], int] = defaultdict(int)
     too_few_sessions = 0
     for conversation in progress(data.conversations, f"{data.name} conversations"):
         check_cutoff(k, len(conversation.docs), f"turns of {conversation.name}")
@@ -356,17 +365,25 @@ def dialogue(context: RunContext, *, k: int = K) -> list[DialogueRow]:
         wanted = evalset.relevant()
         tokens_of = dict(zip((d.id for d in evalset.docs), counter.count([d.text for d in evalset.docs])))
         enough = partial(_deep_enough, tokens_of, max(BUDGETS), min(SESSION_DEPTH, len(evalset.docs)))
+        turn_ids = [d.id for d in evalset.docs]
+        odds = [_chances(turn_ids, evidence, session_of, k) for evidence in wanted]
         jobs = [Job(system, evalset, encoder_name) for system in systems]
         for system, measured in zip(systems, measure_together(jobs, k=k)):
             latencies[system, BULK] += measured.latencies_ns
+            ingest_s[system, BULK] += measured.build_s
+            ingested[system, BULK] += len(evalset.docs)
             deep = ranked_until(system, evalset, encoder=encoder_name, enough=enough)
-            for query, found, evidence, ranked in zip(evalset.queries, measured.retrieved, wanted, deep):
+            for query, found, evidence, ranked, (chance, candidates) in zip(
+                evalset.queries, measured.retrieved, wanted, deep, odds
+            ):
                 costs = [tokens_of[turn] for turn in ranked]
                 within = {budget: within_budget(ranked, costs, budget) for budget in BUDGETS}
                 tokens = sum(tokens_of[turn] for turn in found)
                 sessions = _sessions(ranked[:SESSION_DEPTH], session_of)[:k] if session_of else None
                 answers[system, BULK].append(
-                    Answer(categories[query.id], found, evidence, session_of, tokens, within, sessions)
+                    Answer(
+                        categories[query.id], found, evidence, session_of, tokens, within, sessions, chance, candidates
+                    )
                 )
         position = {doc.id: i for i, doc in enumerate(evalset.docs)}
         due = [max(position[turn] for turn in evidence) for evidence in wanted]
@@ -374,18 +391,34 @@ def dialogue(context: RunContext, *, k: int = K) -> list[DialogueRow]:
         for system in systems:
             row, asked = replay(book, evalset, system, encoder_name)
             latencies[system, WHEN_DUE] += [t for kind in ("search_after_write", "search") for t in _times(row, kind)]
+            ingest_s[system, WHEN_DUE] += sum(_times(row, "write")) / 1e9
+            ingested[system, WHEN_DUE] += len(evalset.docs)
             for number, (question, found) in enumerate(asked):
                 query = evalset.queries[question]
                 at_the_end = number >= len(asked) - len(due)
                 if at_the_end or due[question] >= k:  # asked among at most k turns, any system finds it all
                     mode = AT_THE_END if at_the_end else WHEN_DUE
                     tokens = sum(tokens_of[turn] for turn in found)
+                    written = turn_ids if at_the_end else turn_ids[: due[question] + 1]
+                    chance, candidates = _chances(written, wanted[question], session_of, k)
                     answers[system, mode].append(
-                        Answer(categories[query.id], found, wanted[question], session_of, tokens)
+                        Answer(
+                            categories[query.id],
+                            found,
+                            wanted[question],
+                            session_of,
+                            tokens,
+                            {},
+                            None,
+                            chance,
+                            candidates,
+                        )
                     )
     rows = []
     for (system, mode), answered in answers.items():
-        p50 = latency_stats(latencies[system, BULK if mode == BULK else WHEN_DUE]).p50_ms
+        filled = BULK if mode == BULK else WHEN_DUE
+        p50 = latency_stats(latencies[system, filled]).p50_ms
+        flags = partial(_flags, k=k, ingest_ms=1000 * ingest_s[system, filled] / max(ingested[system, filled], 1))
         subsets = {
             "all questions": answered,
             "answerable": [a for a in answered if not _set_apart(a.category)],
@@ -397,17 +430,55 @@ def dialogue(context: RunContext, *, k: int = K) -> list[DialogueRow]:
         for subset, chosen in subsets.items():
             turn = evidence_scores([a.found for a in chosen], [a.wanted for a in chosen], k)
             per_query = float(np.mean([a.tokens for a in chosen])) if chosen else float("nan")
-            rows.append(DialogueRow(system, "turn", subset, turn, p50, mode, per_query, _budget_recall(chosen)))
+            rows.append(
+                DialogueRow(
+                    system, TURN, subset, turn, p50, mode, per_query, _budget_recall(chosen), **flags(chosen, TURN)
+                )
+            )
             scored = [a for a in chosen if a.session_of]  # haystacks with more than k sessions
             left_out = f" ({too_few_sessions} haystacks of ≤ {k} sessions left out)" if too_few_sessions else ""
-            levels = {f"session{left_out}": [(_sessions(a.found, a.session_of), a) for a in scored]}
+            levels = {SESSION: [(_sessions(a.found, a.session_of), a) for a in scored]}
             if mode == BULK:
-                levels[f"session (ranked){left_out}"] = [(a.ranked_sessions or [], a) for a in scored]
+                levels[RANKED] = [(a.ranked_sessions or [], a) for a in scored]
             for level, sessions_found in levels.items():
                 wanted_sessions = [sorted({a.session_of[t] for t in a.wanted}) for _, a in sessions_found]
                 session_scores = evidence_scores([f for f, _ in sessions_found], wanted_sessions, k)
-                rows.append(DialogueRow(system, level, subset, session_scores, p50, mode, per_query))
+                rows.append(
+                    DialogueRow(
+                        system, level + left_out, subset, session_scores, p50, mode, per_query, **flags(scored, level)
+                    )
+                )
     return rows
+
+
+def _chances(
+    written: list[str], wanted: list[str], session_of: Mapping[str, str], k: int
+) -> tuple[dict[str, Chance], dict[str, int]]:
+    """A question's chance level at each level, over the turns written when it is asked (none without evidence;
+    no session levels without sessions to score)."""
+    if not wanted:
+        return {}, {}
+    chance, candidates = {TURN: chance_at_k(len(written), [1] * len(set(wanted)), k)}, {TURN: len(written)}
+    if session_of:
+        size = Counter(session_of[turn] for turn in written)
+        evidence = sorted({session_of[turn] for turn in wanted})
+        chance[SESSION] = chance_at_k(len(written), [size[s] for s in evidence], k)
+        chance[RANKED] = chance_at_k(len(size), [1] * len(evidence), k)
+        candidates[SESSION] = candidates[RANKED] = len(size)
+    return chance, candidates
+
+
+def _flags(answers: list[Answer], level: str, *, k: int, ingest_ms: float) -> dict[str, Any]:
+    """What a reader needs beside a row's figures: the chance level, the candidates ranked (fewest, most: k at or
+    past the fewest returns every candidate of some question), k, and the ingest cost per turn."""
+    counted = [a for a in answers if level in a.chance]
+    numbers = [a.candidates[level] for a in counted]
+    return {
+        "chance": mean_chance([a.chance[level] for a in counted]),
+        "candidates": (min(numbers), max(numbers)) if numbers else None,
+        "k": k,
+        "ingest_ms_per_turn": ingest_ms,
+    }
 
 
 def _deep_enough(tokens_of: Mapping[str, int], budget: int, depth: int, found: list[str]) -> bool:

@@ -14,6 +14,7 @@ from typing import Any, NamedTuple, TypedDict
 import numpy as np
 from pydantic import TypeAdapter, ValidationError
 
+from harness.measure.chance import Chance
 from harness.measure.metrics import Agreement, EvidenceScores, GroupStats, LatencyStats, UpdateScores, latency_stats
 from harness.measure.plan import RunPlan
 from harness.verdicts.confidence import REFUTED, best_of_passes, noisy
@@ -145,6 +146,19 @@ class DialogueRow:
     """Mean tokens per question of its top-10 hits' texts (`harness.measure.tokens`)."""
     budget_recall: dict[int, float] = field(default_factory=dict)
     """Evidence recall within each context budget (tokens): hits taken in rank order until it is spent."""
+    chance: Chance | None = None
+    """What a random ranking of the same candidates scores (`harness.measure.chance`)."""
+    candidates: tuple[int, int] | None = None
+    """The fewest and the most candidates (turns, or sessions at session level) a counted question was ranked among."""
+    k: int = 10
+    ingest_ms_per_turn: float = float("nan")
+    """Time to write the memories, per turn: the build of each conversation's memory (bulk), or its turn-by-turn
+    writes (online)."""
+
+    @property
+    def k_covers_candidates(self) -> bool:
+        """Whether k reaches the candidates of some counted question: every one of them is returned."""
+        return self.candidates is not None and self.k >= self.candidates[0]
 
 
 @dataclass(frozen=True)

@@ -143,7 +143,16 @@ SYSTEMS: dict[str, Lazy] = {
     "lancedb-ivfpq": _lazy("baselines.lancedb_table", "LanceTable", index="ivf_pq"),
     "bm25": _lazy("baselines.bm25", "BM25"),
     "hybrid-rrf": _lazy("baselines.hybrid", "HybridRRF"),
+    # agent-memory systems in retrieval mode, on the harness's vectors (no LLM, no model loaded)
+    "mem0": _lazy("baselines.mem0_memory", "Mem0Memory"),
+    "mempalace": Lazy("baselines.mempalace_raw", "MemPalaceRaw", hands_off=True),
+    "langmem": _lazy("baselines.langmem_store", "LangMemStore"),
+    "txtai": _lazy("baselines.txtai_index", "TxtaiIndex"),
+    "txtai-hybrid": _lazy("baselines.txtai_index", "TxtaiIndex", hybrid=True),
 }
+
+PEERS = ("mem0", "mempalace", "langmem", "txtai", "txtai-hybrid")
+"""The agent-memory systems people choose between, each an optional extra."""
 
 
 LANGCHAIN = "langchain:"

@@ -171,7 +171,8 @@ def dialogue_headline(results: RunResults) -> list[Table]:
             "dialogue-headline",
             "Dialogue memory: answerable questions, every turn loaded first",
             f"Evidence retrieval at k = {K}, turn level: recall = the share of a question's evidence turns found. "
-            "Every mode, level and category is under Dialogue memory below.",
+            + FLAGS
+            + "Every mode, level and category is under Dialogue memory below.",
             DIALOGUE,
             [dialogue_fields(r) for r in rows],
             csv=False,
@@ -182,14 +183,26 @@ def dialogue_headline(results: RunResults) -> list[Table]:
 DIALOGUE = (
     SYSTEM,
     column("questions", "n"),
-    column("recall@10", "recall", format=share),
-    column("recall_any@10 (hit)", "recall_any", format=share),
-    column("recall_all@10", "recall_all", format=share),
+    column("unanswerable", "unanswerable"),
+    column("candidates", "candidates"),
+    column("recall@10 / chance", "recall", "chance_recall", format=share),
+    column("recall_any@10 (hit) / chance", "recall_any", "chance_any", format=share),
+    column("recall_all@10 / chance", "recall_all", "chance_all", format=share),
     column("MRR", "mrr", format=share),
     column("nDCG@10", "ndcg", format=share),
     column("p50 (ms)", "p50_ms"),
+    column("ingest (ms/turn)", "ingest_ms_per_turn"),
     column(f"tokens (top {K})", "tokens_at_10"),
     *(column(f"recall@10 within {budget:,} tokens", f"budget_{budget}", format=share) for budget in BUDGETS),
+)
+COVERED = "⚠ k ≥ n"
+"""The mark of a row where k reaches the candidates of some question it counts: each of those is found whole."""
+FLAGS = (
+    f"`/ chance`: what a random ranking of the same candidates scores (exact, `harness.measure.chance`); "
+    f"`candidates`: the fewest–most turns (sessions, at session level) a question was ranked among, marked "
+    f"`{COVERED}` where k = {K} reaches the fewest. `unanswerable`: whether the questions with no answer in the "
+    "memory (LoCoMo's category 5, adversarial; LongMemEval's abstentions) are counted: `in` (every question, as "
+    "published figures count them), `out`, or `only`. "
 )
 
 
@@ -201,7 +214,9 @@ def dialogue(results: RunResults) -> list[Table]:
             "dialogue",
             f"Dialogue memory: one memory per conversation, evidence retrieval at k = {K}",
             f"recall = share of a question's evidence found; recall_any = hit@{K} (some evidence found); recall_all "
-            "= all of it. Session level ranks sessions by their best turn. Questions with no answer in the memory "
+            "= all of it. "
+            + FLAGS
+            + "Session level: the sessions of the top-k turns. Questions with no answer in the memory "
             "(adversarial, abstention) are reported apart; `all questions` includes them as published figures do. "
             "`memory`: `bulk` loads every turn before the questions (the published setup); `online: when due` "
             "writes the conversation turn by turn and asks each question as soon as its last evidence turn is "
@@ -211,7 +226,8 @@ def dialogue(results: RunResults) -> list[Table]:
             f"sessions of a deeper ranking (its first {SESSION_DEPTH} turns at least), a session ranked by its best "
             f"turn. `tokens (top {K})`: the tokens of a question's top {K} hits, counted as the run's header says; "
             "`within N tokens`: evidence recall when hits are taken in rank order until a context of N tokens is "
-            "spent (memories loaded in bulk, from a deeper ranking).",
+            "spent (memories loaded in bulk, from a deeper ranking). `ingest`: the time to write the memories per "
+            "turn (bulk: each conversation's build; online: its turn-by-turn writes).",
             (
                 SYSTEM,
                 column("memory", "memory"),
@@ -238,9 +254,35 @@ def dialogue_fields(row: DialogueRow) -> dict[str, Any]:
         "mrr": scores.mrr,
         "ndcg": scores.ndcg,
         "p50_ms": row.latency_p50_ms,
+        "ingest_ms_per_turn": row.ingest_ms_per_turn,
         "tokens_at_10": row.tokens_at_10,
+        "unanswerable": unanswerable(row.subset),
+        "candidates": candidates(row),
+        **(
+            {
+                "chance_recall": row.chance.recall,
+                "chance_any": row.chance.recall_any,
+                "chance_all": row.chance.recall_all,
+            }
+            if row.chance
+            else {}
+        ),
         **{f"budget_{budget}": recall for budget, recall in row.budget_recall.items()},
     }
+
+
+def unanswerable(subset: str) -> str:
+    """Whether a subset counts the questions with no answer in the memory (`experiments` names the subsets)."""
+    return "in" if subset == "all questions" else "only" if subset.startswith("apart: ") else "out"
+
+
+def candidates(row: DialogueRow) -> str:
+    """The fewest–most candidates of a row's questions, marked where k reaches the fewest."""
+    if row.candidates is None:
+        return ""
+    fewest, most = row.candidates
+    span = f"{fewest:,}" if fewest == most else f"{fewest:,}–{most:,}"
+    return f"{span} {COVERED}" if row.k_covers_candidates else span
 
 
 def updates(results: RunResults) -> list[Table]:

@@ -1,0 +1,115 @@
+"""LangMem's retrieval path (extra `langmem`): LangGraph's `InMemoryStore` with a vector index, searched through
+LangMem's own search tool (`create_search_memory_tool`), as an agent with LangMem's memory tools searches it.
+
+A document is written as LangMem's manage tool writes a memory (`{"content": text}` under a namespace
+`("memories", scope)`), with its metadata beside the content so that `get` can return it; the key is the
+document's id (LangMem's tool would make a UUID). A search in one scope searches that namespace, a search in every
+scope the `("memories",)` prefix. The store's embedding function hands over the harness's vectors
+(`given.GivenVectors`), so no model is loaded. LangGraph's filters have no `$in` or `$or`, so no `filters`.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from harness.protocol import Document, Query, SearchHit, SystemContext, check_k
+from harness.systems.registry import missing_extra
+
+from .given import GivenVectors
+from .vectors import stack_unit, vector_of
+
+try:
+    from langgraph.store.memory import InMemoryStore
+    from langmem import create_search_memory_tool
+except ModuleNotFoundError as error:
+    raise missing_extra("langmem", "langmem", error) from None
+
+ROOT = "memories"
+"""The first part of every namespace (LangMem's examples' `("memories", "{langgraph_user_id}")`)."""
+
+
+class LangMemStore:
+    name = "langmem"
+    capabilities = frozenset({"vectors", "delete", "scopes", "update", "get"})
+
+    def __init__(self, context: SystemContext) -> None:
+        self._dim = context.vector_dim()
+        self._lock = threading.RLock()
+        self._given = GivenVectors()
+        given = self._given
+
+        def embed(texts: Sequence[str]) -> list[list[float]]:
+            vectors: list[list[float]] = given.take(texts).tolist()
+            return vectors
+
+        self._store = InMemoryStore(index={"dims": self._dim, "embed": embed, "fields": ["content"]})
+        self._tools: dict[tuple[str, ...], Any] = {}
+        self._scope_of: dict[str, str] = {}
+
+    def _tool(self, namespace: tuple[str, ...]) -> Any:
+        """LangMem's search tool over one namespace (or a prefix of namespaces)."""
+        if namespace not in self._tools:
+            self._tools[namespace] = create_search_memory_tool(
+                namespace=namespace, store=self._store, response_format="content_and_artifact"
+            )
+        return self._tools[namespace]
+
+    def add(self, docs: Sequence[Document]) -> None:
+        self.upsert(docs)
+
+    def upsert(self, docs: Sequence[Document]) -> None:
+        """Writes the documents, replacing those stored under their ids (a `put` under a stored key replaces it)."""
+        if not docs:
+            return
+        matrix = stack_unit(docs)
+        if matrix.shape[1] != self._dim:
+            raise ValueError(f"vectors must have {self._dim} dimensions, got {matrix.shape[1]}")
+        with self._lock:
+            taken = sorted(d.id for d in docs if self._scope_of.get(d.id, d.scope) != d.scope)
+            if taken:
+                raise ValueError(f"ids held in another scope (ids are unique across scopes): {taken[:10]}")
+            for doc, vector in zip(docs, matrix):
+                self._given.give([doc.text], vector[None, :])
+                try:
+                    self._store.put((ROOT, doc.scope), doc.id, {"content": doc.text, "metadata": dict(doc.metadata)})
+                finally:
+                    self._given.check_spent()
+                self._scope_of[doc.id] = doc.scope
+
+    def delete(self, doc_ids: Sequence[str]) -> None:
+        with self._lock:
+            for doc_id in doc_ids:
+                scope = self._scope_of.pop(doc_id, None)
+                if scope is not None:
+                    self._store.delete((ROOT, scope), doc_id)
+
+    def get(self, doc_ids: Sequence[str]) -> list[Document]:
+        found = []
+        with self._lock:
+            for doc_id in doc_ids:
+                if doc_id in self._scope_of:
+                    item = self._store.get((ROOT, self._scope_of[doc_id]), doc_id)
+                    if item is not None:
+                        value = item.value
+                        found.append(Document(doc_id, value["content"], None, value["metadata"], item.namespace[1]))
+        return found
+
+    def search(self, query: Query, *, k: int) -> list[SearchHit]:
+        k = check_k(k)
+        namespace = (ROOT,) if query.scope is None else (ROOT, query.scope)
+        vector = vector_of(query).astype(np.float32)
+        with self._lock:
+            self._given.give([query.text], (vector / np.linalg.norm(vector))[None, :])
+            try:
+                _, items = self._tool(namespace).func(query=query.text, limit=k)
+            finally:
+                self._given.check_spent()
+        return [SearchHit(str(item.key), float(item.score)) for item in items]
+
+    def close(self) -> None:
+        with self._lock:
+            self._tools.clear()
