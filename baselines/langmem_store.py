@@ -102,10 +102,11 @@ class LangMemStore:
         k = check_k(k)
         namespace = (ROOT,) if query.scope is None else (ROOT, query.scope)
         vector = vector_of(query).astype(np.float32)
+        text = query.text or f"query {query.id}"  # LangGraph's store embeds no empty query: it would not rank at all
         with self._lock:
-            self._given.give([query.text], (vector / np.linalg.norm(vector))[None, :])
+            self._given.give([text], (vector / np.linalg.norm(vector))[None, :])
             try:
-                _, items = self._tool(namespace).func(query=query.text, limit=k)
+                _, items = self._tool(namespace).func(query=text, limit=k)
             finally:
                 self._given.check_spent()
         return [SearchHit(str(item.key), float(item.score)) for item in items]

@@ -86,6 +86,8 @@ class MemPalaceRaw:
                 self._drawers.delete(ids=list(doc_ids))
 
     def get(self, doc_ids: Sequence[str]) -> list[Document]:
+        if not doc_ids:
+            return []
         with self._lock:
             found = self._drawers.get(ids=list(doc_ids), include=["documents", "metadatas"])
         stored = {

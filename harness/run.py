@@ -18,7 +18,7 @@ import psutil
 
 from harness.data.dialogue import SPEAKER_CAPTIONS, TurnFormat
 from harness.data.spec import DatasetSpec
-from harness.measure import answers, experiments  # noqa: F401  (registers the experiments)
+from harness.measure import answers, experiments, reproduce  # noqa: F401  (registers the experiments)
 from harness.measure.experiment_registry import RunContext, selected
 from harness.measure.plan import RunPlan
 from harness.output.progress import RunProgress

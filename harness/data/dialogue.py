@@ -68,6 +68,8 @@ class DialogueSet:
     path: Path
     sha256: str
     conversations: list[EvalSet]
+    unscored: int = 0
+    """Questions left out: their evidence names no turn of the conversation (LoCoMo), so they cannot be scored."""
 
 
 def load_dialogue(
@@ -81,7 +83,7 @@ def load_dialogue(
         raise DatasetFormatError(f"{spec}: give locomo:FILE or longmemeval:FILE")
     kind = spec.kind
     digest = hashlib.sha256()
-    conversations = []
+    conversations, asked = [], 0
     for file, raw, data in _read_files(spec):
         digest.update(raw)
         try:
@@ -89,11 +91,19 @@ def load_dialogue(
                 conversations += list(_locomo_conversations(file, data, turn_format, evidence or {}))
             else:
                 conversations += list(_longmemeval_conversations(file, data, turn_format))
+            asked += _questions(kind, data)
         except (TypeError, AttributeError, KeyError, IndexError, ValueError) as error:  # a value of the wrong shape
             raise DatasetFormatError(f"{file}: not a {kind} file: {type(error).__name__}: {error}") from None
     if not conversations:
         raise DatasetFormatError(f"{spec.location}: no conversation with questions")
-    return DialogueSet(f"{kind}-{spec.location.stem}", spec.location, digest.hexdigest(), conversations)
+    loaded = sum(len(c.queries) for c in conversations)
+    return DialogueSet(f"{kind}-{spec.location.stem}", spec.location, digest.hexdigest(), conversations, asked - loaded)
+
+
+def _questions(kind: str, data: Any) -> int:
+    """How many questions a file asks, before any is left out."""
+    samples = data if isinstance(data, list) else [data]
+    return len(samples) if kind == "longmemeval" else sum(len(sample["qa"]) for sample in samples)
 
 
 def _read_files(spec: DatasetSpec) -> Iterator[tuple[Path, bytes, Any]]:
@@ -301,6 +311,11 @@ def _longmemeval_time(date: str) -> float | None:
         )
     except ValueError:
         return None
+
+
+def unanswerable(category: str) -> bool:
+    """Questions with no answer in the memory (LoCoMo's adversarial, LongMemEval's abstention)."""
+    return category == ADVERSARIAL or category.endswith("-abstention")
 
 
 def turn_metadata(session: str, date: str, speaker: str, timestamp: float | None = None) -> dict[str, str | float]:

@@ -14,7 +14,7 @@ import numpy as np
 
 from harness.data.beir import load_beir
 from harness.data.corpus import Corpus
-from harness.data.dialogue import ADVERSARIAL, load_dialogue
+from harness.data.dialogue import load_dialogue, unanswerable
 from harness.data.encoding import encode_corpus, encode_evalset
 from harness.data.evalset import EvalSet
 from harness.data.generated import (
@@ -59,6 +59,7 @@ from harness.output.results import (
     UpdateRow,
 )
 from harness.protocol import ConsolidatingSystem, ScoringSystem
+from harness.systems.registry import PEERS, installed
 from harness.verdicts.claims import decides_a_verdict
 from reference.encoders import MockEncoder
 
@@ -339,7 +340,13 @@ def dialogue(context: RunContext, *, k: int = K) -> list[DialogueRow]:
     each question's top-k hits are counted (`tokens.token_counter`) and, loaded in bulk, its evidence recall
     within each context budget (`tokens.BUDGETS`) from a deeper ranking, untimed."""
     assert context.dataset is not None
-    systems, (encoder_name, encoder) = context.systems or DIALOGUE_SYSTEMS, context.encoder
+    encoder_name, encoder = context.encoder
+    skipped: list[str] = []
+    if context.systems:
+        systems = context.systems
+    else:
+        peers, skipped = installed(PEERS)
+        systems = (*DIALOGUE_SYSTEMS, *peers)
     data = load_dialogue(context.dataset, context.turn_format)
     counter = token_counter(encoder)
     context.dataset_info = {
@@ -347,7 +354,8 @@ def dialogue(context: RunContext, *, k: int = K) -> list[DialogueRow]:
         "sha256": data.sha256,
         "turn_format": asdict(context.turn_format),
         "tokens": counter.rule,
-    }
+        "questions left out": data.unscored,
+    } | ({"peers skipped": skipped} if skipped else {})
     progress = context.progress
     answers: dict[tuple[str, str], list[Answer]] = defaultdict(list)
     latencies: dict[tuple[str, str], list[int]] = defaultdict(list)
@@ -421,10 +429,10 @@ def dialogue(context: RunContext, *, k: int = K) -> list[DialogueRow]:
         flags = partial(_flags, k=k, ingest_ms=1000 * ingest_s[system, filled] / max(ingested[system, filled], 1))
         subsets = {
             "all questions": answered,
-            "answerable": [a for a in answered if not _set_apart(a.category)],
+            "answerable": [a for a in answered if not unanswerable(a.category)],
         }
         for category in sorted({a.category for a in answered}):
-            subsets[("apart: " if _set_apart(category) else "") + category] = [
+            subsets[("apart: " if unanswerable(category) else "") + category] = [
                 a for a in answered if a.category == category
             ]
         for subset, chosen in subsets.items():
@@ -502,11 +510,6 @@ def _times(row: StreamRow, kind: str) -> list[int]:
         return row.operation(kind).latencies_ns
     except LookupError:
         return []
-
-
-def _set_apart(category: str) -> bool:
-    """Questions with no answer in the memory (LoCoMo's adversarial, LongMemEval's abstention)."""
-    return category == ADVERSARIAL or category.endswith("-abstention")
 
 
 def _sessions(turns: list[str], session_of: Mapping[str, str]) -> list[str]:

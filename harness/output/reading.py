@@ -12,18 +12,22 @@ from tabulate import tabulate
 from harness.output.results import RunResults, Verdict
 from harness.verdicts.claims import EDGE, MEANING, UNMEASURED
 from harness.verdicts.confidence import INCONCLUSIVE, MARGIN, REFUTED, SUPPORTED
+from harness.verdicts.field import FIELD_CLAIMS
+from harness.verdicts.field import MEANING as FIELD_MEANING
 
 KINDS = {
     "published claims": "the cellular-memory prototype's published claims",
     "targets": "MagneticBench's targets for the reference engine",
 }
+FIELD = frozenset(c.id for c in FIELD_CLAIMS)
 
 
 def kinds(results: RunResults) -> dict[str, list[Verdict]]:
     """The run's verdicts by kind: the published claims, the engine's targets, and the peers measured against
     those targets' bars for comparison."""
     return {
-        "published claims": results.claims,
+        "published claims": [v for v in results.claims if v.claim not in FIELD],
+        "field claims": [v for v in results.claims if v.claim in FIELD],
         "targets": [v for v in results.targets if not v.peer],
         "peers": [v for v in results.targets if v.peer],
     }
@@ -53,6 +57,9 @@ def reading(results: RunResults) -> list[str]:
             lines.append(f"  - Do not hold: {_named(refuted)}.")
         if inconclusive := [v for v in mine if v.verdict == INCONCLUSIVE]:
             lines.append(f"  - Cannot tell: {_named(inconclusive)}.")
+    if field := verdicts["field claims"]:
+        counts = [f"{_count(field, word)} {word.lower()}" for word in FIELD_MEANING]
+        lines.append(f"- **The field's published claims**: {_plural(len(field), 'verdict')}, {_and(counts)}.")
     if peers := verdicts["peers"]:
         systems = _and(sorted({f"`{v.system}`" for v in peers}))
         claims = _and(list(dict.fromkeys(f"`{v.claim}`" for v in peers)))

@@ -22,7 +22,11 @@ from harness.output.sections import HEADLINES, SECTIONS
 from harness.output.tables import Table, write_csv
 from harness.verdicts.claims import decides_a_verdict
 
-VERDICT_TITLES = {"published claims": "Published claims", "targets": "Targets for the reference engine"}
+VERDICT_TITLES = {
+    "published claims": "Published claims",
+    "field claims": "The field's published claims",
+    "targets": "Targets for the reference engine",
+}
 
 
 def write_report(out: Path, results: RunResults) -> Path:

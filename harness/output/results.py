@@ -17,6 +17,7 @@ from pydantic import TypeAdapter, ValidationError
 from harness.measure.chance import Chance
 from harness.measure.metrics import Agreement, EvidenceScores, GroupStats, LatencyStats, UpdateScores, latency_stats
 from harness.measure.plan import RunPlan
+from harness.measure.readings import Reading
 from harness.verdicts.confidence import REFUTED, best_of_passes, noisy
 
 SCHEMA_VERSION = 3
@@ -524,6 +525,7 @@ class Sections(TypedDict, total=False):
     realtext: list[Measurement]
     dialogue: list[DialogueRow]
     answers: list[AnswerRow]
+    field_claims: list[Reading]
     updates: list[UpdateRow]
     streaming: list[StreamRow]
     grouping: list[GroupingRow]
@@ -546,6 +548,8 @@ class RunResults:
     realtext: list[Measurement] = field(default_factory=list)
     dialogue: list[DialogueRow] = field(default_factory=list)
     answers: list[AnswerRow] = field(default_factory=list)
+    field_claims: list[Reading] = field(default_factory=list)
+    """The field's retrieval claims reproduced under each reading of their definitions (`measure.reproduce`)."""
     updates: list[UpdateRow] = field(default_factory=list)
     streaming: list[StreamRow] = field(default_factory=list)
     grouping: list[GroupingRow] = field(default_factory=list)

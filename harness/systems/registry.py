@@ -155,6 +155,19 @@ PEERS = ("mem0", "mempalace", "langmem", "txtai", "txtai-hybrid")
 """The agent-memory systems people choose between, each an optional extra."""
 
 
+def installed(systems: tuple[str, ...]) -> tuple[list[str], list[str]]:
+    """The registered systems whose libraries are installed, and for each of the others what installs it."""
+    present, missing = [], []
+    for system in systems:
+        try:
+            SYSTEMS[system].load()
+        except MissingExtraError as error:
+            missing.append(str(error))
+        else:
+            present.append(system)
+    return present, missing
+
+
 LANGCHAIN = "langchain:"
 
 

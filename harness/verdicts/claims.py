@@ -24,6 +24,8 @@ from harness.verdicts.confidence import (
     estimate,
     judge,
 )
+from harness.verdicts.field import MEANING as FIELD_MEANING
+from harness.verdicts.field import evaluate_field
 
 UNMEASURED = "NOT MEASURED"
 TARGET_SOURCE = "MagneticBench's own target for the reference engine"
@@ -35,6 +37,7 @@ MEANING = {
     INCONCLUSIVE: f"the interval reaches within {MARGIN:.0%} of the bar: this machine's noise cannot tell (rerun on "
     "a quieter machine)",
     UNMEASURED: "the run did not measure what the claim needs (e.g. --quick stops below 100K)",
+    **FIELD_MEANING,
 }
 EDGE = (
     "the figure lies within what moves between identical runs (one between-run standard deviation) of the edge "
@@ -516,6 +519,7 @@ STREAM_TARGETS: tuple[Claim, ...] = (
 
 
 def evaluate(results: RunResults) -> tuple[list[Verdict], list[Verdict]]:
-    """Verdicts for the published claims and for the targets."""
+    """Verdicts for the published claims (the seed's, then the field's) and for the targets."""
     targets = [*TARGETS, *STREAM_TARGETS]
-    return ([v for c in CLAIMS for v in c.evaluate(results)], [v for c in targets for v in c.evaluate(results)])
+    claims = [v for c in CLAIMS for v in c.evaluate(results)] + evaluate_field(results)
+    return (claims, [v for c in targets for v in c.evaluate(results)])

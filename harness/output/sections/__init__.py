@@ -27,6 +27,7 @@ SECTIONS: list[Render] = [
     memory.judges,
     memory.dialogue,
     answers.answers,
+    memory.field_readings,
     memory.updates,
     serving.serving,
     services.concurrency,

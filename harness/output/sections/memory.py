@@ -14,6 +14,7 @@ from harness.output.formats import share
 from harness.output.results import DialogueRow, Measurement, RunResults
 from harness.output.sections.common import P50, SIZE, SYSTEM
 from harness.output.tables import Table, column
+from harness.verdicts.field import reading_rows
 
 
 def needles_headline(results: RunResults) -> list[Table]:
@@ -201,7 +202,7 @@ FLAGS = (
     f"`/ chance`: what a random ranking of the same candidates scores (exact, `harness.measure.chance`); "
     f"`candidates`: the fewest–most turns (sessions, at session level) a question was ranked among, marked "
     f"`{COVERED}` where k = {K} reaches the fewest. `unanswerable`: whether the questions with no answer in the "
-    "memory (LoCoMo's category 5, adversarial; LongMemEval's abstentions) are counted: `in` (every question, as "
+    "memory (LoCoMo's adversarial category, LongMemEval's abstentions) are counted: `in` (every question, as "
     "published figures count them), `out`, or `only`. "
 )
 
@@ -269,6 +270,50 @@ def dialogue_fields(row: DialogueRow) -> dict[str, Any]:
         ),
         **{f"budget_{budget}": recall for budget, recall in row.budget_recall.items()},
     }
+
+
+def field_readings(results: RunResults) -> list[Table]:
+    if not results.field_claims:
+        return []
+    return [
+        Table(
+            "field-readings",
+            "The field's retrieval claims, reproduced under each reading of their definitions",
+            "Each published figure's protocol run on this run's data (`harness.measure.reproduce`): the memory built "
+            "as the source's script builds it (one document per session, or per turn with sessions read off the top "
+            "k turns), ranked by exact cosine on the claim's encoder, scored as the share of a question's evidence "
+            "sessions found (`recall`), some (`recall_any`) or all (`recall_all`), with the unanswerable questions in "
+            "or out. A claim is judged only against the reading under its own definition (the verdicts above); "
+            "the other readings show which definition a published figure matches. 95% interval: bootstrap over "
+            "questions.",
+            (
+                column("protocol (documents)", "documents"),
+                column("k", "k"),
+                column("score", "score"),
+                column("unanswerable", "unanswerable"),
+                column("questions", "questions"),
+                column("figure", "value", format=share),
+                column("95% interval", "low", "high", format=share),
+                column("left out", "note"),
+            ),
+            [
+                {
+                    "dataset": r.dataset,
+                    "documents": r.metric.documents,
+                    "k": r.metric.k,
+                    "score": r.metric.score,
+                    "unanswerable": r.metric.unanswerable,
+                    "questions": r.questions,
+                    "value": r.value,
+                    "low": r.low,
+                    "high": r.high,
+                    "note": r.note,
+                    "encoder": r.metric.encoder,
+                }
+                for r in reading_rows(results.field_claims)
+            ],
+        )
+    ]
 
 
 def unanswerable(subset: str) -> str:
