@@ -5,7 +5,8 @@ measured on the same vectors and none loads a model."""
 from __future__ import annotations
 
 from collections import defaultdict, deque
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 
 import numpy as np
 
@@ -28,9 +29,14 @@ class GivenVectors:
         except IndexError:
             raise RuntimeError("the library asked for the vector of a text it was not given") from None
 
-    def check_spent(self) -> None:
-        """Every vector given was taken (the library embedded each text once); forgets what is left."""
-        left = sum(len(queue) for queue in self._pending.values())
-        self._pending.clear()
+    @contextmanager
+    def spent(self) -> Iterator[None]:
+        """Around one call into the library: afterwards every vector given was taken (it embedded each text once).
+        What is left is forgotten either way; an error of the library's own propagates as it was."""
+        try:
+            yield
+        finally:
+            left = sum(len(queue) for queue in self._pending.values())
+            self._pending.clear()
         if left:
             raise RuntimeError(f"the library did not take {left} of the vectors it was given")

@@ -74,10 +74,8 @@ class LangMemStore:
                 raise ValueError(f"ids held in another scope (ids are unique across scopes): {taken[:10]}")
             for doc, vector in zip(docs, matrix):
                 self._given.give([doc.text], vector[None, :])
-                try:
+                with self._given.spent():
                     self._store.put((ROOT, doc.scope), doc.id, {"content": doc.text, "metadata": dict(doc.metadata)})
-                finally:
-                    self._given.check_spent()
                 self._scope_of[doc.id] = doc.scope
 
     def delete(self, doc_ids: Sequence[str]) -> None:
@@ -105,10 +103,8 @@ class LangMemStore:
         text = query.text or f"query {query.id}"  # LangGraph's store embeds no empty query: it would not rank at all
         with self._lock:
             self._given.give([text], (vector / np.linalg.norm(vector))[None, :])
-            try:
+            with self._given.spent():
                 _, items = self._tool(namespace).func(query=text, limit=k)
-            finally:
-                self._given.check_spent()
         return [SearchHit(str(item.key), float(item.score)) for item in items]
 
     def close(self) -> None:

@@ -23,7 +23,8 @@ import os
 import tempfile
 import threading
 from collections import deque
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Literal
 
@@ -76,9 +77,14 @@ class SuppliedEmbedder(EmbeddingBase):
             raise RuntimeError("mem0 asked for a vector it was not given")
         return self._next.popleft()
 
-    def check_spent(self) -> None:
-        left = len(self._next)
-        self._next.clear()
+    @contextmanager
+    def spent(self) -> Iterator[None]:
+        """Around one call into mem0: afterwards every vector given was taken; an error of mem0's own propagates."""
+        try:
+            yield
+        finally:
+            left = len(self._next)
+            self._next.clear()
         if left:
             raise RuntimeError(f"mem0 did not take {left} of the vectors it was given")
 
@@ -131,7 +137,7 @@ class Mem0Memory:
             self._forget([d.id for d in docs])
             for doc, vector in zip(docs, matrix):
                 self._given.give(vector)
-                try:
+                with self._given.spent():
                     added = self._memory.add(
                         [{"role": "user", "content": doc.text}],
                         user_id=doc.scope or UNSCOPED,
@@ -139,8 +145,6 @@ class Mem0Memory:
                         metadata={**doc.metadata, ID_KEY: doc.id},
                         infer=False,
                     )
-                finally:
-                    self._given.check_spent()
                 [memory] = added["results"]
                 self._memory_id[doc.id] = str(memory["id"])
                 self._scope_of[doc.id] = doc.scope
@@ -175,14 +179,13 @@ class Mem0Memory:
         if query.where is not None:
             filters["AND"] = [mem0_filter(query.where)]
         vector = vector_of(query).astype(np.float32)
+        text = query.text.strip() or f"query {query.id}"  # mem0 refuses an empty query; the vector is given
         with self._lock:
             if not self._memory_id:
                 return []
             self._given.give(vector / np.linalg.norm(vector))
-            try:
-                found = self._memory.search(query.text, top_k=k, filters=filters, threshold=0.0)
-            finally:
-                self._given.check_spent()
+            with self._given.spent():
+                found = self._memory.search(text, top_k=k, filters=filters, threshold=0.0)
         return [
             SearchHit(str(hit["metadata"][ID_KEY]), float(hit["score"]))
             for hit in found["results"]

@@ -71,12 +71,10 @@ class TxtaiIndex:
             if taken:
                 raise ValueError(f"ids held in another scope (ids are unique across scopes): {taken[:10]}")
             self._given.give([d.text for d in docs], matrix)
-            try:
+            with self._given.spent():
                 self._embeddings.upsert(
                     [(d.id, {"text": d.text, **d.metadata, SCOPE_KEY: d.scope}, None) for d in docs]
                 )
-            finally:
-                self._given.check_spent()
             self._scope_of.update((d.id, d.scope) for d in docs)
 
     def delete(self, doc_ids: Sequence[str]) -> None:
@@ -101,10 +99,8 @@ class TxtaiIndex:
             if not self._scope_of:
                 return []
             self._given.give([query.text], vector / np.linalg.norm(vector))
-            try:
+            with self._given.spent():
                 found = self._embeddings.search(f"select id, score from txtai where {sql}", k, parameters=parameters)
-            finally:
-                self._given.check_spent()
         return [SearchHit(str(hit["id"]), float(hit["score"])) for hit in found]
 
     def close(self) -> None:
