@@ -30,6 +30,8 @@ except ModuleNotFoundError as error:
 
 ROOT = "memories"
 """The first part of every namespace (LangMem's examples' `("memories", "{langgraph_user_id}")`)."""
+UNSCOPED = "magbench-unscoped"
+"""The namespace label of documents with no scope (LangGraph takes no empty label)."""
 
 
 class LangMemStore:
@@ -72,10 +74,12 @@ class LangMemStore:
             taken = sorted(d.id for d in docs if self._scope_of.get(d.id, d.scope) != d.scope)
             if taken:
                 raise ValueError(f"ids held in another scope (ids are unique across scopes): {taken[:10]}")
+            if any(d.scope == UNSCOPED for d in docs):
+                raise ValueError(f"scope {UNSCOPED!r} is reserved for documents with no scope")
             for doc, vector in zip(docs, matrix):
                 self._given.give([doc.text], vector[None, :])
                 with self._given.spent():
-                    self._store.put((ROOT, doc.scope), doc.id, {"content": doc.text, "metadata": dict(doc.metadata)})
+                    self._store.put(namespace(doc.scope), doc.id, {"content": doc.text, "metadata": dict(doc.metadata)})
                 self._scope_of[doc.id] = doc.scope
 
     def delete(self, doc_ids: Sequence[str]) -> None:
@@ -83,30 +87,37 @@ class LangMemStore:
             for doc_id in doc_ids:
                 scope = self._scope_of.pop(doc_id, None)
                 if scope is not None:
-                    self._store.delete((ROOT, scope), doc_id)
+                    self._store.delete(namespace(scope), doc_id)
 
     def get(self, doc_ids: Sequence[str]) -> list[Document]:
         found = []
         with self._lock:
             for doc_id in doc_ids:
                 if doc_id in self._scope_of:
-                    item = self._store.get((ROOT, self._scope_of[doc_id]), doc_id)
+                    item = self._store.get(namespace(self._scope_of[doc_id]), doc_id)
                     if item is not None:
                         value = item.value
-                        found.append(Document(doc_id, value["content"], None, value["metadata"], item.namespace[1]))
+                        found.append(
+                            Document(doc_id, value["content"], None, value["metadata"], self._scope_of[doc_id])
+                        )
         return found
 
     def search(self, query: Query, *, k: int) -> list[SearchHit]:
         k = check_k(k)
-        namespace = (ROOT,) if query.scope is None else (ROOT, query.scope)
+        searched = (ROOT,) if query.scope is None else namespace(query.scope)
         vector = vector_of(query).astype(np.float32)
         text = query.text or f"query {query.id}"  # LangGraph's store embeds no empty query: it would not rank at all
         with self._lock:
             self._given.give([text], (vector / np.linalg.norm(vector))[None, :])
             with self._given.spent():
-                _, items = self._tool(namespace).func(query=text, limit=k)
+                _, items = self._tool(searched).func(query=text, limit=k)
         return [SearchHit(str(item.key), float(item.score)) for item in items]
 
     def close(self) -> None:
         with self._lock:
             self._tools.clear()
+
+
+def namespace(scope: str) -> tuple[str, str]:
+    """A scope's namespace (LangGraph refuses an empty label or one with a period: such a scope is its error)."""
+    return (ROOT, scope or UNSCOPED)

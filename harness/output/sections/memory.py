@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from dataclasses import asdict
 from typing import Any
 
-from harness.measure.experiments import SESSION_DEPTH
+from harness.measure.experiments import RANKED, SESSION, SESSION_DEPTH, TURN
 from harness.measure.plan import NEEDLE_DOCS, NEEDLE_TOP, NEEDLES
 from harness.measure.runner import FOUND_KS, K
 from harness.measure.tokens import BUDGETS
@@ -164,17 +164,19 @@ def beir(results: RunResults) -> list[Table]:
 
 
 def dialogue_headline(results: RunResults) -> list[Table]:
-    rows = [r for r in results.dialogue if r.mode == "bulk" and r.granularity == "turn" and r.subset == "answerable"]
+    chosen = [r for r in results.dialogue if r.mode == "bulk" and r.subset == "answerable"]
+    rows = [r for level in (TURN, SESSION) for r in chosen if level_of(r) == level]
     if not rows:
         return []
     return [
         Table(
             "dialogue-headline",
             "Dialogue memory: answerable questions, every turn loaded first",
-            f"Evidence retrieval at k = {K}, turn level: recall = the share of a question's evidence turns found. "
+            f"Evidence retrieval at k = {K}: recall = the share of a question's evidence turns (at session level: "
+            "sessions, those of the top-k turns) found. "
             + FLAGS
             + "Every mode, level and category is under Dialogue memory below.",
-            DIALOGUE,
+            (SYSTEM, column("level", "level"), *DIALOGUE[1:]),
             [dialogue_fields(r) for r in rows],
             csv=False,
         )
@@ -314,6 +316,11 @@ def field_readings(results: RunResults) -> list[Table]:
             ],
         )
     ]
+
+
+def level_of(row: DialogueRow) -> str:
+    """A row's level without what its label adds (the haystacks left out)."""
+    return RANKED if row.granularity.startswith(RANKED) else SESSION if row.granularity.startswith(SESSION) else TURN
 
 
 def unanswerable(subset: str) -> str:
