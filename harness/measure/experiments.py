@@ -416,10 +416,8 @@ def dialogue(context: RunContext, *, k: int = K) -> list[DialogueRow]:
                             wanted[question],
                             session_of,
                             tokens,
-                            {},
-                            None,
-                            chance,
-                            candidates,
+                            chance=chance,
+                            candidates=candidates,
                         )
                     )
     rows = []
