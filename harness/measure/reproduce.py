@@ -23,7 +23,6 @@ import numpy as np
 from harness.data.dialogue import TurnFormat, load_dialogue, unanswerable
 from harness.data.encoding import encode_evalset
 from harness.data.evalset import EvalSet
-from harness.measure import work
 from harness.measure.experiment_registry import RunContext, experiment
 from harness.measure.readings import Documents, Metric, Reading, Score, interval, per_question
 from harness.protocol import Document
@@ -74,7 +73,7 @@ def ranked_sessions(evalset: EvalSet, kind: str, documents: Documents, encoder: 
     return ranked
 
 
-@experiment("field-claims", section="field_claims", data=["dialogue"], work=work.dataset)
+@experiment("field-claims", section="field_claims", data=["dialogue"])
 def field_claims(context: RunContext) -> list[Reading]:
     """The field's published retrieval figures reproduced under each reading of their definitions (MiniLM runs)."""
     assert context.dataset is not None
