@@ -74,3 +74,34 @@ def test_per_question_scores_and_their_interval():
     values = per_question([["a"]] * 50 + [["b"]] * 50, [["a"]] * 100, 1, "recall_any")
     low, high = interval(values)
     assert low < 0.5 < high and interval(values) == (low, high)  # seeded
+
+
+def test_the_session_protocol_builds_documents_as_the_source_script_does(tmp_path):
+    import json
+
+    from harness.data.dialogue import TurnFormat, load_dialogue
+    from harness.data.spec import DatasetSpec
+    from harness.measure.experiment_registry import RunContext
+    from harness.measure.plan import RunPlan
+    from harness.measure.reproduce import field_claims, line, ranked_sessions, sessions_of
+    from reference.encoders import MockEncoder
+
+    sample = {
+        "sample_id": "garden",
+        "conversation": {
+            f"session_{n}": [{"speaker": "Ana", "dia_id": f"D{n}:1", "text": words}]
+            for n, words in enumerate(["I planted roses.", "We baked bread.", "The roses bloomed red."], start=1)
+        },
+        "qa": [{"question": "Which roses did Ana plant?", "evidence": ["D1:1", "D3:1"], "category": 1}],
+    }
+    path = tmp_path / "garden.json"
+    path.write_text(json.dumps(sample))
+    spec = DatasetSpec.parse(f"locomo:{path}")
+    [conversation] = load_dialogue(spec, TurnFormat.parse("plain")).conversations
+    assert next(line(d, "locomo") for _, turns in sessions_of(conversation, "locomo") for d in turns) == (
+        'Ana said, "I planted roses."'
+    )
+    [ranking] = ranked_sessions(conversation, "locomo", "sessions", MockEncoder())
+    assert sorted(ranking) == ["S1", "S2", "S3"] and ranking[-1] == "S2"  # bread shares no word with the question
+    context = RunContext(RunPlan(), {"mock": MockEncoder()}, spec)
+    assert field_claims(context) == []  # the claims name MiniLM: another encoder reproduces none
