@@ -64,20 +64,42 @@ class FieldClaim:
         def verdict(word: str, measured: str) -> Verdict:
             return Verdict(self.id, self.system, word, measured, f"claimed {figure}", condition, self.text, self.source)
 
-        if self.not_runnable:
-            return verdict(NOT_RUNNABLE, self.not_runnable)
-        assert self.metric is not None and self.figure is not None
         same_data = [r for r in results.field_claims if r.dataset.startswith(f"{self.dataset}-")]
-        own = [r for r in same_data if comparable(self.metric, r.metric)]
+        own = [r for r in same_data if self.metric is not None and comparable(self.metric, r.metric)]
+        if self.not_runnable:
+            return verdict(NOT_RUNNABLE, self.not_runnable + self._beside(own, same_data))
+        assert self.metric is not None and self.figure is not None
         if not own:
-            return verdict(NOT_MEASURED, f"needs --dataset {self.dataset}:FILE --encoder minilm")
+            needs = f"--dataset {self.dataset}:FILE --encoder minilm"
+            read = results.run.dataset or ""
+            if read.startswith(f"{self.dataset}:"):
+                return verdict(NOT_MEASURED, f"needs {needs}")
+            return verdict(
+                NOT_RUNNABLE, f"needs {self.split}, a file the user supplies ({needs}); this run read {read}"
+            )
         [reading] = own
         word = REPRODUCED if reading.holds(self.figure) else REFUTED
+        measured = f"{reading.text()} on {reading.dataset}" + (f"; {reading.note}" if reading.note else "")
+        return verdict(word, measured + self._matches(reading, same_data))
+
+    def _matches(self, reading: Reading | None, same_data: list[Reading]) -> str:
+        """The other readings of the same figure (same k and encoder) whose interval holds the claimed figure."""
+        if self.metric is None or self.figure is None:
+            return ""
         others = [r for r in same_data if r is not reading and _readings_of(self.metric, r.metric)]
         matching = [f"{r.metric} {r.value:.3f}" for r in others if r.holds(self.figure)]
-        measured = f"{reading.text()} on {reading.dataset}" + (f"; {reading.note}" if reading.note else "")
-        measured += "; the figure matches " + ("; ".join(matching) if matching else "no other reading")
-        return verdict(word, measured)
+        return "; the figure matches " + ("; ".join(matching) if matching else "no other reading")
+
+    def _beside(self, own: list[Reading], same_data: list[Reading]) -> str:
+        """For a claim this project cannot run: the plain protocol under the claim's metric, named as such (it is
+        not the claimed system), and the readings its figure matches."""
+        if not own:
+            return ""
+        [reading] = own
+        return (
+            f" (beside it, not the claimed system: this run's {reading.protocol}-document protocol on plain "
+            f"{reading.metric.encoder} under the same metric reads {reading.text()}{self._matches(reading, same_data)})"
+        )
 
 
 def _readings_of(claimed: Metric, measured: Metric) -> bool:

@@ -13,10 +13,10 @@ METRIC = Metric("sessions", "session", "recall", 10, "in", "all-MiniLM-L6-v2")
 CLAIM = FieldClaim("x-locomo", "x", "X: LoCoMo session R@10 60%", 0.60, "locomo", "LoCoMo", METRIC, "MiniLM", "src")
 
 
-def results(*readings: Reading) -> RunResults:
+def results(*readings: Reading, dataset: str = "locomo:conv.json") -> RunResults:
     from tests.results_factory import run_info
 
-    return RunResults(run=run_info(), field_claims=list(readings))
+    return RunResults(run=dataclasses.replace(run_info(), dataset=dataset), field_claims=list(readings))
 
 
 def reading(metric: Metric, value: float, low: float, high: float) -> Reading:
@@ -51,6 +51,14 @@ def test_a_reading_under_the_claims_metric_reproduces_or_refutes_it_by_its_inter
     )
     assert refuted.verdict == REFUTED
     assert "matches recall_any@10" in refuted.measured  # the other reading the published figure matches
+
+
+def test_a_claim_on_a_file_the_user_did_not_supply_is_not_runnable_here():
+    longmemeval = next(c for c in FIELD_CLAIMS if c.id == "mempalace-longmemeval-all")
+    verdict = longmemeval.evaluate(results(reading(METRIC, 0.6, 0.5, 0.7)))
+    assert (
+        verdict.verdict == NOT_RUNNABLE and "a file the user supplies (--dataset longmemeval:FILE" in verdict.measured
+    )
 
 
 def test_every_field_claim_has_its_definition_and_source_or_says_why_it_cannot_run():
