@@ -56,10 +56,12 @@ class FieldClaim:
     source: str
     not_runnable: str = ""
     """Why it cannot run offline here (empty: a protocol reproduces it)."""
+    measure: str = "answer accuracy, judged by an LLM"
+    """What the figure measures when no retrieval `metric` defines it."""
 
     def evaluate(self, results: RunResults) -> Verdict:
         figure = "no figure" if self.figure is None else f"{self.figure:.4g}"
-        condition = f"{self.split}; {self.metric or 'answer accuracy'}; {self.models}"
+        condition = f"{self.split}; {self.metric or self.measure}; {self.models}"
 
         def verdict(word: str, measured: str) -> Verdict:
             return Verdict(self.id, self.system, word, measured, f"claimed {figure}", condition, self.text, self.source)
@@ -184,6 +186,7 @@ FIELD_CLAIMS: tuple[FieldClaim, ...] = (
         "Contriever and Stella are not packaged here (offline, the packaged MiniLM only); BM25 needs LongMemEval_S, "
         "a file the user supplies; the figures are quoted as approximate and the paper's metric reading (recall_any "
         "or recall_all, session or turn) is not stated beside them",
+        "R@5, its reading not stated beside the quoted figures",
     ),
     FieldClaim(
         "mem0-locomo-paper",
