@@ -4,7 +4,7 @@ import dataclasses
 
 import pytest
 
-from harness.measure import experiments  # noqa: F401  (registers the experiments)
+from harness.measure import answers, experiments, reproduce  # noqa: F401  (registers the experiments, as a run does)
 from harness.measure.experiment_registry import EXPERIMENTS, experiment, listing, selected
 from harness.output.results import RunResults
 from harness.systems.options import OptionError
@@ -20,7 +20,8 @@ def test_each_run_selects_the_experiments_of_its_data_in_registry_order():
         "agent-loop", "multi-tenant", "serving", "concurrency", "filtered", "knowledge-update",
     ]  # fmt: skip
     assert names("beam") == ["realtext", "streaming", "expiring-stream"]
-    assert names("dialogue") == ["dialogue", "knowledge-update"] and names("beir") == ["beir"]
+    assert names("dialogue") == ["answers", "dialogue", "knowledge-update", "field-claims"]
+    assert names("beir") == ["beir"]
     assert names("default", ["streaming", "judges"]) == ["judges", "streaming"]
 
 
