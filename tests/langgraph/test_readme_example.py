@@ -7,6 +7,10 @@ import re
 from pathlib import Path
 from typing import Any, TypedDict
 
+import pytest
+
+pytest.importorskip("langgraph", reason="the LangGraph integration needs the extra 'langgraph'")
+
 from langchain_core.embeddings import DeterministicFakeEmbedding
 from langgraph.graph import START, StateGraph
 from langgraph.store.base import BaseStore
