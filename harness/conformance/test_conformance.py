@@ -9,6 +9,7 @@ import contextlib
 import copy
 import math
 import time
+import unicodedata
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
@@ -154,6 +155,40 @@ def test_texts_in_any_script_are_accepted(system_under_test: SystemUnderTest) ->
     assert "doc-1" in got, f"MB-ADD-2: a search for doc-1 ({NON_ASCII[1]!r}) returned {got}, not doc-1"
 
 
+@pytest.mark.requirement("MB-ADD-2")
+def test_texts_in_any_script_are_found_among_others(system_under_test: SystemUnderTest) -> None:
+    """Each text in another script among the 60 others: its own vector finds it first (its text in the top 10),
+    and with `get` it reads back as added (compared in Unicode's composed form: the same meaning)."""
+    system = system_under_test.open()
+    scripts = [
+        Document(f"script-{j}", text, DATA.queries[j].copy() if "vectors" in system.capabilities else None,
+                 {"note": text})
+        for j, text in enumerate(NON_ASCII)
+    ]  # fmt: skip
+    system.add(documents(system) + scripts)
+    for doc in scripts:
+        k = 1 if doc.vector is not None else 10
+        how = "its own vector at k=1" if doc.vector is not None else "its own text in the top 10"
+        got = ids(system.search(Query(f"q-{doc.id}", doc.text, doc.vector), k=k))
+        assert doc.id in got, (
+            f"MB-ADD-2: with {N} other documents stored, {doc.id} ({doc.text!r}): {how} returned {shown(got)}, "
+            f"not {doc.id}"
+        )
+    if "get" in system.capabilities:
+        for doc, stored in zip(scripts, system.get([d.id for d in scripts]), strict=True):
+            metadata = plain(stored.metadata) or {}
+            same = [composed(stored.text), composed(metadata.get("note"))] == [composed(doc.text)] * 2
+            assert same, (
+                f"MB-ADD-2: get(['{doc.id}']) returned text {stored.text!r} and metadata {metadata}, "
+                f"added {doc.text!r} and {dict(doc.metadata)}"
+            )
+
+
+def composed(text: Any) -> Any:
+    """A text in Unicode's composed form (NFC): "e" and a combining accent read as "é"."""
+    return unicodedata.normalize("NFC", text) if isinstance(text, str) else text
+
+
 @pytest.mark.requirement("MB-ADD-3")
 def test_documents_from_several_batches_are_all_searchable(system_under_test: SystemUnderTest) -> None:
     system = system_under_test.open()
@@ -194,6 +229,49 @@ def test_complete_answers(loaded: Any, k: int) -> None:
             f"MB-SEARCH-4: search({query.id}, k={k}) with {N} documents stored returned {len(got)} hits, "
             f"expected {min(k, N)}"
         )
+
+
+TOPICS = [
+    "the tide tables for the harbour in March",
+    "a recipe for sourdough bread with rye flour",
+    "chess openings: the Sicilian defence",
+    "quarterly tax filing deadlines for freelancers",
+    "how to prune an apple tree in winter",
+    "the orbit of Jupiter and its moons",
+    "knitting a scarf with merino wool",
+    "train timetable from Lyon to Geneva",
+    "symptoms of a sprained ankle",
+    "tuning a guitar to drop D",
+    *NON_ASCII[1:4],
+    "😀🎉🍕",
+    "0451 7723 9910",
+    "zzz qqq xxx",
+]
+"""Texts far apart in topic and script: an embedding model scores some of them below zero against a query
+about none of them (sentence embedders do; the suite's own notes all score above zero against each other)."""
+UNRELATED_QUERIES = ["a quiet legal dispute", "vacuum", "???"]
+
+
+@pytest.mark.requirement("MB-SEARCH-4")
+def test_hits_scoring_zero_or_below_are_still_hits(system_under_test: SystemUnderTest) -> None:
+    """A system that drops hits whose similarity is zero or below answers short: a query opposite to the stored
+    vectors (each document's vector is a query's negated, or a topic far from the query) must still get every
+    document it asks for."""
+    system = system_under_test.open()
+    with_vectors = "vectors" in system.capabilities
+    docs = [
+        Document(f"topic-{i}", text, DATA.vectors[i].copy() if with_vectors else None) for i, text in enumerate(TOPICS)
+    ]
+    system.add(docs)
+    opposite = -np.mean(DATA.vectors[: len(TOPICS)], axis=0)
+    for j, text in enumerate(UNRELATED_QUERIES):
+        query = Query(f"far-{j}", text, opposite / np.linalg.norm(opposite) if with_vectors else None)
+        for k in (len(TOPICS) - 1, len(TOPICS)):
+            got = ids(system.search(query, k=k))
+            assert len(got) == k, (
+                f"MB-SEARCH-4: search({query.id} {text!r}, k={k}) with {len(TOPICS)} documents of unrelated "
+                f"topics stored returned {len(got)} hits, expected {k} (hits scoring zero or below are hits too)"
+            )
 
 
 @pytest.mark.requirement("MB-SEARCH-5")
@@ -583,6 +661,34 @@ def test_an_upserted_document_is_searched_as_its_new_version(loaded: Any) -> Non
                 f"MB-UPDATE-1: get(['doc-{i}']) after its upsert returned text {text!r} and metadata {metadata}, "
                 f"upserted {new.text!r} and {dict(new.metadata)}"
             )
+
+
+@pytest.mark.requirement("MB-UPDATE-1")
+@pytest.mark.capability("update")
+def test_an_upsert_replaces_the_metadata_too(system_under_test: SystemUnderTest) -> None:
+    """A new version's metadata replaces the old one's, it is not merged into it: a key the new version lacks is
+    gone (read back with `get`, matched by a `where` filter)."""
+    system = system_under_test.open()
+    if not {"get", "filters"} & system.capabilities:
+        pytest.skip("the system declares neither 'get' nor 'filters': its metadata cannot be read back")
+    system.add([replace(d, metadata={"old": 1, "version": 1}) for d in documents(system)])
+    rewritten = list(range(0, N, 6))
+    system.upsert([moved(system, i) for i in rewritten])
+    if "get" in system.capabilities:
+        for doc in system.get([f"doc-{i}" for i in rewritten]):
+            metadata = plain(doc.metadata)
+            assert metadata == {"version": 2}, (
+                f"MB-UPDATE-1: get(['{doc.id}']) after an upsert with metadata {{'version': 2}} returned metadata "
+                f"{metadata}; it was added with {{'old': 1, 'version': 1}}"
+            )
+    if "filters" in system.capabilities:
+        query = probe_queries(system)[0]
+        kept = ids(system.search(replace(query, where={"old": 1}), k=N))
+        stale = [doc_id for doc_id in kept if int(doc_id.split("-")[1]) in rewritten]
+        assert not stale, (
+            f"MB-UPDATE-1: after upserts without the key 'old', search({query.id}, where={{'old': 1}}, k={N}) "
+            f"still returned {shown(stale)}"
+        )
 
 
 @pytest.mark.requirement("MB-UPDATE-2")

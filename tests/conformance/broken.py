@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import time
 from dataclasses import replace
+from functools import cache
 
 import numpy as np
 
+from baselines.bm25 import BM25
 from baselines.flat_numpy import FlatNumpy
-from harness.protocol import Document, SearchHit
+from baselines.vectors import top_k
+from harness.protocol import Document, SearchHit, check_k
 from harness.systems.reference import ReferenceSystem
 
 
@@ -173,6 +176,52 @@ class SharesItsQuery(FlatNumpy):
         return super().search(self._query, k=k)
 
 
+@cache
+def _minilm():
+    from reference.encoders import SentenceTransformerEncoder
+
+    return SentenceTransformerEncoder()
+
+
+class DropsHitsBelowZero:
+    """Embeds texts itself (MiniLM) and keeps only hits whose similarity is above zero, as mem0 and txtai do."""
+
+    name = "drops-hits-below-zero"
+    capabilities = frozenset({"text"})
+
+    def __init__(self, context):
+        self._ids, self._vectors = [], np.zeros((0, 384), dtype=np.float32)
+
+    def add(self, docs):
+        self._ids += [d.id for d in docs]
+        self._vectors = np.vstack([self._vectors, _minilm().encode([d.text for d in docs])])
+
+    def search(self, query, *, k):
+        k = check_k(k)
+        scores = self._vectors @ _minilm().encode([query.text])[0]
+        best = top_k(scores, min(k, len(scores))).tolist()
+        return [SearchHit(self._ids[i], float(scores[i])) for i in best if scores[i] > 0]
+
+    def close(self):
+        pass
+
+
+class IndexesAsciiOnly(BM25):
+    """Tokenizes only ASCII: a text in another script is stored, but indexed as what is left of it."""
+
+    def add(self, docs):
+        super().add([replace(d, text=d.text.encode("ascii", "ignore").decode()) for d in docs])
+
+
+class UpsertMergesMetadata(ReferenceSystem):
+    """Merges an upsert's metadata into the stored version's, as mem0's and Chroma's upserts do: a key the new
+    version lacks is kept."""
+
+    def upsert(self, docs):
+        stored = {d.id: d.metadata for d in self.get([d.id for d in docs])}
+        super().upsert([replace(d, metadata={**stored.get(d.id, {}), **d.metadata}) for d in docs])
+
+
 def factory(cls):
     return lambda context, **options: cls(context)
 
@@ -199,3 +248,6 @@ fails_on_every_upsert = factory(FailsOnEveryUpsert)
 scores_by_the_whole_store = factory(ScoresByTheWholeStore)
 upsert_across_scopes = factory(UpsertAcrossScopes)
 shares_its_query = factory(SharesItsQuery)
+drops_hits_below_zero = factory(DropsHitsBelowZero)
+indexes_ascii_only = factory(IndexesAsciiOnly)
+upsert_merges_metadata = factory(UpsertMergesMetadata)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import importlib
 import json
+import os
 import re
 from pathlib import Path
 
@@ -38,10 +39,14 @@ with CellularMemory(encoder=MockEncoder(8), config=_tiny) as _warm:
 NumpyGroupIndex(2).scan(np.zeros(0, dtype=np.int64), np.zeros(2, dtype=np.float32))
 
 
-def run_suite(pytester: pytest.Pytester, system: str, *args: str) -> tuple[dict[str, dict], str]:
-    """The suite's per-requirement table and what it printed."""
+def run_suite(
+    pytester: pytest.Pytester, system: str, *args: str, in_process: bool = True
+) -> tuple[dict[str, dict], str]:
+    """The suite's per-requirement table and what it printed (run in a subprocess where the system imports a
+    library that cannot be imported twice in one process: torch)."""
     report_dir = pytester.path / "report"
-    result = pytester.runpytest_inprocess(
+    run = pytester.runpytest_inprocess if in_process else pytester.runpytest_subprocess
+    result = run(
         "--pyargs",
         "harness.conformance",
         f"--memory-system={system}",
@@ -98,6 +103,46 @@ def test_each_broken_adapter_fails_its_requirement_saying_what_was_wrong(pyteste
     assert re.search(f"(^|; ){requirement}: [^;]*{says}", note), note
     assert note.split("; ")[0] in printed  # the terminal's table says it too
     assert table["MB-DECL-1"]["outcome"] == "passed"  # the rest of the suite still ran
+
+
+@pytest.mark.parametrize(
+    ("adapter", "requirement", "old", "new", "says"),
+    [
+        (
+            "drops_hits_below_zero",
+            "MB-SEARCH-4",
+            "test_complete_answers",
+            "test_hits_scoring_zero_or_below_are_still_hits",
+            r"search\(far-\d '[^']+', k=\d+\) with 16 documents of unrelated topics stored returned \d+ hits",
+        ),
+        (
+            "upsert_merges_metadata",
+            "MB-UPDATE-1",
+            "test_an_upserted_document_is_searched_as_its_new_version",
+            "test_an_upsert_replaces_the_metadata_too",
+            r"get\(\['doc-0'\]\) after an upsert .* returned metadata \{'old': 1, 'version': 2\}",
+        ),
+        (
+            "indexes_ascii_only",
+            "MB-ADD-2",
+            "test_texts_in_any_script_are_accepted",
+            "test_texts_in_any_script_are_found_among_others",
+            r"script-\d \('[^']+'\): its own text in the top 10 returned \[",
+        ),
+    ],
+)
+def test_a_sharpened_requirement_fails_what_its_former_check_passed(
+    pytester, monkeypatch, adapter, requirement, old, new, says
+):
+    """The faults real memory systems showed (hits below zero dropped, metadata merged by an upsert, texts in
+    other scripts indexed as nothing): the requirement's former check passes them, its sharper one does not."""
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
+    system = f"tests.conformance.broken:{adapter}"
+    table, printed = run_suite(pytester, system, "-k", f"{old} or {new}", "-rA", in_process=adapter != "drops_hits_below_zero")
+    assert re.search(rf"PASSED \S+::{old}\b", printed), printed  # the former check
+    assert re.search(rf"FAILED \S+::{new}\b", printed), printed
+    assert table[requirement]["outcome"] == "failed", table[requirement]
+    assert re.search(f"(^|; ){requirement}: [^;]*{says}", table[requirement]["note"]), table[requirement]["note"]
 
 
 def test_an_error_the_system_raises_is_named_by_its_requirement_and_place(pytester):
