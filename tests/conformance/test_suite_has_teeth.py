@@ -138,7 +138,9 @@ def test_a_sharpened_requirement_fails_what_its_former_check_passed(
     other scripts indexed as nothing): the requirement's former check passes them, its sharper one does not."""
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
     system = f"tests.conformance.broken:{adapter}"
-    table, printed = run_suite(pytester, system, "-k", f"{old} or {new}", "-rA", in_process=adapter != "drops_hits_below_zero")
+    table, printed = run_suite(
+        pytester, system, "-k", f"{old} or {new}", "-rA", in_process=adapter != "drops_hits_below_zero"
+    )
     assert re.search(rf"PASSED \S+::{old}\b", printed), printed  # the former check
     assert re.search(rf"FAILED \S+::{new}\b", printed), printed
     assert table[requirement]["outcome"] == "failed", table[requirement]
