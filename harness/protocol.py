@@ -14,7 +14,11 @@ can do in `capabilities` instead of being probed with `hasattr`:
 - ``"update"``: `upsert(docs)` writes documents or replaces the ones stored under their ids;
 - ``"get"``: `get(doc_ids)` returns the stored documents, in the order asked, skipping unknown ids;
 - ``"threads"``: searches and writes may come from several threads at once (others are guarded by a lock when
-  the harness searches them from several threads).
+  the harness searches them from several threads);
+- ``"own_ids"``: the system makes its own ids; its adapter keeps the caller's id with each document and answers in
+  the caller's ids (hits, `get`, `delete`), its bookkeeping never shown (MB-ID-1);
+- ``"scoped_only"``: the system refuses a search without a scope; a query that names none is sent to the scope of
+  unscoped documents (`Document.scope` ""), which its adapter maps to one of the system's own (e.g. a user id).
 """
 
 from __future__ import annotations
@@ -28,7 +32,7 @@ import numpy as np
 
 CAPABILITIES = frozenset(
     {"text", "vectors", "persist", "consolidate", "memory_scoring", "tunable", "groups", "delete"}
-    | {"scopes", "filters", "update", "get", "threads"}
+    | {"scopes", "filters", "update", "get", "threads", "own_ids", "scoped_only"}
 )
 
 

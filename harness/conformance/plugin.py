@@ -4,6 +4,8 @@ Options (group "magbench conformance"): `--memory-system MODULE:FACTORY` (or a r
 `--memory-system-option KEY=VALUE` (repeatable, passed to the factory), `--conformance-report DIR`.
 Markers: `requirement(*ids)` names the SPEC.md requirements a test checks; `capability(name)` runs a
 test only for systems that declare the capability (others skip it, with the reason).
+Tests that only search a loaded system share one (`shared_system`); the others open their own. The report says
+how often the system was opened and how long opening took, the suite's cost for a system slow to open.
 """
 
 from __future__ import annotations
@@ -11,8 +13,10 @@ from __future__ import annotations
 import json
 import shutil
 import tempfile
+import time
 from collections import defaultdict
 from collections.abc import Generator, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +25,7 @@ import pytest
 from harness.protocol import SystemContext
 from harness.systems.options import OptionError, parse_options
 from harness.systems.registry import check_declaration, resolve
+from harness.systems.scoped import in_one_scope
 
 DIM = 32
 
@@ -45,13 +50,26 @@ def pytest_configure(config: pytest.Config) -> None:
         config.pluginmanager.register(RequirementReport(config), "magbench-requirement-report")
 
 
-class SystemUnderTest:
-    """Opens the system under test in a fresh work directory; `reopen` closes it and opens it again there."""
+@dataclass
+class Openings:
+    """How often the suite opened the system, and the seconds the factory took in all."""
 
-    def __init__(self, spec: str, options: dict[str, Any]) -> None:
+    times: int = 0
+    seconds: float = 0.0
+
+
+OPENINGS = pytest.StashKey[Openings]()
+
+
+class SystemUnderTest:
+    """Opens the system under test in a fresh work directory; `reopen` closes it and opens it again there.
+    A system that declares `scoped_only` is searched in the scope of unscoped documents (`in_one_scope`)."""
+
+    def __init__(self, spec: str, options: dict[str, Any], openings: Openings | None = None) -> None:
         self.spec = spec
         self.options = options
         self.factory = resolve(spec)
+        self.openings = openings or Openings()
         self._workdir_of: dict[int, Path] = {}
         self._open: list[Any] = []
         self._folders: list[str] = []
@@ -60,8 +78,12 @@ class SystemUnderTest:
         if workdir is None:
             self._folders.append(tempfile.mkdtemp(prefix="magbench-conformance-"))
             workdir = Path(self._folders[-1])
+        started = time.perf_counter()
         system = self.factory(SystemContext(dim=DIM, workdir=workdir, encoder="vectors"), **self.options)
+        self.openings.times += 1
+        self.openings.seconds += time.perf_counter() - started
         check_declaration(system)
+        system = in_one_scope(system)
         self._workdir_of[id(system)] = workdir
         self._open.append(system)
         return system
@@ -89,26 +111,40 @@ def _options(config: pytest.Config) -> dict[str, Any]:
         raise pytest.UsageError(f"--memory-system-option: {error}") from None
 
 
+def _openings(config: pytest.Config) -> Openings:
+    return config.stash.setdefault(OPENINGS, Openings())
+
+
 @pytest.fixture(scope="session")
-def declared_capabilities(pytestconfig: pytest.Config) -> frozenset[str]:
+def shared_system(pytestconfig: pytest.Config) -> Iterator[Any]:
+    """One system for the whole session, opened first: its declaration says which tests run, and the tests that
+    only search a loaded system share it (`loaded`)."""
     spec = pytestconfig.getoption("--memory-system")
     if not spec:
         pytest.skip("no --memory-system given: the conformance suite needs a system to test")
-    probe = SystemUnderTest(spec, _options(pytestconfig))
+    shared = SystemUnderTest(spec, _options(pytestconfig), _openings(pytestconfig))
     try:
-        return frozenset(probe.open().capabilities)
+        yield shared.open()
     finally:
-        probe.close_all()
+        shared.close_all()
+
+
+@pytest.fixture(scope="session")
+def declared_capabilities(shared_system: Any) -> frozenset[str]:
+    return frozenset(shared_system.capabilities)
 
 
 @pytest.fixture
 def system_under_test(
     pytestconfig: pytest.Config, declared_capabilities: frozenset[str], request: pytest.FixtureRequest
 ) -> Iterator[SystemUnderTest]:
+    """Opens systems of the test's own (a test that writes, deletes or needs an empty system)."""
     for marker in request.node.iter_markers("capability"):
         if marker.args[0] not in declared_capabilities:
             pytest.skip(f"the system does not declare the '{marker.args[0]}' capability")
-    under_test = SystemUnderTest(pytestconfig.getoption("--memory-system"), _options(pytestconfig))
+    under_test = SystemUnderTest(
+        pytestconfig.getoption("--memory-system"), _options(pytestconfig), _openings(pytestconfig)
+    )
     yield under_test
     under_test.close_all()
 
@@ -118,6 +154,7 @@ class RequirementReport:
 
     def __init__(self, config: pytest.Config) -> None:
         self.config = config
+        self.started = time.perf_counter()
         self.requirements_of: dict[str, tuple[str, ...]] = {}
         self.outcomes: dict[str, list[tuple[str, str, str]]] = defaultdict(list)
 
@@ -155,6 +192,11 @@ class RequirementReport:
         for rid, entry in table.items():
             note = entry["note"].replace("|", "\\|")
             lines.append(f"| {rid} | {entry['outcome']} | {', '.join(entry['tests'])} | {note} |")
+        openings, took = _openings(self.config), time.perf_counter() - self.started
+        lines += [
+            "",
+            f"The suite took {took:.1f} s and opened the system {openings.times} times ({openings.seconds:.1f} s).",
+        ]
         markdown = "\n".join(lines) + "\n"
         writer = self.config.get_terminal_writer()
         writer.line("\n" + markdown)
@@ -162,7 +204,17 @@ class RequirementReport:
         if out:
             Path(out).mkdir(parents=True, exist_ok=True)
             (Path(out) / "conformance.md").write_text(markdown)
-            (Path(out) / "conformance.json").write_text(json.dumps({"system": spec, "requirements": table}, indent=1))
+            (Path(out) / "conformance.json").write_text(
+                json.dumps(
+                    {
+                        "system": spec,
+                        "requirements": table,
+                        "seconds": took,
+                        "opened": {"times": openings.times, "seconds": openings.seconds},
+                    },
+                    indent=1,
+                )
+            )
 
     @staticmethod
     def _verdict(results: list[tuple[str, str, str]]) -> dict[str, Any]:

@@ -118,8 +118,21 @@ def twice(found: Sequence[str]) -> list[str]:
     return sorted({i for i in found if found.count(i) > 1})
 
 
+@pytest.fixture(scope="session")
+def loaded_once(shared_system: Any) -> Any:
+    shared_system.add(documents(shared_system))
+    return shared_system
+
+
 @pytest.fixture
-def loaded(system_under_test: SystemUnderTest) -> Any:
+def loaded(system_under_test: SystemUnderTest, loaded_once: Any) -> Any:
+    """The session's one system holding the N documents, for tests that only search it (and leave it as it was)."""
+    return loaded_once
+
+
+@pytest.fixture
+def fresh_loaded(system_under_test: SystemUnderTest) -> Any:
+    """A system of the test's own holding the N documents, for tests that change it."""
     system = system_under_test.open()
     system.add(documents(system))
     return system
@@ -359,11 +372,11 @@ def test_adding_after_reopen_keeps_earlier_documents(system_under_test: SystemUn
 
 @pytest.mark.requirement("MB-CONS-1")
 @pytest.mark.capability("consolidate")
-def test_consolidation_loses_and_duplicates_nothing(loaded: Any) -> None:
-    loaded.consolidate()
-    lost = unfound(loaded, range(N))
+def test_consolidation_loses_and_duplicates_nothing(fresh_loaded: Any) -> None:
+    fresh_loaded.consolidate()
+    lost = unfound(fresh_loaded, range(N))
     assert not lost, f"MB-CONS-1: after consolidate(), {lost}"
-    got = ids(loaded.search(probe_queries(loaded)[0], k=N + 5))
+    got = ids(fresh_loaded.search(probe_queries(fresh_loaded)[0], k=N + 5))
     assert len(got) == len(set(got)) == N, (
         f"MB-CONS-1: after consolidate(), search(p-0, k={N + 5}) returned {len(got)} hits, {len(set(got))} distinct "
         f"(twice: {shown(twice(got))}), expected the {N} documents once each"
@@ -466,17 +479,17 @@ def _norm(vector: np.ndarray | None) -> str:
 
 @pytest.mark.requirement("MB-DEL-1")
 @pytest.mark.capability("delete")
-def test_deleting_unknown_ids_is_no_error_and_deletes_nothing_else(loaded: Any) -> None:
+def test_deleting_unknown_ids_is_no_error_and_deletes_nothing_else(fresh_loaded: Any) -> None:
     for gone in (["never-added"], ["doc-3"], ["doc-3", "never-added"]):
         try:
-            loaded.delete(gone)
+            fresh_loaded.delete(gone)
         except Exception as error:
             pytest.fail(f"MB-DEL-1: delete({gone}) raised {error!r:.200}; an id not stored must be no error")
-    returned = {h.doc_id for q in probe_queries(loaded) for h in loaded.search(q, k=N)}
+    returned = {h.doc_id for q in probe_queries(fresh_loaded) for h in fresh_loaded.search(q, k=N)}
     assert "doc-3" not in returned, "MB-DEL-1: after delete(['doc-3']), searches still return doc-3"
     missing = sorted({f"doc-{i}" for i in range(N) if i != 3} - returned)
     assert not missing, f"MB-DEL-1: after delete(['doc-3']), searches at k={N} no longer return {shown(missing)}"
-    lost = unfound(loaded, [i for i in range(N) if i != 3])
+    lost = unfound(fresh_loaded, [i for i in range(N) if i != 3])
     assert not lost, f"MB-DEL-1: after delete(['doc-3']), {lost}"
 
 
@@ -632,29 +645,29 @@ def moved(system: Any, i: int) -> Document:
 
 @pytest.mark.requirement("MB-UPDATE-1")
 @pytest.mark.capability("update")
-def test_an_upserted_document_is_searched_as_its_new_version(loaded: Any) -> None:
+def test_an_upserted_document_is_searched_as_its_new_version(fresh_loaded: Any) -> None:
     rewritten = list(range(0, N, 6))
-    loaded.upsert([moved(loaded, i) for i in rewritten])
+    fresh_loaded.upsert([moved(fresh_loaded, i) for i in rewritten])
     vectors = {f"doc-{i}": DATA.vectors[(i + N // 2) % N if i in rewritten else i] for i in range(N)}
     stored_ids = list(vectors)
     matrix = np.stack([vectors[i] for i in stored_ids])
     for i in rewritten:
-        new = moved(loaded, i)
+        new = moved(fresh_loaded, i)
         query = Query(f"new-{i}", new.text, new.vector)
         how = "its new vector at k=1" if new.vector is not None else "its new text in the top 10"
-        got = ids(loaded.search(query, k=1 if new.vector is not None else 10))
+        got = ids(fresh_loaded.search(query, k=1 if new.vector is not None else 10))
         assert f"doc-{i}" in got, f"MB-UPDATE-1: after an upsert of doc-{i}, {how} returned {got}, not doc-{i}"
-        if "vectors" in loaded.capabilities:
+        if "vectors" in fresh_loaded.capabilities:
             old = DATA.vectors[i]
             scores = matrix @ old / np.linalg.norm(matrix, axis=1) / np.linalg.norm(old)
-            first = ids(loaded.search(Query(f"old-{i}", "", old), k=1))
+            first = ids(fresh_loaded.search(Query(f"old-{i}", "", old), k=1))
             assert first != [f"doc-{i}"] or scores[stored_ids.index(f"doc-{i}")] >= scores.max() - 1e-6, (
                 f"MB-UPDATE-1: after an upsert of doc-{i} with a new vector, its old vector still finds doc-{i} first "
                 f"(its new vector's cosine to the old one is {scores[stored_ids.index(f'doc-{i}')]:.3f}; the best "
                 f"stored document's {scores.max():.3f})"
             )
-        if "get" in loaded.capabilities:
-            stored = loaded.get([f"doc-{i}"])
+        if "get" in fresh_loaded.capabilities:
+            stored = fresh_loaded.get([f"doc-{i}"])
             assert len(stored) == 1, f"MB-UPDATE-1: get(['doc-{i}']) after its upsert returned {len(stored)} documents"
             text, metadata = stored[0].text, plain(stored[0].metadata)
             assert text == new.text and metadata is not None and metadata.get("version") == 2, (
@@ -731,6 +744,35 @@ def test_get_returns_documents_in_the_order_asked(system_under_test: SystemUnder
         )
     nothing = system.get([])
     assert nothing == [], f"MB-GET-1: get([]) returned {shown([d.id for d in nothing])}, expected []"
+
+
+@pytest.mark.requirement("MB-ID-1")
+@pytest.mark.capability("own_ids")
+def test_a_system_with_its_own_ids_answers_in_the_callers(system_under_test: SystemUnderTest) -> None:
+    system = system_under_test.open()
+    system.add([replace(d, metadata={"n": i}) for i, d in enumerate(documents(system))])
+    known = {f"doc-{i}" for i in range(N)}
+
+    def check(when: str) -> None:
+        lost = unfound(system, range(0, N, 5))
+        assert not lost, f"MB-ID-1: {when}{lost}"
+        strangers = sorted({h for q in probe_queries(system) for h in ids(system.search(q, k=N))} - known)
+        assert not strangers, f"MB-ID-1: {when}searches returned ids the caller never gave: {shown(strangers)}"
+        if "get" in system.capabilities:
+            for i, doc in zip((9, 2), system.get(["doc-9", "doc-2"]), strict=True):
+                assert (doc.id, plain(doc.metadata)) == (f"doc-{i}", {"n": i}), (
+                    f"MB-ID-1: {when}get(['doc-{i}']) returned {doc.id} with metadata {plain(doc.metadata)}, "
+                    f"added doc-{i} with {{'n': {i}}}"
+                )
+
+    check("")
+    if "persist" in system.capabilities:
+        system = system_under_test.reopen(system)
+        check("after reopening, ")
+    if "delete" in system.capabilities:
+        system.delete(["doc-3"])
+        returned = {h for q in probe_queries(system) for h in ids(system.search(q, k=N))}
+        assert "doc-3" not in returned, "MB-ID-1: after delete(['doc-3']), searches still return doc-3"
 
 
 @pytest.mark.requirement("MB-THREAD-1")

@@ -50,6 +50,7 @@ from harness.protocol import (
     UpdatingSystem,
 )
 from harness.systems.registry import check_declaration, resolve
+from harness.systems.scoped import in_one_scope
 from harness.systems.slowdown import Slowed
 from harness.verdicts.confidence import unsettled
 
@@ -101,6 +102,7 @@ def open_system(
     context = SystemContext(dim=None if first_vector is None else len(first_vector), workdir=workdir, encoder=encoder)
     system = resolve(spec)(context, **(options or {}))
     check_declaration(system)
+    system = in_one_scope(system)
     if "vectors" in system.capabilities and first_vector is None:
         raise ValueError(f"{spec} takes vectors but the evaluation set has none; encode it first")
     return system

@@ -219,3 +219,5 @@ def check_declaration(system: Any) -> None:
     unknown = set(system.capabilities) - CAPABILITIES
     if unknown:
         raise TypeError(f"{system.name}: unknown capabilities {sorted(unknown)}; known: {sorted(CAPABILITIES)}")
+    if "scoped_only" in system.capabilities and "scopes" not in system.capabilities:
+        raise TypeError(f"{system.name}: 'scoped_only' declares that searches need a scope: declare 'scopes' too")

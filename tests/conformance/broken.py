@@ -222,6 +222,30 @@ class UpsertMergesMetadata(ReferenceSystem):
         super().upsert([replace(d, metadata={**stored.get(d.id, {}), **d.metadata}) for d in docs])
 
 
+class ShowsItsIdKey(ReferenceSystem):
+    """Makes ids of its own and keeps the caller's in each document's metadata, which `get` shows."""
+
+    def __init__(self, context):
+        super().__init__(context)
+        self.capabilities = self.capabilities | {"own_ids"}
+
+    def get(self, doc_ids):
+        return [replace(d, metadata={**d.metadata, "caller_id": d.id}) for d in super().get(doc_ids)]
+
+
+class ScopedOnly(ReferenceSystem):
+    """Not broken: refuses a search without a scope, as mem0 does, and declares it (`scoped_only`)."""
+
+    def __init__(self, context):
+        super().__init__(context)
+        self.capabilities = self.capabilities | {"scoped_only"}
+
+    def search(self, query, *, k, mode="similarity"):
+        if query.scope is None:
+            raise ValueError("a search needs a scope")
+        return super().search(query, k=k, mode=mode)
+
+
 def factory(cls):
     return lambda context, **options: cls(context)
 
@@ -251,3 +275,5 @@ shares_its_query = factory(SharesItsQuery)
 drops_hits_below_zero = factory(DropsHitsBelowZero)
 indexes_ascii_only = factory(IndexesAsciiOnly)
 upsert_merges_metadata = factory(UpsertMergesMetadata)
+shows_its_id_key = factory(ShowsItsIdKey)
+scoped_only = factory(ScopedOnly)

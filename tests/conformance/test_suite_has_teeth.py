@@ -89,6 +89,7 @@ def run_suite(
             r"returned \['doc-2', 'doc-9', 'doc-40'\], expected .* \['doc-9', 'doc-2'",
         ),
         ("drops_metadata", "MB-GET-1", r"returned doc-9 with metadata None, added \{'n': 9\}"),
+        ("shows_its_id_key", "MB-ID-1", r"get\(\['doc-9'\]\) returned doc-9 with metadata \{'n': 9, 'caller_id'"),
         (
             "shares_its_query",
             "MB-THREAD-1",
@@ -162,6 +163,29 @@ def test_every_registered_system_passes_what_it_declares(pytester, system):
     assert not failed
     skipped = [entry["note"] for entry in table.values() if entry["outcome"] == "skipped"]
     assert all("does not declare" in note for note in skipped)
+
+
+def test_a_system_that_declares_it_searches_only_in_scopes_passes(pytester):
+    table, _ = run_suite(pytester, "tests.conformance.broken:scoped_only")
+    failed = {rid: entry["note"] for rid, entry in table.items() if entry["outcome"] == "failed"}
+    assert not failed
+    assert table["MB-SEARCH-4"]["outcome"] == table["MB-SCOPE-1"]["outcome"] == "passed"
+
+
+def test_the_report_says_how_often_the_system_was_opened(pytester):
+    run_suite(pytester, "reference")
+    report = json.loads((pytester.path / "report" / "conformance.json").read_text())
+    assert 0 < report["opened"]["times"] <= OPENED_AT_MOST
+    assert 0 < report["opened"]["seconds"] < report["seconds"]
+    assert (
+        f"opened the system {report['opened']['times']} times"
+        in (pytester.path / "report" / "conformance.md").read_text()
+    )
+
+
+OPENED_AT_MOST = 30
+"""Opens (first opens and reopens) of a run of the suite against a system that declares every capability: the tests
+that only search share one system (docs/conformance.md gives this figure)."""
 
 
 REOPENING = "survive_close_and_reopen or after_reopen_keeps or churn or scope_returns_only_that_scope"
