@@ -16,7 +16,7 @@ from harness.data.dialogue import TurnFormat
 from harness.data.spec import DatasetSpec
 from harness.measure.metrics import CutoffError
 from harness.output.results import ResultsFileError
-from harness.systems.options import OptionError, parse_options
+from harness.systems.options import OptionError, parse_options, system_options, with_options
 from harness.systems.registry import SystemSpecError, resolve
 from harness.verdicts.compare import LATENCY_TOLERANCE
 from reference.encoders import ENCODER_NAMES
@@ -83,6 +83,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     run.add_argument("--encoder", choices=ENCODER_NAMES, help="one encoder instead of the plan's (mock and minilm)")
     run.add_argument("--systems", help="comma-separated registry names or module:factory specs")
+    run.add_argument(
+        "--system-option",
+        action="append",
+        default=[],
+        metavar="NAME:KEY=VALUE",
+        help="an option for the factory of NAME, one of --systems (repeatable): a variant chosen on the command line",
+    )
     run.add_argument("--out", type=Path, help="report directory (default reports/<timestamp>)")
     run.add_argument(
         "--experiments",
@@ -315,12 +322,15 @@ def _run(args: argparse.Namespace, argv: list[str] | None) -> int:
             print(listing())
             return 0
         systems = _names(args.systems) if args.systems else None
+        variants = _variants(systems, args.system_option)
+        systems = systems and tuple(variants.values())
         selected(data_of(args.dataset), args.experiments)
         _check_run_inputs(args, systems)
         answering = _answering(args)
         turn_format = _turn_format(args.turn_format)
         plan = RunPlan.quick() if args.quick else RunPlan()
-        plan = replace(plan, spread=args.spread, slow_down=_slow_down(args.slow_down))
+        slow_down = {variants.get(system, system): factor for system, factor in _slow_down(args.slow_down).items()}
+        plan = replace(plan, spread=args.spread, slow_down=slow_down)
         if args.passes is not None:
             plan = replace(plan, passes=args.passes)
         if args.max_passes is not None:
@@ -464,6 +474,15 @@ def _slow_down(specs: list[str]) -> dict[str, float]:
         if not system:
             raise SystemSpecError(f"--slow-down {spec}: expected SYSTEM=FACTOR, e.g. flat-numpy=2")
     return factors
+
+
+def _variants(systems: tuple[str, ...] | None, items: list[str]) -> dict[str, str]:
+    """Each system of --systems as the spec of its variant with the options --system-option gives it."""
+    options = system_options(items)
+    unknown = sorted(set(options) - set(systems or ()))
+    if unknown:
+        raise OptionError(f"--system-option {unknown[0]}:...: {unknown[0]} is not one of --systems {systems or ()}")
+    return {system: with_options(system, options.get(system, [])) for system in systems or ()}
 
 
 def _turn_format(spec: str) -> TurnFormat:

@@ -361,6 +361,7 @@ def dialogue(context: RunContext, *, k: int = K) -> list[DialogueRow]:
     latencies: dict[tuple[str, str], list[int]] = defaultdict(list)
     ingest_s: dict[tuple[str, str], float] = defaultdict(float)
     ingested: dict[tuple[str, str], int] = defaultdict(int)
+    label: dict[str, str] = {}
     too_few_sessions = 0
     for conversation in progress(data.conversations, f"{data.name} conversations"):
         check_cutoff(k, len(conversation.docs), f"turns of {conversation.name}")
@@ -377,6 +378,7 @@ def dialogue(context: RunContext, *, k: int = K) -> list[DialogueRow]:
         odds = [_chances(turn_ids, evidence, session_of, k) for evidence in wanted]
         jobs = [Job(system, evalset, encoder_name) for system in systems]
         for system, measured in zip(systems, measure_together(jobs, k=k)):
+            label[system] = measured.system  # rows name a system as its adapter does
             latencies[system, BULK] += measured.latencies_ns
             ingest_s[system, BULK] += measured.build_s
             ingested[system, BULK] += len(evalset.docs)
@@ -438,7 +440,15 @@ def dialogue(context: RunContext, *, k: int = K) -> list[DialogueRow]:
             per_query = float(np.mean([a.tokens for a in chosen])) if chosen else float("nan")
             rows.append(
                 DialogueRow(
-                    system, TURN, subset, turn, p50, mode, per_query, _budget_recall(chosen), **flags(chosen, TURN)
+                    label[system],
+                    TURN,
+                    subset,
+                    turn,
+                    p50,
+                    mode,
+                    per_query,
+                    _budget_recall(chosen),
+                    **flags(chosen, TURN),
                 )
             )
             scored = [a for a in chosen if a.session_of]  # haystacks with more than k sessions
@@ -451,7 +461,14 @@ def dialogue(context: RunContext, *, k: int = K) -> list[DialogueRow]:
                 session_scores = evidence_scores([f for f, _ in sessions_found], wanted_sessions, k)
                 rows.append(
                     DialogueRow(
-                        system, level + left_out, subset, session_scores, p50, mode, per_query, **flags(scored, level)
+                        label[system],
+                        level + left_out,
+                        subset,
+                        session_scores,
+                        p50,
+                        mode,
+                        per_query,
+                        **flags(scored, level),
                     )
                 )
     return rows
@@ -542,8 +559,9 @@ def knowledge_update(context: RunContext, *, k: int = K) -> list[UpdateRow]:
             assert evalset.conversation is not None
             versions += [evalset.conversation.versions.get(q.id, ()) for q in evalset.queries]
             for system in systems:
-                for key, answers in _update_answers(system, evalset, encoder.name, k).items():
-                    found[(system, *key)] += answers
+                label, answered = _update_answers(system, evalset, encoder.name, k)
+                for key, answers in answered.items():
+                    found[(label, *key)] += answers
         rows += [
             UpdateRow(system, f"{name} ({encoder.name})", mode, slept, update_scores(answers, versions, k))
             for (system, mode, slept), answers in found.items()
@@ -551,9 +569,11 @@ def knowledge_update(context: RunContext, *, k: int = K) -> list[UpdateRow]:
     return rows
 
 
-def _update_answers(spec: str, evalset: EvalSet, encoder: str, k: int) -> dict[tuple[str, bool], list[list[str]]]:
-    """Each question's hits from one system, by (mode, slept): similarity mode, memory mode where it scores
-    memories, both again after a sleep pass where it sleeps."""
+def _update_answers(
+    spec: str, evalset: EvalSet, encoder: str, k: int
+) -> tuple[str, dict[tuple[str, bool], list[list[str]]]]:
+    """The system's name and each question's hits from it, by (mode, slept): similarity mode, memory mode where it
+    scores memories, both again after a sleep pass where it sleeps."""
     answers: dict[tuple[str, bool], list[list[str]]] = {}
     with built(spec, evalset, encoder=encoder) as system:
         modes: tuple[Literal["similarity", "memory"], ...] = (
@@ -569,7 +589,7 @@ def _update_answers(spec: str, evalset: EvalSet, encoder: str, k: int) -> dict[t
                     else [h.doc_id for h in system.search(q, k=k)]
                     for q in evalset.queries
                 ]
-    return answers
+        return system.name, answers
 
 
 def _asked_now(evalset: EvalSet) -> EvalSet:

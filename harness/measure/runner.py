@@ -49,7 +49,7 @@ from harness.protocol import (
     TunableSystem,
     UpdatingSystem,
 )
-from harness.systems.registry import check_declaration, resolve
+from harness.systems.registry import SystemSpecError, check_declaration, resolve
 from harness.systems.scoped import in_one_scope
 from harness.systems.slowdown import Slowed
 from harness.verdicts.confidence import unsettled
@@ -153,6 +153,7 @@ def measure_together(
         raise ValueError(f"passes must be at least 1, not {passes}")
     with ExitStack() as stack:
         built = [stack.enter_context(_build(job)) for job in progress(jobs, f"{label}: build")]
+        _check_names(built)
         units = [(b, params) for b in built for params in [{}, *(_settings(b.system) if b.job.sweep else [])]]
         timings: list[list[list[int]]] = [[] for _ in units]
         answers: list[list[list[str]]] = [[] for _ in units]
@@ -303,6 +304,18 @@ def _build(job: Job) -> Iterator[_Built]:
             yield _Built(job, system, build_s, rss_per_doc, frozenset(d.id for d in job.evalset.docs))
         finally:
             system.close()
+
+
+def _check_names(built: Sequence[_Built]) -> None:
+    """A report labels a system by its adapter's `name`: two systems of one run may not share one."""
+    spec_of: dict[str, str] = {}
+    for item in built:
+        other = spec_of.setdefault(item.system.name, item.job.spec)
+        if other != item.job.spec:
+            raise SystemSpecError(
+                f"{other} and {item.job.spec} are both named {item.system.name!r}, and a report labels a system by "
+                "its name: give one a name of its own (--system-option SYSTEM:name=..., where its factory takes one)"
+            )
 
 
 def _settings(system: MemorySystem) -> list[dict[str, Any]]:

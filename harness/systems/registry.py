@@ -16,6 +16,7 @@ from functools import partial
 from typing import Any
 
 from harness.protocol import CAPABILITIES, MemorySystem, SystemContext
+from harness.systems.options import split_options
 
 Factory = Callable[..., MemorySystem]
 
@@ -61,7 +62,8 @@ def _lazy(module: str, attribute: str, **preset: Any) -> Lazy:
 
 def hands_off(system: str) -> bool:
     """Whether a registered system's searches are answered on a library's own threads (`Lazy.hands_off`)."""
-    return system in SYSTEMS and SYSTEMS[system].hands_off
+    base, _ = split_options(system)
+    return base in SYSTEMS and SYSTEMS[base].hands_off
 
 
 _TEXT_STAGES = {
@@ -173,7 +175,11 @@ LANGCHAIN = "langchain:"
 
 def resolve(spec: str) -> Factory:
     """A registered name, `package.module:factory` for an external system, or `langchain:MODULE:CLASS` for a
-    LangChain vector store (checked, its library imported, not yet called)."""
+    LangChain vector store (checked, its library imported, not yet called); any of them with options
+    (`options.with_options`), which the factory is then called with."""
+    base, options = split_options(spec)
+    if options:
+        return partial(resolve(base), **options)
     if spec in SYSTEMS:
         SYSTEMS[spec].load()  # a missing extra is found here, before a run starts
         return SYSTEMS[spec]

@@ -1,0 +1,52 @@
+"""`magbench run --system-option NAME:KEY=VALUE`: a system's variant, chosen on the command line, is what every
+experiment opens, and a report labels it by its adapter's name."""
+
+from __future__ import annotations
+
+import pytest
+
+from harness.cli import main
+from harness.data.generated import vectors_evalset
+from harness.measure.runner import Job, measure_together
+from harness.protocol import SystemContext
+from harness.systems.options import OptionError, split_options, system_options, with_options
+from harness.systems.registry import SystemSpecError, hands_off, resolve
+
+
+def test_a_variant_spec_carries_its_options_and_opens_with_them(tmp_path):
+    options = system_options(["reference:text_queries=False", "reference:name=ref dense & co", "my.mod:make:x=1"])
+    assert options == {"reference": ["text_queries=False", "name=ref dense & co"], "my.mod:make": ["x=1"]}
+    spec = with_options("reference", options["reference"])
+    assert split_options(spec) == ("reference", {"text_queries": False, "name": "ref dense & co"})
+    assert with_options("reference", []) == "reference"
+    data = vectors_evalset(50, queries=5, dim=16, seed=1)
+    (measured,) = measure_together([Job(spec, data, "vectors")])
+    assert measured.system == "ref dense & co"  # the adapter's name, as its options made it
+    assert "text" not in resolve(spec)(SystemContext(dim=16, workdir=tmp_path)).capabilities
+
+
+def test_a_variant_of_a_system_that_answers_on_library_threads_is_one_too():
+    assert hands_off(with_options("flat-chroma", ["x=1"])) and not hands_off(with_options("flat-numpy", ["x=1"]))
+
+
+@pytest.mark.parametrize("item", ["reference=1", ":persist=True", "reference:1x=2", "reference"])
+def test_a_malformed_system_option_is_named(item):
+    with pytest.raises(OptionError, match="expected"):
+        system_options([item])
+
+
+def test_an_option_for_a_system_the_run_does_not_have_is_a_user_error(capsys):
+    with pytest.raises(SystemExit) as exit_:
+        main(["run", "--systems", "flat-numpy", "--system-option", "bm25:k1=1.2", "--quick"])
+    assert exit_.value.code == 2
+    assert "bm25 is not one of --systems" in capsys.readouterr().err
+
+
+def test_two_systems_of_one_run_may_not_share_a_name():
+    data = vectors_evalset(50, queries=5, dim=16, seed=1)
+    twins = [
+        Job("reference", data, "vectors"),
+        Job(with_options("reference-dense", ["name='reference'"]), data, "vectors"),
+    ]
+    with pytest.raises(SystemSpecError, match="both named 'reference'"):
+        measure_together(twins)
