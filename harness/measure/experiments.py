@@ -41,7 +41,7 @@ from harness.measure.metrics import (
 from harness.measure.plan import DIALOGUE_SYSTEMS, NEEDLE_DOCS, NEEDLES, REGIMES, RunPlan
 from harness.measure.runbooks import agent_loop as loop_runbook
 from harness.measure.runbooks import agent_stream, dialogue_replay, expiring_stream
-from harness.measure.runner import Job, K, built, group_labels, measure_together, ranked_until
+from harness.measure.runner import Job, K, built, group_labels, measure_together, query_encoding_ns, ranked_until
 from harness.measure.streaming import replay, run_streams
 from harness.measure.tenants import run_tenants, tenant_data, tenant_runbook
 from harness.measure.tokens import BUDGETS, token_counter, within_budget
@@ -362,10 +362,13 @@ def dialogue(context: RunContext, *, k: int = K) -> list[DialogueRow]:
     ingest_s: dict[tuple[str, str], float] = defaultdict(float)
     ingested: dict[tuple[str, str], int] = defaultdict(int)
     label: dict[str, str] = {}
+    given: dict[str, str] = {}
+    encoding: list[int] = []
     too_few_sessions = 0
     for conversation in progress(data.conversations, f"{data.name} conversations"):
         check_cutoff(k, len(conversation.docs), f"turns of {conversation.name}")
         evalset = encode_evalset(conversation, encoder)
+        encoding += query_encoding_ns(encoder, evalset.queries)
         assert evalset.conversation is not None  # every dialogue set has one
         categories, session_of = evalset.conversation.category, evalset.conversation.session_of
         if len(set(session_of.values())) <= k:  # session level would rank every session: not scored
@@ -378,7 +381,7 @@ def dialogue(context: RunContext, *, k: int = K) -> list[DialogueRow]:
         odds = [_chances(turn_ids, evidence, session_of, k) for evidence in wanted]
         jobs = [Job(system, evalset, encoder_name) for system in systems]
         for system, measured in zip(systems, measure_together(jobs, k=k)):
-            label[system] = measured.system  # rows name a system as its adapter does
+            label[system], given[system] = measured.system, measured.given  # as its adapter names it
             latencies[system, BULK] += measured.latencies_ns
             ingest_s[system, BULK] += measured.build_s
             ingested[system, BULK] += len(evalset.docs)
@@ -423,10 +426,13 @@ def dialogue(context: RunContext, *, k: int = K) -> list[DialogueRow]:
                         )
                     )
     rows = []
+    encoding_p50 = latency_stats(encoding).p50_ms
     for (system, mode), answered in answers.items():
         filled = BULK if mode == BULK else WHEN_DUE
         p50 = latency_stats(latencies[system, filled]).p50_ms
         flags = partial(_flags, k=k, ingest_ms=1000 * ingest_s[system, filled] / max(ingested[system, filled], 1))
+        encoding_ms = encoding_p50 if given[system] == "vector" else np.nan
+        timing: dict[str, Any] = {"given": given[system], "query_encoding_p50_ms": encoding_ms}
         subsets = {
             "all questions": answered,
             "answerable": [a for a in answered if not unanswerable(a.category)],
@@ -449,6 +455,7 @@ def dialogue(context: RunContext, *, k: int = K) -> list[DialogueRow]:
                     per_query,
                     _budget_recall(chosen),
                     **flags(chosen, TURN),
+                    **timing,
                 )
             )
             scored = [a for a in chosen if a.session_of]  # haystacks with more than k sessions
@@ -469,6 +476,7 @@ def dialogue(context: RunContext, *, k: int = K) -> list[DialogueRow]:
                         mode,
                         per_query,
                         **flags(scored, level),
+                        **timing,
                     )
                 )
     return rows

@@ -53,6 +53,7 @@ from harness.systems.registry import SystemSpecError, check_declaration, resolve
 from harness.systems.scoped import in_one_scope
 from harness.systems.slowdown import Slowed
 from harness.verdicts.confidence import unsettled
+from reference.encoders import Encoder
 
 K = 10
 """Hits a measured search asks for: the recall@10, nDCG@10 and the other figures at 10 are read from them."""
@@ -343,6 +344,27 @@ def _run_queries(
     return retrieved, latencies
 
 
+def given(system: MemorySystem) -> str:
+    """What a timed search of the system is given: "vector" for a system that takes vectors (the query's vector,
+    encoded by the harness before the clock starts), else "text" (what the system does with it, embedding it
+    with a model of its own say, is inside its timed search)."""
+    return "vector" if "vectors" in system.capabilities else "text"
+
+
+def query_encoding_ns(encoder: Encoder, queries: Sequence[Query]) -> list[int]:
+    """Each query's text encoded alone, timed on one core as searches are: what the harness pays before the clock
+    starts for a system given the vector, and a system that embeds its own text pays inside its search."""
+    texts = [q.text for q in queries]
+    latencies = []
+    with one_core():
+        encoder.encode(texts[:WARMUP_QUERIES])
+        for text in texts:
+            started = time.perf_counter_ns()
+            encoder.encode([text])
+            latencies.append(time.perf_counter_ns() - started)
+    return latencies
+
+
 def _set(item: _Built, params: dict[str, Any]) -> None:
     """Put a swept system in one of its settings ({} restores its defaults)."""
     if item.job.sweep and "tunable" in item.system.capabilities:
@@ -372,6 +394,7 @@ def _score(item: _Built, params: dict[str, Any], retrieved: list[list[str]], tim
         found_at={k: hits_at_k(retrieved, relevant, k) for k in FOUND_KS},
         queries=len(evalset.queries),
         describe=cast(GroupingSystem, system).describe() if "groups" in system.capabilities else {},
+        given=given(system),
         retrieved=retrieved,
     )
 

@@ -73,6 +73,9 @@ class Measurement:
     found_at: dict[int, int]
     queries: int
     describe: dict[str, Any] = field(default_factory=dict)
+    given: str = ""
+    """What each timed search was given (`runner.given`): "vector", the query's vector, encoded before the clock
+    started, or "text", which the system turns into what it searches with inside its timed search."""
     pass_latencies_ns: list[list[int]] = field(default_factory=list, repr=False)
     retrieved: list[list[str]] = field(default_factory=list, repr=False)
 
@@ -155,6 +158,10 @@ class DialogueRow:
     ingest_ms_per_turn: float = float("nan")
     """Time to write the memories, per turn: the build of each conversation's memory (bulk), or its turn-by-turn
     writes (online)."""
+    given: str = ""
+    """What each timed search was given: "vector" or "text" (`Measurement.given`)."""
+    query_encoding_p50_ms: float = float("nan")
+    """The run's encoder encoding one question alone, p50: paid before the clock by a system given the vector."""
 
     @property
     def k_covers_candidates(self) -> bool:

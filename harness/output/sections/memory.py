@@ -185,7 +185,7 @@ def dialogue_headline(results: RunResults) -> list[Table]:
 
 DIALOGUE = (
     SYSTEM,
-    column("questions", "n"),
+    column("questions", "questions"),
     column("unanswerable", "unanswerable"),
     column("candidates", "candidates"),
     column("recall@10 / chance", "recall", "chance_recall", format=share),
@@ -193,7 +193,9 @@ DIALOGUE = (
     column("recall_all@10 / chance", "recall_all", "chance_all", format=share),
     column("MRR", "mrr", format=share),
     column("nDCG@10", "ndcg", format=share),
-    column("p50 (ms)", "p50_ms"),
+    column("search p50 (ms)", "p50_ms"),
+    column("query given", "given"),
+    column("query encoding p50 (ms)", "query_encoding_p50_ms"),
     column("ingest (ms/turn)", "ingest_ms_per_turn"),
     column(f"tokens (top {K})", "tokens_at_10"),
     *(column(f"recall@10 within {budget:,} tokens", f"budget_{budget}", format=share) for budget in BUDGETS),
@@ -224,8 +226,13 @@ def dialogue(results: RunResults) -> list[Table]:
             "`memory`: `bulk` loads every turn before the questions (the published setup); `online: when due` "
             "writes the conversation turn by turn and asks each question as soon as its last evidence turn is "
             "written (questions due while at most k turns are written are left out: any system finds them all); "
-            "`online: at the end` asks every question of that memory after its last turn. p50 of one search on one "
-            f"core; an online row's is that of the searches taken between writes. `session (ranked)`: the first {K} "
+            "`online: at the end` asks every question of that memory after its last turn. `questions`: how many "
+            "questions the row scores. `search p50`: one search call on one core (an online row's: the searches taken "
+            "between writes), given what `query given` says: `vector`, the question's vector, which the harness "
+            "encoded before the clock started (`query encoding p50`: the run's encoder on one question alone, which "
+            "such a system pays on top), or `text`, which the system turns into what it searches with inside the "
+            "timed search (a system that embeds with its own model pays that there). "
+            f"`session (ranked)`: the first {K} "
             f"sessions of a deeper ranking (its first {SESSION_DEPTH} turns at least), a session ranked by its best "
             f"turn. `tokens (top {K})`: the tokens of a question's top {K} hits, counted as the run's header says; "
             "`within N tokens`: evidence recall when hits are taken in rank order until a context of N tokens is "
@@ -235,7 +242,7 @@ def dialogue(results: RunResults) -> list[Table]:
                 SYSTEM,
                 column("memory", "memory"),
                 column("level", "level"),
-                column("subset", "questions"),
+                column("subset", "subset"),
                 *DIALOGUE[1:],
             ),
             [dialogue_fields(r) for r in results.dialogue],
@@ -249,8 +256,8 @@ def dialogue_fields(row: DialogueRow) -> dict[str, Any]:
         "system": row.system,
         "memory": row.mode,
         "level": row.granularity,
-        "questions": row.subset,
-        "n": scores.queries,
+        "subset": row.subset,
+        "questions": scores.queries,
         "recall": scores.recall,
         "recall_any": scores.recall_any,
         "recall_all": scores.recall_all,
@@ -258,6 +265,8 @@ def dialogue_fields(row: DialogueRow) -> dict[str, Any]:
         "ndcg": scores.ndcg,
         "p50_ms": row.latency_p50_ms,
         "ingest_ms_per_turn": row.ingest_ms_per_turn,
+        "given": row.given,
+        "query_encoding_p50_ms": row.query_encoding_p50_ms,
         "tokens_at_10": row.tokens_at_10,
         "unanswerable": unanswerable(row.subset),
         "candidates": candidates(row),
