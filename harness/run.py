@@ -24,6 +24,7 @@ from harness.measure.plan import RunPlan
 from harness.output.progress import RunProgress
 from harness.output.report import summary_table, write_report
 from harness.output.results import Machine, RunInfo, RunResults, Sections
+from harness.systems.registry import unregistered
 from harness.verdicts.claims import UNMEASURED, evaluate
 from reference.encoders import Encoder, make_encoder
 
@@ -61,7 +62,7 @@ def run_benchmark(
     context.errata, context.answering = errata, answering
     chosen = selected(context.data, only)
     context.chosen = tuple(e.name for e in chosen)
-    progress = RunProgress({e.name: e.work(context) for e in chosen})
+    progress = RunProgress({e.name: e.work(context) for e in chosen}, unplanned=unregistered(systems or ()))
     context.progress = progress
     sections: dict[str, list[Any]] = defaultdict(list)
     for experiment in chosen:

@@ -45,7 +45,7 @@ from harness.measure.runner import Job, K, built, group_labels, measure_together
 from harness.measure.streaming import replay, run_streams
 from harness.measure.tenants import run_tenants, tenant_data, tenant_runbook
 from harness.measure.tokens import BUDGETS, token_counter, within_budget
-from harness.output.progress import Progress, silent
+from harness.output.progress import Progress, Steps, silent
 from harness.output.results import (
     ConcurrencyRow,
     DialogueRow,
@@ -330,7 +330,7 @@ BULK, WHEN_DUE, AT_THE_END = "bulk", "online: when due", "online: at the end"
 by turn, the question asked as soon as its last evidence turn is written; turn by turn, asked at the end."""
 
 
-@experiment("dialogue", section="dialogue", data=["dialogue"], work=work.dataset)
+@experiment("dialogue", section="dialogue", data=["dialogue"], work=work.dialogue)
 def dialogue(context: RunContext, *, k: int = K) -> list[DialogueRow]:
     """Evidence recall per question of a dialogue benchmark, loaded in bulk and replayed online.
 
@@ -365,7 +365,7 @@ def dialogue(context: RunContext, *, k: int = K) -> list[DialogueRow]:
     given: dict[str, str] = {}
     encoding: list[int] = []
     too_few_sessions = 0
-    for conversation in progress(data.conversations, f"{data.name} conversations"):
+    for conversation in progress(Steps(data.conversations), f"{data.name} conversations"):
         check_cutoff(k, len(conversation.docs), f"turns of {conversation.name}")
         evalset = encode_evalset(conversation, encoder)
         encoding += query_encoding_ns(encoder, evalset.queries)

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 
 from harness.data.encoding import corpus_cache
 from harness.measure.experiment_registry import RunContext
-from harness.measure.plan import RunPlan
+from harness.measure.plan import DIALOGUE_SYSTEMS, RunPlan
 
 DEFAULT = RunPlan()
 DEFAULT_SECONDS = {
@@ -35,6 +35,10 @@ ENCODING_PER_PASSAGE = 0.025
 """Seconds MiniLM takes per passage of real text there (once per corpus: the vectors are cached)."""
 DATASET_SECONDS = 120.0
 """A `--dataset` experiment, whose size is known only once its file is read."""
+DIALOGUE_SECONDS_PER_MB = 60.0
+"""A dialogue file's evidence retrieval, per megabyte of the file and per system (a file's turns and questions grow
+with its size); a system from outside the registry is planned as a registered one until its first conversation
+is timed (`progress.Steps`)."""
 
 
 def scaling(context: RunContext) -> float:
@@ -136,6 +140,12 @@ def tenants(context: RunContext) -> float:
 
 def dataset(context: RunContext) -> float:
     return DATASET_SECONDS
+
+
+def dialogue(context: RunContext) -> float:
+    assert context.dataset is not None
+    megabytes = context.dataset.location.stat().st_size / 1e6
+    return DIALOGUE_SECONDS_PER_MB * megabytes * len(context.systems or DIALOGUE_SYSTEMS)
 
 
 def encoding(context: RunContext) -> float:

@@ -4,8 +4,11 @@ A run knows its work before it starts: each experiment's planned seconds (`Exper
 machine the defaults were measured on, scaled by the plan's sizes, systems and streams). As experiments finish,
 the run learns how much slower or faster this machine goes than planned (`pace`: seconds taken over seconds planned, an
 experiment still running counted once it has taken longer than planned), and the time left is the work not yet
-done at that pace. On a terminal each step is a bar (tqdm) whose postfix gives the run's time left; elsewhere
-(tox logs, CI, `| tee`) each step is a line with the time since the run started and the run's time left, plus a
+done at that pace. Within an experiment whose work comes in like steps (a dialogue file's conversations,
+given as `Steps`), the run also learns from the steps done: the rest are expected to take as long each, which
+tells the cost of a system the plan knows nothing of (one from outside the registry) before the experiment ends.
+On a terminal each step is a bar (tqdm) whose postfix gives the run's time left; elsewhere (tox logs, CI, `| tee`)
+each step is a line with the time since the run started and the run's time left, plus a
 line every `HEARTBEAT` seconds while one step (a k-means or HNSW build, say) is still running, so a long step
 never looks like a hang.
 """
@@ -15,7 +18,7 @@ from __future__ import annotations
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any, TypeVar
 
@@ -30,6 +33,11 @@ Progress = Callable[[Iterable[Any], str], Iterable[Any]]
 """What experiments take: a `RunProgress`, or `silent` where nobody watches."""
 
 
+class Steps(list[T]):
+    """An experiment's work in like steps (each takes about as long as another): the run's time left learns from
+    the steps done."""
+
+
 def silent(items: Iterable[T], label: str) -> Iterable[T]:
     """No reporting (tests, library use)."""
     return items
@@ -38,7 +46,13 @@ def silent(items: Iterable[T], label: str) -> Iterable[T]:
 class RunProgress:
     """The steps of a run as they are taken, and the run's time left (`time_left`)."""
 
-    def __init__(self, planned: Mapping[str, float], *, clock: Callable[[], float] = time.perf_counter) -> None:
+    def __init__(
+        self,
+        planned: Mapping[str, float],
+        *,
+        clock: Callable[[], float] = time.perf_counter,
+        unplanned: Sequence[str] = (),
+    ) -> None:
         self.planned = dict(planned)
         """Each experiment's planned seconds, in the order the run runs them."""
         self.clock = clock
@@ -47,16 +61,26 @@ class RunProgress:
         """Seconds each finished experiment took."""
         self.current: tuple[str, float] | None = None
         """The experiment running, and when it started."""
+        self.unplanned = tuple(unplanned)
+        """Systems whose cost the plan does not know (from outside the registry): planned as a registered one, until
+        the running experiment's steps tell."""
+        self.steps: tuple[int, int] = (0, 0)
+        """Of the running experiment's `Steps`: how many are done, of how many."""
 
     @contextmanager
     def experiment(self, name: str) -> Iterator[None]:
         """Count the time of one experiment of the plan."""
-        self.current = (name, self.clock())
+        self.current, self.steps = (name, self.clock()), (0, 0)
         try:
             yield
         finally:
             self.taken[name] = self.clock() - self.current[1]
-            self.current = None
+            self.current, self.steps = None, (0, 0)
+
+    def done_share(self) -> float:
+        """The share of the running experiment's `Steps` done (0 before the first is, or without any)."""
+        done, of = self.steps
+        return done / of if of else 0.0
 
     def pace(self) -> float:
         """Seconds taken per second planned so far (1 before anything is known)."""
@@ -64,20 +88,23 @@ class RunProgress:
         planned = sum(self.planned.get(name, 0.0) for name in self.taken)
         if self.current is not None:
             name, since = self.current
-            running, plan = self.clock() - since, self.planned.get(name, 0.0)
-            if running > plan:  # it has taken at least this long
+            running, plan, share = self.clock() - since, self.planned.get(name, 0.0), self.done_share()
+            if share:  # its steps done took this long
+                taken, planned = taken + running, planned + plan * share
+            elif running > plan:  # it has taken at least this long
                 taken, planned = taken + running, planned + plan
         return (taken + PRIOR) / (planned + PRIOR)
 
     def time_left(self) -> float:
         """Seconds the run has left: what the running experiment has left and the experiments still to come, at
-        the pace so far (a running experiment that has overrun its plan is given a tenth more of what it took)."""
+        the pace so far. A running experiment with steps done is expected to take as long per step as they did;
+        one without, that has overrun its plan, is given a tenth more of what it took."""
         pace = self.pace()
         left = sum(self.planned[name] for name in self.planned if name not in self.taken) * pace
         if self.current is not None:
             name, since = self.current
-            running = self.clock() - since
-            expected = max(self.planned.get(name, 0.0) * pace, running * 1.1)
+            running, share = self.clock() - since, self.done_share()
+            expected = running / share if share else max(self.planned.get(name, 0.0) * pace, running * 1.1)
             left += expected - running - self.planned.get(name, 0.0) * pace
         return max(left, 0.0)
 
@@ -89,14 +116,20 @@ class RunProgress:
         return f"the run took {duration(took)} against {duration(planned)} planned{load}"
 
     def left_text(self) -> str:
-        return f"run: about {duration(self.time_left())} left"
+        unknown = f"; {', '.join(self.unplanned)} planned as a registered system" if self.unplanned else ""
+        return f"run: about {duration(self.time_left())} left{unknown}"
 
     def __call__(self, items: Iterable[T], label: str) -> Iterable[T]:
-        """`items`, reported as they are taken: a bar on a terminal, timestamped lines otherwise."""
+        """`items`, reported as they are taken: a bar on a terminal, timestamped lines otherwise; an experiment's
+        `Steps` also counted as they are done."""
         listed = list(items)
-        if sys.stderr.isatty():
-            return self._bar(listed, label)
-        return self._lines(listed, label)
+        shown = self._bar(listed, label) if sys.stderr.isatty() else self._lines(listed, label)
+        return self._counted(shown, len(listed)) if isinstance(items, Steps) and self.current else shown
+
+    def _counted(self, items: Iterator[T], of: int) -> Iterator[T]:
+        for done, item in enumerate(items, 1):
+            yield item
+            self.steps = (done, of)
 
     def _bar(self, items: list[T], label: str) -> Iterator[T]:
         with tqdm(items, desc=label, unit="step", leave=False, file=sys.stderr) as bar:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import importlib
 import inspect
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
@@ -58,6 +58,11 @@ class Lazy:
 
 def _lazy(module: str, attribute: str, **preset: Any) -> Lazy:
     return Lazy(module, attribute, preset)
+
+
+def unregistered(specs: Sequence[str]) -> list[str]:
+    """The systems of `specs` from outside the registry (a module:factory or a LangChain store)."""
+    return [spec for spec in specs if split_options(spec)[0] not in SYSTEMS]
 
 
 def hands_off(system: str) -> bool:

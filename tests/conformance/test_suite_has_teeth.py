@@ -8,6 +8,7 @@ import importlib
 import json
 import os
 import re
+import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -31,11 +32,15 @@ for _backend in ("faiss", "sklearn.cluster", "lancedb", "pyarrow", "qdrant_clien
         importlib.import_module(_backend)
 # numba imports its type registries on its first compile; imported again after a run had dropped them,
 # they failed with "duplicate registration", so every kernel of the engine is compiled here too: a write
-# that splits groups (sums, centroids, 2-means), a probed search and a flat one.
+# that splits groups (sums, centroids, 2-means), a probed search and a flat one, and a persistent store's
+# restore on reopening (its rows come back from Chroma with types of their own).
 _tiny = MemoryConfig(group_size=2, group_size_per_sqrt_n=0, probe_per_k=1, probe_per_sqrt_n=0, lexical=False)
-with CellularMemory(encoder=MockEncoder(8), config=_tiny) as _warm:
-    _warm.add(["cell"] * 64, vectors=np.random.default_rng(0).normal(size=(64, 8)))
-    _warm.search(np.ones(8), k=2)
+with tempfile.TemporaryDirectory(prefix="magbench-warm-") as _stored:
+    for _reopened in (False, True):
+        with CellularMemory(path=_stored, encoder=MockEncoder(8), config=_tiny) as _warm:
+            if not _reopened:
+                _warm.add(["cell"] * 64, vectors=np.random.default_rng(0).normal(size=(64, 8)))
+            _warm.search(np.ones(8), k=2)
 NumpyGroupIndex(2).scan(np.zeros(0, dtype=np.int64), np.zeros(2, dtype=np.float32))
 
 
