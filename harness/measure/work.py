@@ -35,7 +35,7 @@ ENCODING_PER_PASSAGE = 0.025
 """Seconds MiniLM takes per passage of real text there (once per corpus: the vectors are cached)."""
 DATASET_SECONDS = 120.0
 """A `--dataset` experiment, whose size is known only once its file is read."""
-DIALOGUE_SECONDS_PER_MB = 60.0
+DIALOGUE_SECONDS_PER_MB = 40.0
 """A dialogue file's evidence retrieval, per megabyte of the file and per system (a file's turns and questions grow
 with its size); a system from outside the registry is planned as a registered one until its first conversation
 is timed (`progress.Steps`)."""
