@@ -14,6 +14,8 @@ Usage (the retrieval tables and the answers experiment read the same corrected k
     corrected = apply_errata(locomo_questions(spec), corrections)
     dialogue = load_dialogue(spec, turn_format, evidence=corrected.evidence)  # qrels on the corrected key
     corrected.changed                                                          # questions the corrections changed
+
+The retrieval experiments rank each question once and score the ranking on both keys (`keyed_dialogue`).
 """
 
 from __future__ import annotations
@@ -27,10 +29,24 @@ from pathlib import Path
 from typing import Any
 
 from harness.data.beir import DatasetFormatError
-from harness.data.dialogue import EVIDENCE_ID, LocomoQuestion
+from harness.data.dialogue import (
+    EVIDENCE_ID,
+    SPEAKER_CAPTIONS,
+    DialogueSet,
+    LocomoQuestion,
+    TurnFormat,
+    load_dialogue,
+    locomo_questions,
+)
+from harness.data.evalset import Conversation, EvalSet
+from harness.data.spec import DatasetSpec
 
 AUDIT_ID = re.compile(r"locomo_(\d+)_qa(\d+)")
 """The audit's question id: the conversation's position in `locomo10.json` and the question's place in its `qa`."""
+
+
+ORIGINAL, CORRECTED = "original", "corrected"
+"""The keys a LoCoMo figure is scored on: the file's own, and the file's with the corrections of `--errata`."""
 
 
 class ErrataError(DatasetFormatError):
@@ -65,6 +81,63 @@ class Corrected:
     def evidence(self) -> dict[str, tuple[str, ...]]:
         """Each question's evidence by query id: what `load_dialogue(..., evidence=…)` takes."""
         return {q.id: q.evidence for q in self.questions}
+
+
+@dataclass(frozen=True)
+class Keyed:
+    """A dialogue set whose conversations ask every question scored on some key, and each key's evidence turns by
+    query id (a question whose evidence names no turn on a key is scored on the other only)."""
+
+    data: DialogueSet
+    evidence: dict[str, dict[str, list[str]]]
+    """Key (`ORIGINAL`, `CORRECTED`) → query id → evidence turn ids."""
+    unscored: dict[str, int]
+    """Key → questions left out on it: their evidence names no turn."""
+    corrections: str = ""
+    """What the corrections changed, and from which file (empty: no corrections)."""
+
+
+def keyed_dialogue(spec: DatasetSpec, turn_format: TurnFormat = SPEAKER_CAPTIONS, errata: Path | None = None) -> Keyed:
+    """The dialogue set on its original key and, with `errata`, on the corrected key too: one set of questions to
+    rank, each ranking scored against both evidence lists."""
+    original = load_dialogue(spec, turn_format)
+    evidence = {ORIGINAL: _evidence(original)}
+    if errata is None:
+        return Keyed(original, evidence, {ORIGINAL: original.unscored})
+    corrected = apply_errata(locomo_questions(spec), load_errata(errata))
+    fixed = load_dialogue(spec, turn_format, evidence=corrected.evidence)
+    evidence[CORRECTED] = _evidence(fixed)
+    merged = {c.name: c for c in original.conversations}
+    for conversation in fixed.conversations:
+        merged[conversation.name] = (
+            _union(merged[conversation.name], conversation) if conversation.name in merged else conversation
+        )
+    return Keyed(
+        DialogueSet(original.name, original.path, original.sha256, list(merged.values()), original.unscored),
+        evidence,
+        {ORIGINAL: original.unscored, CORRECTED: fixed.unscored},
+        f"{corrected.changed} questions changed ({corrected.answers_changed} answers, {corrected.evidence_changed} "
+        f"evidence lists) by {errata}",
+    )
+
+
+def _evidence(data: DialogueSet) -> dict[str, list[str]]:
+    return {q.id: turns for c in data.conversations for q, turns in zip(c.queries, c.relevant())}
+
+
+def _union(original: EvalSet, fixed: EvalSet) -> EvalSet:
+    """One conversation asking the questions of both keys (the original's first; qrels: the original's where it has
+    them)."""
+    assert original.conversation is not None and fixed.conversation is not None
+    asked = {q.id for q in original.queries}
+    extra = [q for q in fixed.queries if q.id not in asked]
+    category = {**fixed.conversation.category, **original.conversation.category}
+    return replace(
+        original,
+        queries=[*original.queries, *extra],
+        qrels={**fixed.qrels, **original.qrels},
+        conversation=Conversation(original.conversation.session_of, category),
+    )
 
 
 def load_errata(path: Path) -> list[Correction]:

@@ -17,7 +17,7 @@ from pathlib import Path
 from harness.data.answers import load_answers
 from harness.data.dialogue import LocomoQuestion, load_dialogue, locomo_questions
 from harness.data.encoding import encode_evalset
-from harness.data.errata import apply_errata, load_errata
+from harness.data.errata import CORRECTED, ORIGINAL, apply_errata, load_errata
 from harness.measure.answer_judge import (
     LENIENCY_LIMIT,
     PROMPTS,
@@ -35,7 +35,6 @@ from harness.measure.runner import K, built
 from harness.output.results import AnswerRow, ScoredAnswer
 from harness.systems.options import OptionError
 
-ORIGINAL, CORRECTED = "original", "corrected"
 DERIVED = "derived from the key"
 READER_SYSTEMS = ("reference",)
 """The systems a reader answers through when the run names none (`--systems`)."""

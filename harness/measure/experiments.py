@@ -16,6 +16,7 @@ from harness.data.beir import load_beir
 from harness.data.corpus import Corpus
 from harness.data.dialogue import load_dialogue, unanswerable
 from harness.data.encoding import encode_corpus, encode_evalset
+from harness.data.errata import CORRECTED, ORIGINAL, keyed_dialogue
 from harness.data.evalset import EvalSet
 from harness.data.generated import (
     corpus_evalset,
@@ -316,6 +317,8 @@ class Answer(NamedTuple):
     """What a random ranking of the candidates scores at each level (`TURN`, `SESSION`, `RANKED`)."""
     candidates: Mapping[str, int] = {}
     """How many candidates each level ranks: the turns written when the question was asked, their sessions."""
+    key: str = ORIGINAL
+    """The key `wanted` comes from (`errata.ORIGINAL`, `errata.CORRECTED`)."""
 
 
 SESSION_DEPTH = 100
@@ -338,7 +341,9 @@ def dialogue(context: RunContext, *, k: int = K) -> list[DialogueRow]:
     (and, through their sessions, at session level). Each conversation is measured loaded in bulk and
     replayed online (`runbooks.dialogue_replay`). Adversarial and abstention questions apart. The tokens of
     each question's top-k hits are counted (`tokens.token_counter`) and, loaded in bulk, its evidence recall
-    within each context budget (`tokens.BUDGETS`) from a deeper ranking, untimed."""
+    within each context budget (`tokens.BUDGETS`) from a deeper ranking, untimed. With LoCoMo's corrections
+    (`context.errata`) each ranking is scored on the original and on the corrected key; a question is asked when due
+    on the original key's evidence, so `WHEN_DUE` is scored on the original key only."""
     assert context.dataset is not None
     encoder_name, encoder = context.encoder
     skipped: list[str] = []
@@ -347,17 +352,22 @@ def dialogue(context: RunContext, *, k: int = K) -> list[DialogueRow]:
     else:
         peers, skipped = installed(PEERS)
         systems = (*DIALOGUE_SYSTEMS, *peers)
-    data = load_dialogue(context.dataset, context.turn_format)
+    keyed = keyed_dialogue(context.dataset, context.turn_format, context.errata)
+    data = keyed.data
     counter = token_counter(encoder)
-    context.dataset_info = {
-        "file": str(data.path),
-        "sha256": data.sha256,
-        "turn_format": asdict(context.turn_format),
-        "tokens": counter.rule,
-        "questions left out": data.unscored,
-    } | ({"peers skipped": skipped} if skipped else {})
+    context.dataset_info = (
+        {
+            "file": str(data.path),
+            "sha256": data.sha256,
+            "turn_format": asdict(context.turn_format),
+            "tokens": counter.rule,
+            "questions left out": data.unscored if len(keyed.unscored) == 1 else keyed.unscored,
+        }
+        | ({"corrections": keyed.corrections} if keyed.corrections else {})
+        | ({"peers skipped": skipped} if skipped else {})
+    )
     progress = context.progress
-    answers: dict[tuple[str, str], list[Answer]] = defaultdict(list)
+    answers: dict[tuple[str, str, str], list[Answer]] = defaultdict(list)
     latencies: dict[tuple[str, str], list[int]] = defaultdict(list)
     ingest_s: dict[tuple[str, str], float] = defaultdict(float)
     ingested: dict[tuple[str, str], int] = defaultdict(int)
@@ -374,11 +384,13 @@ def dialogue(context: RunContext, *, k: int = K) -> list[DialogueRow]:
         if len(set(session_of.values())) <= k:  # session level would rank every session: not scored
             too_few_sessions += 1
             session_of = {}
-        wanted = evalset.relevant()
+        wanted = {key: [turns.get(q.id, []) for q in evalset.queries] for key, turns in keyed.evidence.items()}
         tokens_of = dict(zip((d.id for d in evalset.docs), counter.count([d.text for d in evalset.docs])))
         enough = partial(_deep_enough, tokens_of, max(BUDGETS), min(SESSION_DEPTH, len(evalset.docs)))
         turn_ids = [d.id for d in evalset.docs]
-        odds = [_chances(turn_ids, evidence, session_of, k) for evidence in wanted]
+        odds = {
+            key: [_chances(turn_ids, evidence, session_of, k) for evidence in lists] for key, lists in wanted.items()
+        }
         jobs = [Job(system, evalset, encoder_name) for system in systems]
         for system, measured in zip(systems, measure_together(jobs, k=k)):
             label[system], given[system] = measured.system, measured.given  # as its adapter names it
@@ -386,20 +398,31 @@ def dialogue(context: RunContext, *, k: int = K) -> list[DialogueRow]:
             ingest_s[system, BULK] += measured.build_s
             ingested[system, BULK] += len(evalset.docs)
             deep = ranked_until(system, evalset, encoder=encoder_name, enough=enough)
-            for query, found, evidence, ranked, (chance, candidates) in zip(
-                evalset.queries, measured.retrieved, wanted, deep, odds
-            ):
+            for number, (query, found, ranked) in enumerate(zip(evalset.queries, measured.retrieved, deep)):
                 costs = [tokens_of[turn] for turn in ranked]
                 within = {budget: within_budget(ranked, costs, budget) for budget in BUDGETS}
                 tokens = sum(tokens_of[turn] for turn in found)
                 sessions = _sessions(ranked[:SESSION_DEPTH], session_of)[:k] if session_of else None
-                answers[system, BULK].append(
-                    Answer(
-                        categories[query.id], found, evidence, session_of, tokens, within, sessions, chance, candidates
-                    )
-                )
+                for key, lists in wanted.items():  # one ranking, scored on each key that has the question
+                    if lists[number]:
+                        chance, candidates = odds[key][number]
+                        answers[system, BULK, key].append(
+                            Answer(
+                                categories[query.id],
+                                found,
+                                lists[number],
+                                session_of,
+                                tokens,
+                                within,
+                                sessions,
+                                chance,
+                                candidates,
+                                key,
+                            )
+                        )
         position = {doc.id: i for i, doc in enumerate(evalset.docs)}
-        due = [max(position[turn] for turn in evidence) for evidence in wanted]
+        asked_on = [ORIGINAL if wanted[ORIGINAL][q] else CORRECTED for q in range(len(evalset.queries))]
+        due = [max(position[turn] for turn in wanted[key][q]) for q, key in enumerate(asked_on)]
         book = dialogue_replay(len(evalset.docs), due)
         for system in systems:
             row, asked = replay(book, evalset, system, encoder_name)
@@ -409,25 +432,30 @@ def dialogue(context: RunContext, *, k: int = K) -> list[DialogueRow]:
             for number, (question, found) in enumerate(asked):
                 query = evalset.queries[question]
                 at_the_end = number >= len(asked) - len(due)
-                if at_the_end or due[question] >= k:  # asked among at most k turns, any system finds it all
-                    mode = AT_THE_END if at_the_end else WHEN_DUE
-                    tokens = sum(tokens_of[turn] for turn in found)
-                    written = turn_ids if at_the_end else turn_ids[: due[question] + 1]
-                    chance, candidates = _chances(written, wanted[question], session_of, k)
-                    answers[system, mode].append(
-                        Answer(
-                            categories[query.id],
-                            found,
-                            wanted[question],
-                            session_of,
-                            tokens,
-                            chance=chance,
-                            candidates=candidates,
+                if not at_the_end and due[question] < k:  # asked among at most k turns, any system finds it all
+                    continue
+                mode = AT_THE_END if at_the_end else WHEN_DUE
+                tokens = sum(tokens_of[turn] for turn in found)
+                written = turn_ids if at_the_end else turn_ids[: due[question] + 1]
+                for key in wanted if at_the_end else [ORIGINAL]:  # asked when due on the original key's evidence
+                    evidence = wanted[key][question]
+                    if evidence:
+                        chance, candidates = _chances(written, evidence, session_of, k)
+                        answers[system, mode, key].append(
+                            Answer(
+                                categories[query.id],
+                                found,
+                                evidence,
+                                session_of,
+                                tokens,
+                                chance=chance,
+                                candidates=candidates,
+                                key=key,
+                            )
                         )
-                    )
     rows = []
     encoding_p50 = latency_stats(encoding).p50_ms
-    for (system, mode), answered in answers.items():
+    for (system, mode, key), answered in answers.items():
         filled = BULK if mode == BULK else WHEN_DUE
         p50 = latency_stats(latencies[system, filled]).p50_ms
         flags = partial(_flags, k=k, ingest_ms=1000 * ingest_s[system, filled] / max(ingested[system, filled], 1))
@@ -456,6 +484,7 @@ def dialogue(context: RunContext, *, k: int = K) -> list[DialogueRow]:
                     _budget_recall(chosen),
                     **flags(chosen, TURN),
                     **timing,
+                    key=key,
                 )
             )
             scored = [a for a in chosen if a.session_of]  # haystacks with more than k sessions
@@ -477,6 +506,7 @@ def dialogue(context: RunContext, *, k: int = K) -> list[DialogueRow]:
                         per_query,
                         **flags(scored, level),
                         **timing,
+                        key=key,
                     )
                 )
     return rows

@@ -64,6 +64,8 @@ class Reading:
     questions: int
     note: str = ""
     """What differs from the source's run that the figure cannot show (fewer conversations, questions left out)."""
+    key: str = "original"
+    """The evidence key it is scored on: the dataset's own, or `corrected` by `--errata` (LoCoMo)."""
 
     def holds(self, figure: float) -> bool:
         """Whether a claimed figure lies within this reading's interval."""

@@ -10,7 +10,8 @@ cosine (what a Chroma collection of one conversation's few dozen documents retur
 
 Every reading of an ambiguous definition is scored: the share of a question's evidence sessions found (`recall`,
 what MemPalace's LoCoMo script averages), some of them (`recall_any`, what Hebb Mind reads the same figure as), all
-of them (`recall_all`), with and without the unanswerable questions, at each k a claim names.
+of them (`recall_all`), with and without the unanswerable questions, at each k a claim names. With LoCoMo's
+corrections (`--errata`) each ranking is scored on the original and on the corrected key.
 """
 
 from __future__ import annotations
@@ -20,8 +21,9 @@ from typing import Literal
 
 import numpy as np
 
-from harness.data.dialogue import TurnFormat, load_dialogue, unanswerable
+from harness.data.dialogue import TurnFormat, unanswerable
 from harness.data.encoding import encode_evalset
+from harness.data.errata import keyed_dialogue
 from harness.data.evalset import EvalSet
 from harness.measure.experiment_registry import RunContext, experiment
 from harness.measure.readings import Documents, Metric, Reading, Score, interval, per_question
@@ -81,24 +83,33 @@ def field_claims(context: RunContext) -> list[Reading]:
     if encoder_name != ENCODER:
         return []
     kind = context.dataset.kind
-    data = load_dialogue(context.dataset, TurnFormat.parse("plain"))
+    keyed = keyed_dialogue(context.dataset, TurnFormat.parse("plain"), context.errata)
+    data = keyed.data
     readings = []
     for documents in DOCUMENTS:
         found: list[list[str]] = []
-        wanted: list[list[str]] = []
+        wanted: dict[str, list[list[str]]] = {key: [] for key in keyed.evidence}
         apart: list[bool] = []
         for evalset in context.progress(data.conversations, f"field claims: {documents} documents"):
             assert evalset.conversation is not None
             session_of, category = evalset.conversation.session_of, evalset.conversation.category
             found += ranked_sessions(evalset, kind, documents, encoder)
-            wanted += [sorted({session_of[t] for t in evidence}) for evidence in evalset.relevant()]
+            for key, evidence in keyed.evidence.items():  # one ranking, scored on each key
+                wanted[key] += [sorted({session_of[t] for t in evidence.get(q.id, [])}) for q in evalset.queries]
             apart += [unanswerable(category[q.id]) for q in evalset.queries]
-        readings += _readings(data.name, documents, found, wanted, apart, _note(data.unscored))
+        for key, lists in wanted.items():
+            readings += _readings(data.name, documents, found, lists, apart, _note(keyed.unscored[key]), key)
     return readings
 
 
 def _readings(
-    dataset: str, documents: Documents, found: list[list[str]], wanted: list[list[str]], apart: list[bool], note: str
+    dataset: str,
+    documents: Documents,
+    found: list[list[str]],
+    wanted: list[list[str]],
+    apart: list[bool],
+    note: str,
+    key: str,
 ) -> list[Reading]:
     subsets: Mapping[Literal["in", "out"], list[bool]] = {"in": [True] * len(found), "out": [not a for a in apart]}
     readings = []
@@ -110,7 +121,9 @@ def _readings(
                 values = per_question(kept_found, kept_wanted, k, score)
                 low, high = interval(values)
                 metric = Metric(documents, "session", score, k, unanswerable_counted, ENCODER_NAME)
-                readings.append(Reading(documents, dataset, metric, float(values.mean()), low, high, len(values), note))
+                readings.append(
+                    Reading(documents, dataset, metric, float(values.mean()), low, high, len(values), note, key)
+                )
     return readings
 
 

@@ -162,6 +162,8 @@ class DialogueRow:
     """What each timed search was given: "vector" or "text" (`Measurement.given`)."""
     query_encoding_p50_ms: float = float("nan")
     """The run's encoder encoding one question alone, p50: paid before the clock by a system given the vector."""
+    key: str = "original"
+    """The evidence key the figures are scored on: LoCoMo's own, or `corrected` by `--errata`."""
 
     @property
     def k_covers_candidates(self) -> bool:

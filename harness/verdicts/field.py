@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from harness.data.errata import CORRECTED, ORIGINAL
 from harness.measure.readings import Metric, Reading, comparable
 from harness.output.results import RunResults, Verdict
 
@@ -66,10 +67,12 @@ class FieldClaim:
         def verdict(word: str, measured: str) -> Verdict:
             return Verdict(self.id, self.system, word, measured, f"claimed {figure}", condition, self.text, self.source)
 
-        same_data = [r for r in results.field_claims if r.dataset.startswith(f"{self.dataset}-")]
+        on_data = [r for r in results.field_claims if r.dataset.startswith(f"{self.dataset}-")]
+        same_data = [r for r in on_data if r.key == ORIGINAL]  # published figures were measured on the original key
         own = [r for r in same_data if self.metric is not None and comparable(self.metric, r.metric)]
         if self.not_runnable:
-            return verdict(NOT_RUNNABLE, self.not_runnable + self._beside(own, same_data))
+            beside = self._beside(own, same_data) + (_corrected(own[0], on_data) if own else "")
+            return verdict(NOT_RUNNABLE, self.not_runnable + beside)
         assert self.metric is not None and self.figure is not None
         if not own:
             needs = f"--dataset {self.dataset}:FILE --encoder minilm"
@@ -82,7 +85,7 @@ class FieldClaim:
         [reading] = own
         word = REPRODUCED if reading.holds(self.figure) else REFUTED
         measured = f"{reading.text()} on {reading.dataset}" + (f"; {reading.note}" if reading.note else "")
-        return verdict(word, measured + self._matches(reading, same_data))
+        return verdict(word, measured + self._matches(reading, same_data) + _corrected(reading, on_data))
 
     def _matches(self, reading: Reading | None, same_data: list[Reading]) -> str:
         """The other readings of the same figure (same k and encoder) whose interval holds the claimed figure."""
@@ -102,6 +105,19 @@ class FieldClaim:
             f" (beside it, not the claimed system: this run's {reading.protocol}-document protocol on plain "
             f"{reading.metric.encoder} under the same metric reads {reading.text()}{self._matches(reading, same_data)})"
         )
+
+
+def _corrected(reading: Reading, on_data: list[Reading]) -> str:
+    """The same reading on the corrected key, shown beside a verdict that is judged on the original key only."""
+    corrected = [
+        r for r in on_data if r.key == CORRECTED and (r.protocol, r.metric) == (reading.protocol, reading.metric)
+    ]
+    if not corrected:
+        return ""
+    return (
+        f"; on the corrected key: {corrected[0].text()} (the verdict reads the original key, on which the figure was "
+        "published)"
+    )
 
 
 def _readings_of(claimed: Metric, measured: Metric) -> bool:
@@ -224,4 +240,4 @@ def evaluate_field(results: RunResults) -> list[Verdict]:
 
 def reading_rows(readings: list[Reading]) -> list[Reading]:
     """The readings in a stable order for a table: by dataset, documents, k, score."""
-    return sorted(readings, key=lambda r: (r.dataset, r.metric.documents, r.metric.k, r.metric.unanswerable))
+    return sorted(readings, key=lambda r: (r.dataset, r.metric.documents, r.metric.k, r.metric.unanswerable, r.key))

@@ -168,6 +168,7 @@ def dialogue_headline(results: RunResults) -> list[Table]:
     rows = [r for level in (TURN, SESSION) for r in chosen if level_of(r) == level]
     if not rows:
         return []
+    keyed = _keyed(rows)
     return [
         Table(
             "dialogue-headline",
@@ -175,8 +176,9 @@ def dialogue_headline(results: RunResults) -> list[Table]:
             f"Evidence retrieval at k = {K}: recall = the share of a question's evidence turns (at session level: "
             "sessions, those of the top-k turns) found. "
             + FLAGS
+            + (KEYS if keyed else "")
             + "Every mode, level and category is under Dialogue memory below.",
-            (SYSTEM, column("level", "level"), *DIALOGUE[1:]),
+            (SYSTEM, column("level", "level"), *([KEY] if keyed else []), *DIALOGUE[1:]),
             [dialogue_fields(r) for r in rows],
             csv=False,
         )
@@ -211,9 +213,23 @@ FLAGS = (
 )
 
 
+KEY = column("key", "key")
+KEYS = (
+    "`key`: the evidence the figures are scored on, the file's own (`original`) or with the corrections of "
+    "`--errata` (`corrected`); each ranking is scored on both. `online: when due` is scored on the original key only: "
+    "its questions are asked as soon as their original evidence is written. "
+)
+
+
+def _keyed(rows: Sequence[DialogueRow]) -> bool:
+    """Whether the rows are scored on more than the original key (a run with `--errata`)."""
+    return any(r.key != "original" for r in rows)
+
+
 def dialogue(results: RunResults) -> list[Table]:
     if not results.dialogue:
         return []
+    keyed = _keyed(results.dialogue)
     return [
         Table(
             "dialogue",
@@ -221,6 +237,7 @@ def dialogue(results: RunResults) -> list[Table]:
             f"recall = share of a question's evidence found; recall_any = hit@{K} (some evidence found); recall_all "
             "= all of it. "
             + FLAGS
+            + (KEYS if keyed else "")
             + "Session level: the sessions of the top-k turns. Questions with no answer in the memory "
             "(adversarial, abstention) are reported apart; `all questions` includes them as published figures do. "
             "`memory`: `bulk` loads every turn before the questions (the published setup); `online: when due` "
@@ -243,6 +260,7 @@ def dialogue(results: RunResults) -> list[Table]:
                 column("memory", "memory"),
                 column("level", "level"),
                 column("subset", "subset"),
+                *([KEY] if keyed else []),
                 *DIALOGUE[1:],
             ),
             [dialogue_fields(r) for r in results.dialogue],
@@ -257,6 +275,7 @@ def dialogue_fields(row: DialogueRow) -> dict[str, Any]:
         "memory": row.mode,
         "level": row.granularity,
         "subset": row.subset,
+        "key": row.key,
         "questions": scores.queries,
         "recall": scores.recall,
         "recall_any": scores.recall_any,
@@ -286,6 +305,7 @@ def dialogue_fields(row: DialogueRow) -> dict[str, Any]:
 def field_readings(results: RunResults) -> list[Table]:
     if not results.field_claims:
         return []
+    keyed = any(r.key != "original" for r in results.field_claims)
     return [
         Table(
             "field-readings",
@@ -296,12 +316,19 @@ def field_readings(results: RunResults) -> list[Table]:
             "sessions found (`recall`), some (`recall_any`) or all (`recall_all`), with the unanswerable questions in "
             "or out. A claim is judged only against the reading under its own definition (the verdicts above); "
             "the other readings show which definition a published figure matches. 95% interval: bootstrap over "
-            "questions.",
+            "questions."
+            + (
+                " `key`: each ranking scored on the file's own evidence (`original`) and on the evidence corrected by "
+                "`--errata` (`corrected`); a claim is judged on the original key, on which its figure was published."
+                if keyed
+                else ""
+            ),
             (
                 column("protocol (documents)", "documents"),
                 column("k", "k"),
                 column("score", "score"),
                 column("unanswerable", "unanswerable"),
+                *([KEY] if keyed else []),
                 column("questions", "questions"),
                 column("figure", "value", format=share),
                 column("95% interval", "low", "high", format=share),
@@ -319,6 +346,7 @@ def field_readings(results: RunResults) -> list[Table]:
                     "low": r.low,
                     "high": r.high,
                     "note": r.note,
+                    "key": r.key,
                     "encoder": r.metric.encoder,
                 }
                 for r in reading_rows(results.field_claims)
