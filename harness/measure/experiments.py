@@ -317,8 +317,6 @@ class Answer(NamedTuple):
     """What a random ranking of the candidates scores at each level (`TURN`, `SESSION`, `RANKED`)."""
     candidates: Mapping[str, int] = {}
     """How many candidates each level ranks: the turns written when the question was asked, their sessions."""
-    key: str = ORIGINAL
-    """The key `wanted` comes from (`errata.ORIGINAL`, `errata.CORRECTED`)."""
 
 
 SESSION_DEPTH = 100
@@ -417,7 +415,6 @@ def dialogue(context: RunContext, *, k: int = K) -> list[DialogueRow]:
                                 sessions,
                                 chance,
                                 candidates,
-                                key,
                             )
                         )
         position = {doc.id: i for i, doc in enumerate(evalset.docs)}
@@ -450,7 +447,6 @@ def dialogue(context: RunContext, *, k: int = K) -> list[DialogueRow]:
                                 tokens,
                                 chance=chance,
                                 candidates=candidates,
-                                key=key,
                             )
                         )
     rows = []
