@@ -20,9 +20,10 @@ To add a claim: append a `FieldClaim` to `FIELD_CLAIMS` with its figure, metric 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import get_args
 
 from harness.data.errata import CORRECTED, ORIGINAL
-from harness.measure.readings import Metric, Reading, comparable
+from harness.measure.readings import Metric, Reading, Score, comparable
 from harness.output.results import RunResults, Verdict
 
 REPRODUCED = "REPRODUCED"
@@ -239,5 +240,17 @@ def evaluate_field(results: RunResults) -> list[Verdict]:
 
 
 def reading_rows(readings: list[Reading]) -> list[Reading]:
-    """The readings in a stable order for a table: by dataset, documents, k, score."""
-    return sorted(readings, key=lambda r: (r.dataset, r.metric.documents, r.metric.k, r.metric.unanswerable, r.key))
+    """The readings in a stable order for a table: by dataset, documents, k, questions counted and score, each on the
+    original key and then the corrected one."""
+    scores = get_args(Score)
+    return sorted(
+        readings,
+        key=lambda r: (
+            r.dataset,
+            r.metric.documents,
+            r.metric.k,
+            r.metric.unanswerable,
+            scores.index(r.metric.score),
+            r.key != ORIGINAL,
+        ),
+    )
