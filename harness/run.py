@@ -18,7 +18,7 @@ import psutil
 
 from harness.data.dialogue import SPEAKER_CAPTIONS, TurnFormat
 from harness.data.spec import DatasetSpec
-from harness.measure import answers, experiments, reproduce  # noqa: F401  (registers the experiments)
+from harness.measure.answers import Answering
 from harness.measure.experiment_registry import RunContext, selected
 from harness.measure.plan import RunPlan
 from harness.output.progress import RunProgress
@@ -49,7 +49,7 @@ def run_benchmark(
     stream_size: int | None = None,
     only: Sequence[str] | None = None,
     errata: Path | None = None,
-    answering: answers.Answering | None = None,
+    answering: Answering | None = None,
 ) -> tuple[Path, RunResults]:
     """Run the registered experiments for the data asked for (the default run, or `dataset`: `locomo:FILE`,
     `longmemeval:FILE`, `beam:DIR`, or a BEIR directory), or only those `only` names; write and return the

@@ -10,6 +10,7 @@ from its start (`harness.output.progress.RunProgress`).
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -100,7 +101,11 @@ class Experiment:
 
 
 EXPERIMENTS: dict[str, Experiment] = {}
-"""Every registered experiment by name, in the order a run runs them."""
+"""Every registered experiment by name (`registered()` gives them in the order a run runs them)."""
+
+MODULES = ("harness.measure.answers", "harness.measure.experiments", "harness.measure.reproduce")
+"""The modules that register the harness's experiments, in the order a run runs theirs (each module's in the order
+it defines them; an experiment registered elsewhere, such as a user's, runs after them)."""
 
 
 UNPLANNED = 30.0
@@ -123,10 +128,23 @@ def experiment(
     return register
 
 
+def registered() -> list[Experiment]:
+    """Every experiment, the harness's own imported first, in run order whichever module was imported first."""
+    for module in MODULES:
+        importlib.import_module(module)
+    placed = {name: index for index, name in enumerate(EXPERIMENTS)}
+
+    def place(chosen: Experiment) -> tuple[int, int]:
+        module = chosen.run.__module__
+        return (MODULES.index(module) if module in MODULES else len(MODULES), placed[chosen.name])
+
+    return sorted(EXPERIMENTS.values(), key=place)
+
+
 def selected(data: Data, names: Sequence[str] | None = None) -> list[Experiment]:
-    """The experiments a run on `data` runs, in registry order: all of them, or only those `names` picks
+    """The experiments a run on `data` runs, in run order (`registered`): all of them, or only those `names` picks
     (each must exist and run on this data)."""
-    runnable = [e for e in EXPERIMENTS.values() if data in e.data]
+    runnable = [e for e in registered() if data in e.data]
     if names is None:
         return runnable
     for name in names:
@@ -140,6 +158,6 @@ def selected(data: Data, names: Sequence[str] | None = None) -> list[Experiment]
 
 def listing() -> str:
     """Every registered experiment: its name, section, the data it runs on and what it measures."""
-    rows = [(e.name, e.section, ", ".join(sorted(e.data)), e.measures) for e in EXPERIMENTS.values()]
+    rows = [(e.name, e.section, ", ".join(sorted(e.data)), e.measures) for e in registered()]
     table: str = tabulate(rows, headers=("experiment", "section", "runs on", "measures"), tablefmt="plain")
     return table

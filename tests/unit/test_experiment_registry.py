@@ -4,8 +4,8 @@ import dataclasses
 
 import pytest
 
-from harness.measure import answers, experiments, reproduce  # noqa: F401  (registers the experiments, as a run does)
-from harness.measure.experiment_registry import EXPERIMENTS, experiment, listing, selected
+from harness.measure import experiments  # noqa: F401  (imported first: the run order must not depend on it)
+from harness.measure.experiment_registry import experiment, listing, registered, selected
 from harness.output.results import RunResults
 from harness.systems.options import OptionError
 
@@ -27,7 +27,7 @@ def test_each_run_selects_the_experiments_of_its_data_in_registry_order():
 
 def test_every_experiment_fills_a_results_section_and_says_what_it_measures():
     sections = {f.name for f in dataclasses.fields(RunResults)}
-    for chosen in EXPERIMENTS.values():
+    for chosen in registered():
         assert chosen.section in sections and chosen.measures and chosen.data
         assert chosen.name in listing()
 
