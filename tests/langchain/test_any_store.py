@@ -29,6 +29,7 @@ def test_the_in_memory_store_passes_the_conformance_suite_for_what_it_declares(p
     skipped = {rid for rid, entry in table.items() if entry["outcome"] == "skipped"}
     assert skipped == {
         "MB-CONS-1",
+        "MB-ID-1",
         "MB-MEM-1",
         "MB-MEM-2",
         "MB-PERSIST-1",
