@@ -79,6 +79,9 @@ class ProbeSetting:
 
     margin: float
     estimated_recall: float | None = None
+    recall_low: float | None = None
+    """The estimate's one-sided lower bound at `CONFIDENCE`: the engine is that sure new text's recall is at least
+    this (None: not estimated)."""
     cells: int = 0
     """The cell count when it was estimated."""
     reach: int = 1
@@ -171,7 +174,7 @@ def calibrated(state: EngineState, config: MemoryConfig, scope: int | None = Non
         or config.flat_is_cheaper(K, cells)
         or cells <= K + 1
     ):
-        return ProbeSetting(config.probe_margin, None, cells, turnover=turnover, scope=scope)
+        return ProbeSetting(config.probe_margin, None, None, cells, turnover=turnover, scope=scope)
     sample = np.sort(np.random.default_rng(cells).choice(rows, min(SAMPLE, len(rows)), replace=False))
     queries = rows32(index.vectors_of(sample))
     kth = _kth_exact_scores(index, rows, queries, sample)
@@ -179,9 +182,9 @@ def calibrated(state: EngineState, config: MemoryConfig, scope: int | None = Non
     centroids = _held_back_centroids(state, groups, sample, queries)
     spread = NormalDist().inv_cdf(CONFIDENCE) / np.sqrt(len(sample))
 
-    def estimate(margin: float, reach: int = 1) -> tuple[float, bool]:
+    def estimate(margin: float, reach: int = 1) -> tuple[float, float]:
         """The recall new text would have at this margin and budget multiple (the sample's, each miss counted
-        `MISS_FACTOR` times), and whether its lower bound meets the target."""
+        `MISS_FACTOR` times), and its lower bound."""
         limits = ProbeLimits(K + 1, config.probe_per_k * K, config.probe_candidates(K, cells, reach), margin)
         found = index.probe_many(groups, centroids, queries, K + 1, limits)
         ends = found.ends.tolist()
@@ -192,29 +195,30 @@ def calibrated(state: EngineState, config: MemoryConfig, scope: int | None = Non
             ]
         )
         recall = 1 - float(misses.mean())
-        return recall, bool(recall - spread * misses.std(ddof=1) >= config.target_recall)
+        return recall, recall - spread * float(misses.std(ddof=1))
 
+    target = config.target_recall
     short = config.probe_margin
     for margin in (config.probe_margin, *(m for m in MARGINS if m > config.probe_margin)):
-        recall, met = estimate(margin)
-        if met:
+        recall, low = estimate(margin)
+        if low >= target:
             break
         short = margin
-    if met and margin > short:  # between the last margin short of the target and the first that meets it
+    if low >= target and margin > short:  # between the last margin short of the target and the first that meets it
         for _ in range(REFINEMENTS):
             middle = (short + margin) / 2
-            middle_recall, middle_met = estimate(middle)
-            if middle_met:
-                margin, recall = middle, middle_recall
+            middle_recall, middle_low = estimate(middle)
+            if middle_low >= target:
+                margin, recall, low = middle, middle_recall, middle_low
             else:
                 short = middle
     reach = 1
-    while not met and reach < MAX_REACH:  # the widest margin falls short: the budget ends the probes
+    while low < target and reach < MAX_REACH:  # the widest margin falls short: the budget ends the probes
         reach *= 2
         if config.flat_is_cheaper(K, cells, reach):  # searched flat at this reach: exact
-            return ProbeSetting(margin, 1.0, cells, reach, turnover=turnover, scope=scope)
-        recall, met = estimate(margin, reach)
-    return ProbeSetting(margin, recall, cells, reach, turnover=turnover, scope=scope)
+            return ProbeSetting(margin, 1.0, 1.0, cells, reach, turnover=turnover, scope=scope)
+        recall, low = estimate(margin, reach)
+    return ProbeSetting(margin, recall, low, cells, reach, turnover=turnover, scope=scope)
 
 
 def _held_back_centroids(

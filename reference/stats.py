@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from .calibration import CONFIDENCE
 from .config import MemoryConfig
 from .consolidation import GroupSizes
 from .state import EngineState
@@ -38,6 +39,11 @@ class MemoryStats:
     estimated_recall: float | None
     """The memory's own estimate of its recall@10 at the probe margin in force (`calibration.py`); None
     before the first estimate."""
+    estimated_recall_low: float | None
+    """The estimate's one-sided lower bound at `recall_confidence`: the margin in force is the least (of those
+    tried) whose bound meets `target_recall`, so the target is a floor with that confidence."""
+    recall_confidence: float
+    """How sure the engine is that new text's recall@10 is at least `estimated_recall_low`."""
     probe_margin: float
     """The margin budget probing uses now."""
     probe_reach: int
@@ -74,6 +80,8 @@ def memory_stats(state: EngineState, config: MemoryConfig, *, encoder: str, dim:
         episodes=len(state.episodes),
         target_recall=config.target_recall,
         estimated_recall=state.probe.estimated_recall,
+        estimated_recall_low=state.probe.recall_low,
+        recall_confidence=CONFIDENCE,
         probe_margin=state.probe.margin,
         probe_reach=state.probe.reach,
         dim=dim,

@@ -1,0 +1,205 @@
+"""Whether `MemoryConfig.target_recall` holds as a floor on real text: recall@10 against exact search of passages
+held out from the memory, for targets 0.90, 0.95 and 0.97, with the memory written in bulk and in the corpus's
+written order `ORDERED_WRITE` passages at a time, before and after one sleep; the speed beside it against exact
+search and FAISS HNSW (M 32, `ef_search` swept) in the same run, and the probing each search read against the
+engine with another `calibration.MISS_FACTOR` (`--against`).
+
+Run it on one part of a corpus to learn how far the memory's own estimate is from new text's recall (the
+`needed factor` column: the miss factor that would have made the estimate exact), and on another part, not
+tuned on, to check the floor:
+
+    python -m harness.measure.recall_floor beam:DIR [--against 1.15] [--out report.md]
+
+Queries are answered one at a time, back to back, on one CPU (`runner.one_cpu`), MiniLM vectors cached as the
+real-text experiment caches them (`encoding.encode_corpus`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from unittest import mock
+
+import faiss
+import numpy as np
+
+from harness.data.corpus import load_corpus
+from harness.data.encoding import encode_corpus
+from harness.measure.runner import one_core, one_cpu
+from reference import CellularMemory, MemoryConfig, calibration
+from reference.encoders import MockEncoder
+
+TARGETS = (0.90, 0.95, 0.97)
+ORDERED_WRITE = 50
+"""Passages per write when the memory is written in the corpus's order (a chat's messages as they come)."""
+QUERIES = 500
+"""Passages held out as queries: a recall's standard error over them is about 0.005 at 0.95."""
+EF_SEARCH = (16, 24, 32, 48, 64, 96, 128, 192)
+K = 10
+
+
+@dataclass(frozen=True)
+class Row:
+    target: float
+    write: str
+    slept: bool
+    miss_factor: float
+    recall: float
+    estimate: float | None
+    low: float | None
+    margin: float
+    reach: int
+    bytes_per_search: float
+    seconds_per_query: float
+
+
+@contextmanager
+def miss_factor(value: float) -> Iterator[None]:
+    with mock.patch.object(calibration, "MISS_FACTOR", value):
+        yield
+
+
+def exact(cells: np.ndarray, queries: np.ndarray) -> tuple[list[set[int]], float]:
+    """Each query's exact top `K` rows, and the seconds per query of finding them one at a time."""
+    truth = []
+    with one_cpu(), one_core():
+        start = time.perf_counter()
+        for query in queries:
+            scores = cells @ query
+            top = np.argpartition(-scores, K)[:K]
+            truth.append(set(top.tolist()))
+        seconds = (time.perf_counter() - start) / len(queries)
+    return truth, seconds
+
+
+def recall(found: list[list[int]], truth: list[set[int]]) -> float:
+    return float(np.mean([len(set(f) & t) / K for f, t in zip(found, truth)]))
+
+
+def built(cells: np.ndarray, write: str, target: float) -> CellularMemory:
+    memory = CellularMemory(encoder=MockEncoder(cells.shape[1]), config=MemoryConfig(lexical=False, target_recall=target))
+    step = len(cells) if write == "bulk" else ORDERED_WRITE
+    for start in range(0, len(cells), step):
+        rows = range(start, min(start + step, len(cells)))
+        memory.add([str(r) for r in rows], vectors=cells[start : start + len(rows)], ids=[str(r) for r in rows])
+    return memory
+
+
+def measured(memory: CellularMemory, queries: np.ndarray, truth: list[set[int]]) -> tuple[float, float, float]:
+    """Recall@`K`, seconds per query and vector bytes read per search, searching one query at a time."""
+    before = memory.stats()
+    found = []
+    with one_cpu(), one_core():
+        start = time.perf_counter()
+        for query in queries:
+            found.append([int(hit.id) for hit in memory.search(query, k=K, vector=query)])
+        seconds = (time.perf_counter() - start) / len(queries)
+    after = memory.stats()
+    read = after.bytes_read_per_search * after.searches - before.bytes_read_per_search * before.searches
+    return recall(found, truth), seconds, read / (after.searches - before.searches)
+
+
+def engine_rows(cells: np.ndarray, queries: np.ndarray, truth: list[set[int]], factor: float) -> list[Row]:
+    rows = []
+    with miss_factor(factor):
+        for write in ("bulk", "in order"):
+            with built(cells, write, TARGETS[0]) as memory:
+                for slept in (False, True):
+                    if slept:
+                        memory.consolidate()
+                    for target in TARGETS:
+                        memory.set_search_options(target_recall=target)
+                        got, seconds, read = measured(memory, queries, truth)
+                        s = memory.stats()
+                        rows.append(
+                            Row(target, write, slept, factor, got, s.estimated_recall, s.estimated_recall_low,
+                                s.probe_margin, s.probe_reach, read, seconds)
+                        )
+    return rows
+
+
+def hnsw(cells: np.ndarray, queries: np.ndarray, truth: list[set[int]]) -> list[tuple[int, float, float]]:
+    """(ef_search, recall, seconds per query) of FAISS HNSW, M 32."""
+    index = faiss.IndexHNSWFlat(cells.shape[1], 32, faiss.METRIC_INNER_PRODUCT)
+    index.hnsw.efConstruction = 40
+    index.add(cells)
+    points = []
+    for ef in EF_SEARCH:
+        index.hnsw.efSearch = ef
+        found = []
+        with one_cpu(), one_core():
+            start = time.perf_counter()
+            for query in queries:
+                found.append(index.search(query[None, :], K)[1][0].tolist())
+            seconds = (time.perf_counter() - start) / len(queries)
+        points.append((ef, recall(found, truth), seconds))
+    return points
+
+
+def report(spec: str, against: float, seed: int = 0) -> str:
+    from reference.encoders.minilm import SentenceTransformerEncoder
+
+    corpus = load_corpus(spec)
+    vectors = encode_corpus(corpus, SentenceTransformerEncoder())
+    held = np.sort(np.random.default_rng(seed).choice(len(vectors), QUERIES, replace=False))
+    kept = np.setdiff1d(np.arange(len(vectors)), held)
+    cells, queries = np.ascontiguousarray(vectors[kept]), np.ascontiguousarray(vectors[held])
+    truth, exact_seconds = exact(cells, queries)
+    ours = engine_rows(cells, queries, truth, calibration.MISS_FACTOR)
+    theirs = {(r.target, r.write, r.slept): r for r in engine_rows(cells, queries, truth, against)}
+    lines = [
+        f"# Recall target as a floor: {corpus.name}",
+        "",
+        f"{len(cells):,} passages in the memory (in written order), {len(queries)} held out as queries, MiniLM; "
+        f"recall@10 against exact search; one CPU, queries back to back; exact search {exact_seconds * 1e3:.2f} ms "
+        f"a query. Miss factor {calibration.MISS_FACTOR} (`calibration.MISS_FACTOR`) against {against}; "
+        f"the estimate's lower bound at {calibration.CONFIDENCE:.0%} confidence.",
+        "",
+        "| target | write | sleep | recall@10 | met | estimate [lower bound] | needed factor | margin | reach "
+        "| speed vs exact | bytes read per search | at factor " + f"{against}: recall, margin | probing added |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in ours:
+        old = theirs[(r.target, r.write, r.slept)]
+        needed = "–"
+        if r.estimate is not None and r.estimate < 1:
+            needed = f"{(1 - r.recall) / ((1 - r.estimate) / r.miss_factor):.2f}"
+        estimate = "–" if r.estimate is None else f"{r.estimate:.3f} [{r.low:.3f}]"
+        lines.append(
+            f"| {r.target} | {r.write} | {'after' if r.slept else 'before'} | {r.recall:.3f} "
+            f"| {'yes' if r.recall >= r.target else '**no**'} | {estimate} | {needed} | {r.margin:.3f} | {r.reach} "
+            f"| {exact_seconds / r.seconds_per_query:.0f}× | {r.bytes_per_search:,.0f} "
+            f"| {old.recall:.3f}, {old.margin:.3f} | {r.bytes_per_search / old.bytes_per_search - 1:+.1%} |"
+        )
+    points = hnsw(cells, queries, truth)
+    lines += ["", "FAISS HNSW (M 32, efConstruction 40), same queries:", "", "| ef_search | recall@10 | speed vs exact |",
+              "|---|---|---|"]
+    lines += [f"| {ef} | {got:.3f} | {exact_seconds / seconds:.0f}× |" for ef, got, seconds in points]
+    for r in (r for r in ours if r.target == TARGETS[-1]):
+        equal = [p for p in points if p[1] >= r.recall]
+        versus = f"HNSW at ef {equal[0][0]}: {exact_seconds / equal[0][2]:.0f}×" if equal else "no HNSW point as high"
+        lines.append(
+            f"\nAt {r.target}, {r.write}, {'after' if r.slept else 'before'} sleep: the engine {r.recall:.3f} at "
+            f"{exact_seconds / r.seconds_per_query:.0f}×; {versus}."
+        )
+    return "\n".join(lines) + "\n"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("corpus", help="beam:DIR, a text file or folder (`harness.data.corpus.load_corpus`)")
+    parser.add_argument("--against", type=float, default=1.15, help="the miss factor to compare probing against")
+    parser.add_argument("--out", type=Path, help="write the report here (default: print it)")
+    args = parser.parse_args()
+    text = report(args.corpus, args.against)
+    if args.out:
+        args.out.write_text(text, encoding="utf-8")
+    print(text)
+
+
+if __name__ == "__main__":
+    main()
