@@ -81,7 +81,9 @@ def recall(found: list[list[int]], truth: list[set[int]]) -> float:
 
 
 def built(cells: np.ndarray, write: str, target: float) -> CellularMemory:
-    memory = CellularMemory(encoder=MockEncoder(cells.shape[1]), config=MemoryConfig(lexical=False, target_recall=target))
+    memory = CellularMemory(
+        encoder=MockEncoder(cells.shape[1]), config=MemoryConfig(lexical=False, target_recall=target)
+    )
     step = len(cells) if write == "bulk" else ORDERED_WRITE
     for start in range(0, len(cells), step):
         rows = range(start, min(start + step, len(cells)))
@@ -116,8 +118,19 @@ def engine_rows(cells: np.ndarray, queries: np.ndarray, truth: list[set[int]], f
                         got, seconds, read = measured(memory, queries, truth)
                         s = memory.stats()
                         rows.append(
-                            Row(target, write, slept, factor, got, s.estimated_recall, s.estimated_recall_low,
-                                s.probe_margin, s.probe_reach, read, seconds)
+                            Row(
+                                target,
+                                write,
+                                slept,
+                                factor,
+                                got,
+                                s.estimated_recall,
+                                s.estimated_recall_low,
+                                s.probe_margin,
+                                s.probe_reach,
+                                read,
+                                seconds,
+                            )
                         )
     return rows
 
@@ -176,8 +189,13 @@ def report(spec: str, against: float, seed: int = 0) -> str:
             f"| {old.recall:.3f}, {old.margin:.3f} | {r.bytes_per_search / old.bytes_per_search - 1:+.1%} |"
         )
     points = hnsw(cells, queries, truth)
-    lines += ["", "FAISS HNSW (M 32, efConstruction 40), same queries:", "", "| ef_search | recall@10 | speed vs exact |",
-              "|---|---|---|"]
+    lines += [
+        "",
+        "FAISS HNSW (M 32, efConstruction 40), same queries:",
+        "",
+        "| ef_search | recall@10 | speed vs exact |",
+        "|---|---|---|",
+    ]
     lines += [f"| {ef} | {got:.3f} | {exact_seconds / seconds:.0f}× |" for ef, got, seconds in points]
     for r in (r for r in ours if r.target == TARGETS[-1]):
         equal = [p for p in points if p[1] >= r.recall]

@@ -130,7 +130,7 @@ class Measurement:
         flat["pass_spread"] = self.pass_spread
         flat.update({f"found_at_{k}": v for k, v in self.found_at.items()})
         flat.update({f"param_{k}": v for k, v in self.params.items()})
-        shown = ("groups", "groups_per_cell", "estimated_recall", "bytes_read_per_search")
+        shown = ("groups", "groups_per_cell", "estimated_recall", "estimated_recall_low", "bytes_read_per_search")
         flat.update({k: v for k, v in self.describe.items() if k in shown})
         return flat
 

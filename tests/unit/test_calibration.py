@@ -1,5 +1,8 @@
 """Recall as a setting: the memory estimates its own recall and chooses the probe margin that meets its target."""
 
+import itertools
+from statistics import NormalDist
+
 import numpy as np
 import pytest
 
@@ -199,3 +202,26 @@ def test_sampled_cells_are_held_back_from_their_groups_centroids():
             centroid = state.index.vectors_of(members).sum(axis=0)
             centroid /= np.linalg.norm(centroid)
             assert codes[position] * scales[position] == pytest.approx(centroid, abs=0.02)
+
+
+def test_stats_give_the_estimates_lower_bound_at_the_stated_confidence_and_the_margin_makes_it_meet_the_target(
+    monkeypatch,
+):
+    """Self-queries alternately found every neighbour and missed one: the bound is the mean less the one-sided
+    normal quantile of `CONFIDENCE` times the standard error over the sample."""
+    calls = itertools.count()
+    monkeypatch.setattr(calibration, "_recall", lambda rows, scores, itself, kth: 1.0 - 0.1 * (next(calls) % 2))
+    with filled(mixture(5000, 1.0, seed=13), target_recall=0.93) as memory:
+        stats = memory.stats()
+        misses = calibration.MISS_FACTOR * np.tile([0.0, 0.1], calibration.SAMPLE // 2)
+        low = (
+            1 - misses.mean() - NormalDist().inv_cdf(calibration.CONFIDENCE) * misses.std(ddof=1) / np.sqrt(len(misses))
+        )
+        assert stats.recall_confidence == calibration.CONFIDENCE
+        assert stats.estimated_recall == pytest.approx(1 - misses.mean())
+        assert stats.estimated_recall_low == pytest.approx(low) and 0.93 <= low < stats.estimated_recall
+        assert stats.probe_margin == MemoryConfig().probe_margin  # the bound met the target at the first margin
+        memory.set_search_options(target_recall=low + 0.001)  # the bound falls short of it at every margin
+        assert memory.stats().probe_reach > 1 or memory.stats().estimated_recall_low == 1.0
+    with filled(mixture(500, 1.0, seed=13)) as flat:
+        assert flat.stats().estimated_recall is None and flat.stats().estimated_recall_low is None

@@ -13,6 +13,7 @@ from harness.output.sections.common import P50, RECALL, SIZE, SYSTEM
 from harness.output.tables import Column, Table, column
 
 ESTIMATED = column("estimated recall", "estimated_recall", format=share)
+ESTIMATED_LOW = column("lower bound", "estimated_recall_low", format=share)
 BYTES_READ = column("bytes read / search", "bytes_read_per_search")
 TIMED: tuple[Column, ...] = (
     SYSTEM,
@@ -24,13 +25,23 @@ TIMED: tuple[Column, ...] = (
     column("pass spread", "pass_spread", format=percent),
     RECALL,
     ESTIMATED,
+    ESTIMATED_LOW,
     BYTES_READ,
     column("build (s)", "build_s"),
     column("ingest (cells/s)", "ingest_per_s"),
     column("RSS (bytes/cell)", "rss_bytes_per_doc", format=growth),
     column("groups", "groups"),
 )
-SWEPT: tuple[Column, ...] = (SYSTEM, SIZE, column("setting", "param"), P50, RECALL, ESTIMATED, BYTES_READ)
+SWEPT: tuple[Column, ...] = (
+    SYSTEM,
+    SIZE,
+    column("setting", "param"),
+    P50,
+    RECALL,
+    ESTIMATED,
+    ESTIMATED_LOW,
+    BYTES_READ,
+)
 TIMING = (
     f"Latency: one query's wall time around `search` on one core, each setting's queries back to back after "
     f"{WARMUP_QUERIES} untimed warm-up queries, pooled over the timing passes (`pass spread`: the slowest pass's "
@@ -49,7 +60,9 @@ BYTES = (
 )
 ESTIMATE = (
     "`estimated recall`: the engine's own estimate of its recall@10 (its cells as queries, against exact search "
-    "over what it holds), by which it chose its probe margin for its `target_recall`."
+    "over what it holds), by which it chose its probe margin for its `target_recall`; `lower bound`: the estimate's "
+    "one-sided lower bound at the engine's confidence (`stats().recall_confidence`), which the margin chosen makes "
+    "meet the target."
 )
 
 
@@ -87,6 +100,7 @@ def _versus_exact(measurements: Sequence[Measurement]) -> list[dict[str, Any]]:
             "latency_p50_ms": m.latency.p50_ms,
             "recall_at_10": m.recall_at_10,
             "estimated_recall": m.describe.get("estimated_recall", ""),
+            "estimated_recall_low": m.describe.get("estimated_recall_low", ""),
             "faster_than_exact": exact.best_p50_ms / m.best_p50_ms if exact and m.best_p50_ms else "",
             "build_s": m.build_s,
         }
@@ -105,6 +119,7 @@ VERSUS_EXACT = (
     column("× faster than exact", "faster_than_exact"),
     RECALL,
     ESTIMATED,
+    ESTIMATED_LOW,
     column("build (s)", "build_s"),
 )
 
@@ -244,7 +259,8 @@ def _ranked_by_words(measurements: Sequence[Measurement]) -> list[str]:
 def _dense_estimates_only(rows: list[dict[str, Any]], measurements: Sequence[Measurement]) -> list[dict[str, Any]]:
     """The rows with no estimate beside a measurement of another ranking (an engine that ranked by words too)."""
     words = set(_ranked_by_words(measurements))
-    return [{**row, "estimated_recall": ""} if row["system"] in words else row for row in rows]
+    blank = {"estimated_recall": "", "estimated_recall_low": ""}
+    return [{**row, **blank} if row["system"] in words else row for row in rows]
 
 
 def _by_words_note(measurements: Sequence[Measurement]) -> list[str]:
