@@ -24,6 +24,7 @@ this rule. Each scope large enough to be probed has an estimate of its own, made
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from statistics import NormalDist
 from typing import TYPE_CHECKING
@@ -180,7 +181,7 @@ def calibrated(state: EngineState, config: MemoryConfig, scope: int | None = Non
     kth = _kth_exact_scores(index, rows, queries, sample)
     groups = state.groups.active_ids(scope)
     centroids = _held_back_centroids(state, groups, sample, queries)
-    spread = NormalDist().inv_cdf(CONFIDENCE) / np.sqrt(len(sample))
+    spread = NormalDist().inv_cdf(CONFIDENCE) / math.sqrt(len(sample))
 
     def estimate(margin: float, reach: int = 1) -> tuple[float, float]:
         """The recall new text would have at this margin and budget multiple (the sample's, each miss counted
