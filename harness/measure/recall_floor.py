@@ -8,7 +8,8 @@ Run it on one part of a corpus to learn how far the memory's own estimate is fro
 `needed factor` column: the miss factor that would have made the estimate exact), and on another part, not
 tuned on, to check the floor:
 
-    python -m harness.measure.recall_floor beam:DIR [--against 1.15] [--out report.md]
+    python -m harness.measure.recall_floor beam:DIR [--against 1.15] [--probe-margin 0.02] [--as-if 60000]
+        [--out report.md]
 
 Queries are answered one at a time, back to back, on one CPU (`runner.one_cpu`), MiniLM vectors cached as the
 real-text experiment caches them (`encoding.encode_corpus`).
@@ -17,6 +18,7 @@ real-text experiment caches them (`encoding.encode_corpus`).
 from __future__ import annotations
 
 import argparse
+import math
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -57,6 +59,31 @@ class Row:
     seconds_per_query: float
 
 
+@dataclass(frozen=True)
+class Setting:
+    """The probe's configuration: its margin floor, and the size of memory whose budget share it is given."""
+
+    floor: float = MemoryConfig().probe_margin
+    as_if: int | None = None
+    """A memory of this many cells: the probe's candidates (`probe_per_k`, read whatever the margin, and the budget
+    `probe_per_sqrt_n`) are the share of the memory measured that they would be of one this size, so that a corpus
+    small enough to encode is probed as a large memory is (None: the defaults)."""
+
+    def config(self, cells: int) -> dict[str, float]:
+        if self.as_if is None:
+            return {"probe_margin": self.floor}
+        share, default = math.sqrt(cells / self.as_if), MemoryConfig()
+        return {
+            "probe_margin": self.floor,
+            "probe_per_k": max(1, round(default.probe_per_k * share)),
+            "probe_per_sqrt_n": default.probe_per_sqrt_n * share,
+        }
+
+    def __str__(self) -> str:
+        budget = "" if self.as_if is None else f", the probe's candidates the share they are of {self.as_if:,} cells"
+        return f"margin floor (`probe_margin`) {self.floor}{budget}"
+
+
 @contextmanager
 def miss_factor(value: float) -> Iterator[None]:
     with mock.patch.object(calibration, "MISS_FACTOR", value):
@@ -80,10 +107,9 @@ def recall(found: list[list[int]], truth: list[set[int]]) -> float:
     return float(np.mean([len(set(f) & t) / K for f, t in zip(found, truth)]))
 
 
-def built(cells: np.ndarray, write: str, target: float) -> CellularMemory:
-    memory = CellularMemory(
-        encoder=MockEncoder(cells.shape[1]), config=MemoryConfig(lexical=False, target_recall=target)
-    )
+def built(cells: np.ndarray, write: str, target: float, setting: Setting) -> CellularMemory:
+    config = MemoryConfig(lexical=False, target_recall=target, **setting.config(len(cells)))
+    memory = CellularMemory(encoder=MockEncoder(cells.shape[1]), config=config)
     step = len(cells) if write == "bulk" else ORDERED_WRITE
     for start in range(0, len(cells), step):
         rows = range(start, min(start + step, len(cells)))
@@ -105,11 +131,14 @@ def measured(memory: CellularMemory, queries: np.ndarray, truth: list[set[int]])
     return recall(found, truth), seconds, read / (after.searches - before.searches)
 
 
-def engine_rows(cells: np.ndarray, queries: np.ndarray, truth: list[set[int]], factor: float) -> list[Row]:
+def engine_rows(
+    cells: np.ndarray, queries: np.ndarray, truth: list[set[int]], factor: float, setting: Setting
+) -> list[Row]:
+    """The engine's rows at this miss factor and setting."""
     rows = []
     with miss_factor(factor):
         for write in ("bulk", "in order"):
-            with built(cells, write, TARGETS[0]) as memory:
+            with built(cells, write, TARGETS[0], setting) as memory:
                 for slept in (False, True):
                     if slept:
                         memory.consolidate()
@@ -153,7 +182,7 @@ def hnsw(cells: np.ndarray, queries: np.ndarray, truth: list[set[int]]) -> list[
     return points
 
 
-def report(spec: str, against: float, seed: int = 0) -> str:
+def report(spec: str, against: float, setting: Setting, seed: int = 0) -> str:
     from reference.encoders.minilm import SentenceTransformerEncoder
 
     corpus = load_corpus(spec)
@@ -162,14 +191,14 @@ def report(spec: str, against: float, seed: int = 0) -> str:
     kept = np.setdiff1d(np.arange(len(vectors)), held)
     cells, queries = np.ascontiguousarray(vectors[kept]), np.ascontiguousarray(vectors[held])
     truth, exact_seconds = exact(cells, queries)
-    ours = engine_rows(cells, queries, truth, calibration.MISS_FACTOR)
-    theirs = {(r.target, r.write, r.slept): r for r in engine_rows(cells, queries, truth, against)}
+    ours = engine_rows(cells, queries, truth, calibration.MISS_FACTOR, setting)
+    theirs = {(r.target, r.write, r.slept): r for r in engine_rows(cells, queries, truth, against, setting)}
     lines = [
         f"# Recall target as a floor: {corpus.name}",
         "",
         f"{len(cells):,} passages in the memory (in written order), {len(queries)} held out as queries, MiniLM; "
         f"recall@10 against exact search; one CPU, queries back to back; exact search {exact_seconds * 1e3:.2f} ms "
-        f"a query. Miss factor {calibration.MISS_FACTOR} (`calibration.MISS_FACTOR`) against {against}; "
+        f"a query. {setting}; miss factor {calibration.MISS_FACTOR} (`calibration.MISS_FACTOR`) against {against}; "
         f"the estimate's lower bound at {calibration.CONFIDENCE:.0%} confidence.",
         "",
         "| target | write | sleep | recall@10 | met | estimate [lower bound] | needed factor | margin | reach "
@@ -211,9 +240,17 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("corpus", help="beam:DIR, a text file or folder (`harness.data.corpus.load_corpus`)")
     parser.add_argument("--against", type=float, default=1.15, help="the miss factor to compare probing against")
+    parser.add_argument(
+        "--probe-margin",
+        type=float,
+        default=MemoryConfig().probe_margin,
+        help="the margin floor; below the default, the target alone sets the probe of a memory whose floor already "
+        "exceeds every target",
+    )
+    parser.add_argument("--as-if", type=int, help="give the probe the budget share of a memory of this many cells")
     parser.add_argument("--out", type=Path, help="write the report here (default: print it)")
     args = parser.parse_args()
-    text = report(args.corpus, args.against)
+    text = report(args.corpus, args.against, Setting(args.probe_margin, args.as_if))
     if args.out:
         args.out.write_text(text, encoding="utf-8")
     print(text)
