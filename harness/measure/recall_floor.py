@@ -22,7 +22,7 @@ import math
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from unittest import mock
 
@@ -69,15 +69,13 @@ class Setting:
     `probe_per_sqrt_n`) are the share of the memory measured that they would be of one this size, so that a corpus
     small enough to encode is probed as a large memory is (None: the defaults)."""
 
-    def config(self, cells: int) -> dict[str, float]:
+    def config(self, cells: int, target: float) -> MemoryConfig:
+        default = MemoryConfig(lexical=False, target_recall=target, probe_margin=self.floor)
         if self.as_if is None:
-            return {"probe_margin": self.floor}
-        share, default = math.sqrt(cells / self.as_if), MemoryConfig()
-        return {
-            "probe_margin": self.floor,
-            "probe_per_k": max(1, round(default.probe_per_k * share)),
-            "probe_per_sqrt_n": default.probe_per_sqrt_n * share,
-        }
+            return default
+        share = math.sqrt(cells / self.as_if)
+        per_k, per_sqrt_n = max(1, round(default.probe_per_k * share)), default.probe_per_sqrt_n * share
+        return replace(default, probe_per_k=per_k, probe_per_sqrt_n=per_sqrt_n)
 
     def __str__(self) -> str:
         budget = "" if self.as_if is None else f", the probe's candidates the share they are of {self.as_if:,} cells"
@@ -108,8 +106,7 @@ def recall(found: list[list[int]], truth: list[set[int]]) -> float:
 
 
 def built(cells: np.ndarray, write: str, target: float, setting: Setting) -> CellularMemory:
-    config = MemoryConfig(lexical=False, target_recall=target, **setting.config(len(cells)))
-    memory = CellularMemory(encoder=MockEncoder(cells.shape[1]), config=config)
+    memory = CellularMemory(encoder=MockEncoder(cells.shape[1]), config=setting.config(len(cells), target))
     step = len(cells) if write == "bulk" else ORDERED_WRITE
     for start in range(0, len(cells), step):
         rows = range(start, min(start + step, len(cells)))
