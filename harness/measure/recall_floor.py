@@ -8,8 +8,7 @@ Run it on one part of a corpus to learn how far the memory's own estimate is fro
 `needed factor` column: the miss factor that would have made the estimate exact), and on another part, not
 tuned on, to check the floor:
 
-    python -m harness.measure.recall_floor beam:DIR [--against 1.15] [--probe-margin 0.02] [--as-if 60000]
-        [--out report.md]
+    `python -m harness.measure.recall_floor beam:DIR --against FACTOR --probe-margin FLOOR --as-if CELLS --out FILE`
 
 Queries are answered one at a time, back to back, on one CPU (`runner.one_cpu`), MiniLM vectors cached as the
 real-text experiment caches them (`encoding.encode_corpus`).
