@@ -191,7 +191,8 @@ def report(spec: str, against: float, setting: Setting, seed: int = 0) -> str:
         "",
         f"{len(cells):,} passages in the memory (in written order), {len(queries)} held out as queries, MiniLM; "
         f"recall@10 against exact search; one CPU, queries back to back, the fastest of {PASSES} passes; exact "
-        f"search {exact_seconds * 1e3:.2f} ms a query. {setting}; miss factor {calibration.MISS_FACTOR} (`calibration.MISS_FACTOR`) against {against}; "
+        f"search {exact_seconds * 1e3:.2f} ms a query. {setting}; miss factor {calibration.MISS_FACTOR} "
+        f"(`calibration.MISS_FACTOR`) against {against}; "
         f"the estimate's lower bound at {calibration.CONFIDENCE:.0%} confidence.",
         "",
         "| target | write | sleep | recall@10 | met | estimate [lower bound] | needed factor | margin | reach "
