@@ -39,7 +39,8 @@ ORDERED_WRITE = 50
 """Passages per write when the memory is written in the corpus's order (a chat's messages as they come)."""
 QUERIES = 500
 """Passages held out as queries: a recall's standard error over them is about 0.005 at 0.95."""
-EF_SEARCH = (16, 24, 32, 48, 64, 96, 128, 192)
+EF_SEARCH = (10, 12, 16, 24, 32, 48, 64, 128)
+"""From `K` up: at the low end HNSW reads the recall the engine is asked for."""
 K = 10
 PASSES = 3
 """Timing passes over the queries; the fastest is kept."""
