@@ -41,7 +41,8 @@ class MemoryStats:
     before the first estimate."""
     estimated_recall_low: float | None
     """The estimate's one-sided lower bound at `recall_confidence`: the margin in force is the least (of those
-    tried) whose bound meets `target_recall`, so the target is a floor with that confidence."""
+    tried) whose bound meets `target_recall`, so the target is a floor with that confidence; below the target only
+    where no margin and budget (`probe_reach`) tried meets it."""
     recall_confidence: float
     """How sure the engine is that new text's recall@10 is at least `estimated_recall_low`."""
     probe_margin: float
