@@ -25,12 +25,12 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from unittest import mock
 
-import faiss
 import numpy as np
 
 from harness.data.corpus import load_corpus
 from harness.data.encoding import encode_corpus
 from harness.measure.runner import one_core, one_cpu
+from harness.systems.registry import missing_extra
 from reference import CellularMemory, MemoryConfig, calibration
 from reference.encoders import MockEncoder
 
@@ -164,7 +164,11 @@ def engine_rows(
 
 
 def hnsw(cells: np.ndarray, queries: np.ndarray, truth: list[set[int]]) -> list[tuple[int, float, float]]:
-    """(ef_search, recall, seconds per query) of FAISS HNSW, M 32."""
+    """(ef_search, recall, seconds per query) of FAISS HNSW, M 32 (the `faiss` extra)."""
+    try:
+        import faiss
+    except ModuleNotFoundError as error:
+        raise missing_extra("faiss-hnsw", "faiss", error) from None
     index = faiss.IndexHNSWFlat(cells.shape[1], 32, faiss.METRIC_INNER_PRODUCT)
     index.hnsw.efConstruction = 40
     index.add(cells)
