@@ -65,7 +65,8 @@ def test_conformance_suite_against_the_server_backed_engine(pytester, chroma_ser
         "no:cacheprovider",
     )
     table = json.loads((report / "conformance.json").read_text())["requirements"]
-    assert {rid: e["outcome"] for rid, e in table.items() if e["outcome"] != "passed"} == {}
+    not_passed = {rid: e["outcome"] for rid, e in table.items() if e["outcome"] != "passed"}
+    assert not_passed == {"MB-ID-1": "skipped"}  # for systems that make their own ids; the engine takes the caller's
     assert table["MB-PERSIST-1"]["outcome"] == "passed"
 
 
