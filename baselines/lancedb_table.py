@@ -23,7 +23,7 @@ from typing import Any, ClassVar, cast
 from harness.protocol import Document, Query, SearchHit, SystemContext, check_k
 from harness.systems.registry import missing_extra
 
-from .vectors import stack_unit, vector_of
+from .vectors import refuse_other_scopes, stack_unit, vector_of
 from .where import fold, is_number
 
 
@@ -105,9 +105,7 @@ class LanceTable:
         with self._writing:
             scope_of = {d.id: d.scope for d in docs}
             held = self._select(list(scope_of), ["id", "scope"])
-            taken = sorted(row["id"] for row in held if row["scope"] != scope_of[row["id"]])
-            if taken:
-                raise ValueError(f"ids held in another scope (ids are unique across scopes): {taken[:10]}")
+            refuse_other_scopes([(row["id"], row["scope"]) for row in held], scope_of)
             merge = self._table.merge_insert("id").when_matched_update_all().when_not_matched_insert_all()
             merge.execute(self._rows(docs))
             self._after_write(len(docs))

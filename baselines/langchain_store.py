@@ -25,7 +25,7 @@ import numpy as np
 from harness.protocol import Document, Query, SearchHit, SystemContext, check_k
 from harness.systems.registry import SystemSpecError, missing_extra
 
-from .vectors import stack_unit, vector_of
+from .vectors import refuse_other_scopes, stack_unit, vector_of
 from .where import fold, is_number
 
 try:
@@ -130,9 +130,7 @@ class LangChainStore:
             if scoped and "get" in self.capabilities:
                 scope_of = {d.id: d.scope for d in docs}
                 held = self._store.get_by_ids(list(scope_of))
-                taken = sorted(str(h.id) for h in held if h.metadata.get(SCOPE_KEY) != scope_of.get(str(h.id)))
-                if taken:
-                    raise ValueError(f"ids held in another scope (ids are unique across scopes): {taken[:10]}")
+                refuse_other_scopes([(str(h.id), h.metadata.get(SCOPE_KEY)) for h in held], scope_of)
             self._embedding.give([d.text for d in docs], matrix)
             self._store.add_documents(
                 [

@@ -20,7 +20,7 @@ from harness.protocol import Document, Query, SearchHit, SystemContext, check_k
 from harness.systems.registry import missing_extra
 
 from .given import GivenVectors
-from .vectors import stack_unit, vector_of
+from .vectors import refuse_other_scopes, unit_matrix, vector_of
 
 try:
     from langgraph.store.memory import InMemoryStore
@@ -67,13 +67,11 @@ class LangMemStore:
         """Writes the documents, replacing those stored under their ids (a `put` under a stored key replaces it)."""
         if not docs:
             return
-        matrix = stack_unit(docs)
-        if matrix.shape[1] != self._dim:
-            raise ValueError(f"vectors must have {self._dim} dimensions, got {matrix.shape[1]}")
+        matrix = unit_matrix(docs, self._dim)
         with self._lock:
-            taken = sorted(d.id for d in docs if self._scope_of.get(d.id, d.scope) != d.scope)
-            if taken:
-                raise ValueError(f"ids held in another scope (ids are unique across scopes): {taken[:10]}")
+            refuse_other_scopes(
+                [(d.id, self._scope_of[d.id]) for d in docs if d.id in self._scope_of], {d.id: d.scope for d in docs}
+            )
             if any(d.scope == UNSCOPED for d in docs):
                 raise ValueError(f"scope {UNSCOPED!r} is reserved for documents with no scope")
             for doc, vector in zip(docs, matrix):

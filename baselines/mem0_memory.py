@@ -33,7 +33,7 @@ import numpy as np
 from harness.protocol import Document, Query, SearchHit, SystemContext, check_k
 from harness.systems.registry import missing_extra
 
-from .vectors import stack_unit, vector_of
+from .vectors import refuse_other_scopes, unit_matrix, vector_of
 from .where import fold
 
 os.environ["MEM0_TELEMETRY"] = "False"
@@ -127,13 +127,11 @@ class Mem0Memory:
                 raise ValueError(f"document {doc.id}: metadata keys {sorted(reserved)} are mem0's own")
             if doc.scope == UNSCOPED:
                 raise ValueError(f"document {doc.id}: scope {UNSCOPED!r} is reserved for documents with no scope")
-        matrix = stack_unit(docs)
-        if matrix.shape[1] != self._dim:
-            raise ValueError(f"vectors must have {self._dim} dimensions, got {matrix.shape[1]}")
+        matrix = unit_matrix(docs, self._dim)
         with self._lock:
-            taken = sorted(d.id for d in docs if self._scope_of.get(d.id, d.scope) != d.scope)
-            if taken:
-                raise ValueError(f"ids held in another scope (ids are unique across scopes): {taken[:10]}")
+            refuse_other_scopes(
+                [(d.id, self._scope_of[d.id]) for d in docs if d.id in self._scope_of], {d.id: d.scope for d in docs}
+            )
             self._forget([d.id for d in docs])
             for doc, vector in zip(docs, matrix):
                 self._given.give(vector)

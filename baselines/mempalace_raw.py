@@ -19,7 +19,7 @@ from typing import Any
 from harness.protocol import Document, Query, SearchHit, SystemContext, check_k
 from harness.systems.registry import missing_extra
 
-from .vectors import stack_unit, vector_of
+from .vectors import refuse_other_scopes, unit_matrix, vector_of
 
 os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
 try:
@@ -57,14 +57,10 @@ class MemPalaceRaw:
         for doc in docs:
             if SCOPE_KEY in doc.metadata:
                 raise ValueError(f"document {doc.id}: metadata key {SCOPE_KEY!r} is reserved for the scope")
-        matrix = stack_unit(docs)
-        if matrix.shape[1] != self._dim:
-            raise ValueError(f"vectors must have {self._dim} dimensions, got {matrix.shape[1]}")
+        matrix = unit_matrix(docs, self._dim)
         with self._lock:
             held = self._scopes_of([d.id for d in docs])
-            taken = sorted(d.id for d in docs if d.id in held and held[d.id] != d.scope)
-            if taken:
-                raise ValueError(f"ids held in another scope (ids are unique across scopes): {taken[:10]}")
+            refuse_other_scopes(held.items(), {d.id: d.scope for d in docs})
             if held:
                 self._drawers.delete(ids=list(held))
             for start in range(0, len(docs), BATCH):

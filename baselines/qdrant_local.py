@@ -18,7 +18,7 @@ from typing import Any
 from harness.protocol import Document, Query, SearchHit, SystemContext, check_k
 from harness.systems.registry import missing_extra
 
-from .vectors import stack_unit, vector_of
+from .vectors import refuse_other_scopes, stack_unit, vector_of
 from .where import fold, is_number
 
 try:
@@ -73,9 +73,7 @@ class QdrantLocal:
     def _refuse_other_scopes(self, docs: Sequence[Document]) -> None:
         scope_of = {d.id: d.scope for d in docs}
         held = self._client.retrieve(COLLECTION, ids=[point_id(i) for i in scope_of], with_payload=["id", "scope"])
-        taken = sorted(p.payload["id"] for p in held if p.payload and p.payload["scope"] != scope_of[p.payload["id"]])
-        if taken:
-            raise ValueError(f"ids held in another scope (ids are unique across scopes): {taken[:10]}")
+        refuse_other_scopes([(p.payload["id"], p.payload["scope"]) for p in held if p.payload], scope_of)
 
     def delete(self, doc_ids: Sequence[str]) -> None:
         with self._lock:

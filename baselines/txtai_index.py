@@ -20,7 +20,7 @@ from harness.protocol import Document, Query, SearchHit, SystemContext, check_k
 from harness.systems.registry import missing_extra
 
 from .given import GivenVectors
-from .vectors import stack_unit, vector_of
+from .vectors import refuse_other_scopes, unit_matrix, vector_of
 from .where import fold
 
 try:
@@ -63,13 +63,11 @@ class TxtaiIndex:
         for doc in docs:
             if SCOPE_KEY in doc.metadata or "text" in doc.metadata or "id" in doc.metadata:
                 raise ValueError(f"document {doc.id}: metadata keys {SCOPE_KEY!r}, 'id' and 'text' are reserved")
-        matrix = stack_unit(docs)
-        if matrix.shape[1] != self._dim:
-            raise ValueError(f"vectors must have {self._dim} dimensions, got {matrix.shape[1]}")
+        matrix = unit_matrix(docs, self._dim)
         with self._lock:
-            taken = sorted(d.id for d in docs if self._scope_of.get(d.id, d.scope) != d.scope)
-            if taken:
-                raise ValueError(f"ids held in another scope (ids are unique across scopes): {taken[:10]}")
+            refuse_other_scopes(
+                [(d.id, self._scope_of[d.id]) for d in docs if d.id in self._scope_of], {d.id: d.scope for d in docs}
+            )
             self._given.give([d.text for d in docs], matrix)
             with self._given.spent():
                 self._embeddings.upsert(

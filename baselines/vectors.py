@@ -3,13 +3,13 @@ never move the systems it is compared against."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 import numpy as np
 
 from harness.protocol import Document, vector_of
 
-__all__ = ["similarities", "stack_unit", "top_k", "vector_of"]
+__all__ = ["refuse_other_scopes", "similarities", "stack_unit", "top_k", "unit_matrix", "vector_of"]
 
 
 def similarities(matrix: np.ndarray, query: np.ndarray) -> np.ndarray:
@@ -31,6 +31,22 @@ def stack_unit(docs: Sequence[Document]) -> np.ndarray:
     matrix = np.stack([vector_of(d) for d in docs]).astype(np.float32)
     unit: np.ndarray = matrix / np.linalg.norm(matrix, axis=1, keepdims=True)
     return unit
+
+
+def unit_matrix(docs: Sequence[Document], dim: int) -> np.ndarray:
+    """`stack_unit` of documents whose vectors must have `dim` dimensions (ValueError otherwise)."""
+    matrix = stack_unit(docs)
+    if matrix.shape[1] != dim:
+        raise ValueError(f"vectors must have {dim} dimensions, got {matrix.shape[1]}")
+    return matrix
+
+
+def refuse_other_scopes(held: Iterable[tuple[str, str | None]], wanted: Mapping[str, str]) -> None:
+    """ValueError if any stored id (`held`: id and the scope it is stored in) is written to another scope than
+    `wanted` gives it: ids are unique across scopes."""
+    taken = sorted(doc_id for doc_id, scope in held if scope != wanted[doc_id])
+    if taken:
+        raise ValueError(f"ids held in another scope (ids are unique across scopes): {taken[:10]}")
 
 
 class Rows:
