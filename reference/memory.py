@@ -52,6 +52,7 @@ class CellularMemory:
 
     `path=None` and no `client`: in memory, nothing persisted. `path="dir"`: embedded Chroma.
     `client=...`: any chromadb client (e.g. `chromadb.HttpClient` for a Chroma server).
+    `dsn="postgresql://..."`: a PostgreSQL database (extra `postgres`; `docs/tenants.md`).
     A store remembers which encoder made its vectors and refuses another one (`EncoderMismatchError`);
     `check_encoder=False` opens it anyway.
     """
@@ -66,12 +67,13 @@ class CellularMemory:
         clock: Clock = system_clock,
         judge: ConflictJudge | None = None,
         check_encoder: bool = True,
+        dsn: str | None = None,
     ) -> None:
-        if path is not None and client is not None:
-            raise InvalidInputError("pass either path (embedded Chroma) or client, not both")
+        if sum(where is not None for where in (path, client, dsn)) > 1:
+            raise InvalidInputError("pass one of path (embedded Chroma), client or dsn (PostgreSQL), not several")
         bounded = config.resident_cells is not None
-        if bounded and path is None and client is None:
-            raise InvalidInputError("resident_cells loads scopes from a store: pass path=... or client=...")
+        if bounded and path is None and client is None and dsn is None:
+            raise InvalidInputError("resident_cells loads scopes from a store: pass path=..., client=... or dsn=...")
         self.config = config
         self.encoder = encoder if encoder is not None else make_encoder("auto")
         self.clock = clock
@@ -84,7 +86,7 @@ class CellularMemory:
         self._search = SearchPipeline(config)
         identity = StoreIdentity(self.dim, self.encoder.name, check_encoder)
         self._store, cells = open_store(
-            path, client, config.namespace, identity, lease_seconds=config.lease_seconds, load=not bounded
+            path, client, config.namespace, identity, lease_seconds=config.lease_seconds, load=not bounded, dsn=dsn
         )
         store = self._store.store
         table = CellTable(self.dim, keep_vectors=config.group_backend == "chroma", speaker_key=config.speaker_key)

@@ -77,3 +77,16 @@ def chroma_server(tmp_path_factory):
 
     with ChromaServer(tmp_path_factory.mktemp("chroma-server")) as server:
         yield server
+
+
+@pytest.fixture(scope="module")
+def postgres_server():
+    """A PostgreSQL server for the module, from the machine's binaries (each xdist worker starts its own); skipped
+    with the install line where there are none or psycopg is missing."""
+    from harness.measure.postgres import INSTALL, PostgresServer, binaries
+
+    pytest.importorskip("psycopg", reason="the PostgreSQL store needs psycopg 3: pip install -e '.[postgres]'")
+    if binaries() is None:
+        pytest.skip(f"no PostgreSQL binaries: {INSTALL}")
+    with PostgresServer() as server:
+        yield server

@@ -4,30 +4,43 @@ when it is used) and takes each write as it happens.
 `protocol.py` is what the engine asks of a store (and `NullStore`, for a memory that persists nothing);
 `embedded.py` opens a store at a path (embedded Chroma beside the `sidecar.py` file, held by one process);
 `server.py` keeps cells on a Chroma server, whose namespace one process serves under a lease (`lease.py`); both
-write the cells' collection through `collection.py`. `open_store` picks one for a memory.
+write the cells' collection through `collection.py`; `postgres.py` keeps cells in a PostgreSQL database, whose
+namespace one process owns under an epoch the database checks in every write (`ownership.py`). `open_store` picks
+one for a memory.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from ..cells import CellBatch
 from .embedded import EmbeddedStore, open_embedded
-from .lease import Lease, open_server
+from .lease import open_server
+from .pgdb import Database
+from .postgres import open_postgres
 from .protocol import CellStore, NullStore, StoreIdentity
 
 __all__ = ["CellStore", "NullStore", "OpenStore", "StoreIdentity", "open_store"]
 
 
+class Held(Protocol):
+    """What holds a shared store for this process: a Chroma server's lease (`lease.py`), a PostgreSQL ownership
+    (`ownership.py`)."""
+
+    def check(self) -> None: ...
+    def release(self) -> None: ...
+
+
 @dataclass
 class OpenStore:
     """A memory's store as opened: where it writes, and what holds it (an embedded store's lock, a server
-    namespace's lease) until `close()`."""
+    namespace's lease or a database's ownership) until `close()`."""
 
     store: CellStore
     embedded: EmbeddedStore | None = None
-    lease: Lease | None = None
+    lease: Held | None = None
+    database: Database | None = None
 
     def close(self) -> None:
         """Release what holds the store (a client passed in stays open: it is the caller's)."""
@@ -35,16 +48,30 @@ class OpenStore:
             if self.embedded is not None:
                 self.embedded.close()
         finally:
-            if self.lease is not None:
-                self.lease.release()
+            try:
+                if self.lease is not None:
+                    self.lease.release()
+            finally:
+                if self.database is not None:
+                    self.database.close()
 
 
 def open_store(
-    path: str | None, client: Any, namespace: str, identity: StoreIdentity, *, lease_seconds: float, load: bool
+    path: str | None,
+    client: Any,
+    namespace: str,
+    identity: StoreIdentity,
+    *,
+    lease_seconds: float,
+    load: bool,
+    dsn: str | None = None,
 ) -> tuple[OpenStore, CellBatch | None]:
-    """The embedded store at `path`, the namespace behind `client` (under its lease, on a server), or, with
-    neither, a `NullStore`; and the cells it holds (None: none, or, with `load=False`, none read: they are read
-    scope by scope)."""
+    """The embedded store at `path`, the namespace behind `client` (under its lease, on a server), the namespace in
+    the PostgreSQL database at `dsn` (owned by this process), or, with none, a `NullStore`; and the cells it holds
+    (None: none, or, with `load=False`, none read: they are read scope by scope)."""
+    if dsn is not None:
+        ownership, cells_store, cells = open_postgres(dsn, namespace, identity, lease_seconds, load=load)
+        return OpenStore(cells_store, lease=ownership, database=cells_store.database), cells
     if path is not None:
         embedded, cells = open_embedded(path, namespace, identity, load=load)
         return OpenStore(embedded.store, embedded=embedded), cells
