@@ -87,9 +87,9 @@ class PostgresCells:
         return batch_of([row[0] for row in rows], [row[1] for row in rows], cells)
 
     def count(self, scope: str | None = None) -> int:
-        query, values = "SELECT count(*) FROM magbench_cells WHERE namespace = %s", (self.namespace,)
+        query, values = "SELECT count(*) FROM magbench_cells WHERE namespace = %s", [self.namespace]
         if scope is not None:
-            query, values = query + " AND scope = %s", (self.namespace, scope)
+            query, values = query + " AND scope = %s", [self.namespace, scope]
         with self.database.transaction(f"counting namespace {self.namespace!r}") as cursor:
             found = cursor.execute(query, values).fetchone()
         return int(found[0]) if found else 0
@@ -138,7 +138,9 @@ class PostgresCells:
     def delete(self, ids: Sequence[str], scopes: Iterable[str]) -> None:
         """Delete these cells (of `scopes`), and forget the scopes they leave empty."""
         with self._fenced("deleting cells") as cursor:
-            cursor.execute("DELETE FROM magbench_cells WHERE namespace = %s AND id = ANY(%s)", (self.namespace, list(ids)))
+            cursor.execute(
+                "DELETE FROM magbench_cells WHERE namespace = %s AND id = ANY(%s)", (self.namespace, list(ids))
+            )
             cursor.execute(FORGET_EMPTIED, {"namespace": self.namespace, "scopes": sorted(set(scopes))})
 
     def _raise_groups(self, cursor: Any, groups: int) -> None:
