@@ -34,7 +34,10 @@ PATHS = r"(?:reference|harness|baselines|tests|docs|datasets)/[\w./-]*|\.ci/run|
 """Paths in the repository that a page may name in backticks."""
 GENERATED = ("datasets/cache",)
 """Paths a run makes (under the working directory), not kept in the repository."""
-SKIPPED_EXAMPLES = {"builder.compile": "needs LangGraph, a graph builder and embeddings: tests/langgraph runs it"}
+SKIPPED_EXAMPLES = {
+    "builder.compile": "needs LangGraph, a graph builder and embeddings: tests/langgraph runs it",
+    "CellularMemory(dsn=": "needs a PostgreSQL server: tests/postgres starts one and runs the store",
+}
 """Python examples that cannot run alone, by a fragment of their text, with the reason."""
 
 
