@@ -1,8 +1,9 @@
 """The reference engine behind the adapter protocol.
 
 Options: `persist=True` keeps the memory in the context's work directory (embedded Chroma);
-`server="host:port"` keeps it in a Chroma server (namespace derived from the work directory, so
-reopening with the same context finds the same cells). Either declares the "persist" capability.
+`server="host:port"` keeps it in a Chroma server and `postgres="postgresql://..."` in a PostgreSQL database (namespace
+derived from the work directory, so reopening with the same context finds the same cells). Each declares the "persist"
+capability.
 Document metadata may carry "timestamp" (epoch seconds) and "importance" for memory-mode scoring, and
 "episode" (the cells written together: a dialogue's session), passed on when every document has one.
 Where every document of a write has a "date" in its metadata (a dialogue session's), it is each cell's context
@@ -60,6 +61,7 @@ class ReferenceSystem:
         name: str = "reference",
         persist: bool = False,
         server: str | None = None,
+        postgres: str | None = None,
         text_queries: bool = True,
         sleep_after_add: bool = False,
         concept_labels: bool = False,
@@ -75,16 +77,19 @@ class ReferenceSystem:
         self.concept_labels = concept_labels
         self.date_context = date_context
         self.capabilities = (BASE_CAPABILITIES - ({"text"} if not text_queries else set())) | (
-            {"persist"} if persist or server else set()
+            {"persist"} if persist or server or postgres else set()
         )
         encoder = _GivenVectorsOnly(context.dim)
         make_config: Callable[..., MemoryConfig] = MemoryConfig.prototype if preset == "prototype" else MemoryConfig
         chroma_groups = preset == "default" and config.get("group_backend") == "chroma"
         self.query_params = QUERY_PARAMS["chroma" if chroma_groups else preset]
-        if server:
+        if server or postgres:
             namespace = f"mb{zlib.crc32(str(context.workdir).encode()):08x}"
             self.memory = CellularMemory(
-                encoder=encoder, client=server_client(server), config=make_config(namespace=namespace, **config)
+                encoder=encoder,
+                client=server_client(server) if server else None,
+                dsn=postgres,
+                config=make_config(namespace=namespace, **config),
             )
         else:
             path = str(context.workdir / "memory") if persist else None

@@ -3,6 +3,8 @@ is what a reopened memory loads, scope by scope through its index, and the ledge
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import psycopg
 import pytest
@@ -11,6 +13,7 @@ from reference import BackendUnavailableError, CellularMemory, EncoderMismatchEr
 from reference.encoders import MockEncoder
 
 pytestmark = pytest.mark.usefixtures("postgres_server")
+pytest_plugins = ["pytester"]
 
 
 def open_memory(dsn: str, namespace: str, **config: object) -> CellularMemory:
@@ -105,3 +108,19 @@ def test_a_write_the_database_refuses_part_of_stores_none_of_it(postgres_server)
             memory.add(["first", "second", "third"], ids=["first", "taken", "third"], scope="x")
         assert memory.ids() == []
         assert memory._store.store.count() == 1 and memory._store.store.scopes() == []
+
+
+def test_conformance_suite_against_the_postgres_backed_engine(pytester, postgres_server):
+    report = pytester.path / "report"
+    pytester.runpytest_inprocess(
+        "--pyargs",
+        "harness.conformance",
+        "--memory-system=reference",
+        f"--memory-system-option=postgres={postgres_server.dsn}",
+        f"--conformance-report={report}",
+        "-p",
+        "no:cacheprovider",
+    )
+    table = json.loads((report / "conformance.json").read_text())["requirements"]
+    assert {rid: e["outcome"] for rid, e in table.items() if e["outcome"] != "passed"} == {}
+    assert table["MB-PERSIST-1"]["outcome"] == "passed"
