@@ -4,11 +4,14 @@ is what a reopened memory loads, scope by scope through its index, and the ledge
 from __future__ import annotations
 
 import json
+import os
 
 import numpy as np
 import psycopg
 import pytest
 
+from harness.measure.tenants import run_tenants, tenant_data, tenant_runbook
+from harness.systems.reference import ReferenceSystem
 from reference import BackendUnavailableError, CellularMemory, EncoderMismatchError, InvalidInputError, MemoryConfig
 from reference.encoders import MockEncoder
 
@@ -124,3 +127,16 @@ def test_conformance_suite_against_the_postgres_backed_engine(pytester, postgres
     table = json.loads((report / "conformance.json").read_text())["requirements"]
     assert {rid: e["outcome"] for rid, e in table.items() if e["outcome"] != "passed"} == {}
     assert table["MB-PERSIST-1"]["outcome"] == "passed"
+
+
+def make_postgres_reference(context, **options):
+    """The reference adapter on the PostgreSQL store the test started (its DSN in the environment)."""
+    return ReferenceSystem(context, name="reference-postgres", postgres=os.environ["MAGBENCH_TEST_POSTGRES"], **options)
+
+
+def test_the_multi_tenant_runbook_runs_on_the_postgres_store(postgres_server, monkeypatch):
+    monkeypatch.setenv("MAGBENCH_TEST_POSTGRES", postgres_server.dsn)
+    book = tenant_runbook(6, 20, probed=2, passes=1)
+    [row] = run_tenants(book, tenant_data(book), [f"{__name__}:make_postgres_reference"], "vectors")
+    assert not row.skipped and row.recall_at_10 == 1.0 and row.write_p50_ms > 0  # and no hit of another scope
+    assert row.row()["cells"] == 120
