@@ -139,6 +139,8 @@ def build_parser() -> argparse.ArgumentParser:
     where = serve.add_mutually_exclusive_group()
     where.add_argument("--db", help="the memory's directory (embedded Chroma; default: in memory)")
     where.add_argument("--chroma-server", metavar="HOST:PORT", help="keep the memory in a Chroma server instead")
+    where.add_argument("--postgres", metavar="DSN", help="keep the memory in a PostgreSQL database instead")
+    serve.add_argument("--namespace", help="the memory's namespace on a Chroma server or in a database (default mem)")
     serve.add_argument("--encoder", choices=ENCODER_NAMES, default="auto")
     serve.add_argument("--http", action="store_true", help="streamable HTTP at http://HOST:PORT/mcp, not stdio")
     serve.add_argument("--host", default="127.0.0.1", help="the HTTP address (another than loopback needs --tokens)")
@@ -422,6 +424,8 @@ def _run(args: argparse.Namespace, argv: list[str] | None) -> int:
         return serve(
             db=args.db,
             chroma_server=args.chroma_server,
+            postgres=args.postgres,
+            namespace=args.namespace,
             encoder_name=args.encoder,
             http=args.http,
             host=args.host,

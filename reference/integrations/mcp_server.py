@@ -32,6 +32,7 @@ from mcp.server.transport_security import TransportSecuritySettings
 from pydantic import BaseModel, Field
 
 from ..cells import CellRecord
+from ..config import MemoryConfig
 from ..errors import InvalidInputError, MagneticError, NotFoundError
 from ..hit import Hit
 from ..memory import CellularMemory
@@ -413,6 +414,8 @@ def serve(
     db: str | None,
     chroma_server: str | None,
     encoder_name: str,
+    postgres: str | None = None,
+    namespace: str | None = None,
     http: bool,
     host: str,
     port: int,
@@ -429,7 +432,9 @@ def serve(
     elif grants is not None:
         raise InvalidInputError("--tokens guard the HTTP mode; over stdio the client is the process that started it")
     client = None if chroma_server is None else server_client(chroma_server)
-    with CellularMemory(path=db, encoder=make_encoder(encoder_name), client=client) as memory:
+    config = MemoryConfig() if namespace is None else MemoryConfig(namespace=namespace)
+    encoder = make_encoder(encoder_name)
+    with CellularMemory(path=db, encoder=encoder, client=client, dsn=postgres, config=config) as memory:
         server = build_server(memory, grants=grants, url=http_url(host, port), default_user=default_user)
         if http:
             serve_http(server, host=host, port=port, grants=grants)
