@@ -48,6 +48,9 @@ WHERE namespace = %(namespace)s AND epoch = %(epoch)s
 """
 RELEASE = "UPDATE magbench_owners SET expires = '-infinity' WHERE namespace = %(namespace)s AND epoch = %(epoch)s"
 HELD = "SELECT holder, expires, epoch FROM magbench_owners WHERE namespace = %(namespace)s"
+WAIT = "SELECT set_config('lock_timeout', (%(ttl)s * 1000)::int::text, true)"
+"""How long a taker waits for the owner row: a write in flight holds it, and a paused owner's for at most `ttl` (its
+connection ends a transaction left idle that long, `postgres.py`)."""
 
 
 class Ownership:
@@ -71,6 +74,8 @@ class Ownership:
     def acquire(cls, dsn: str, namespace: str, ttl: float) -> Ownership:
         """Take the namespace: at once when nobody holds it or its lease has expired; after its lease when the
         holder stops renewing (it died); `NamespaceOwnedError` as soon as the holder renews."""
+        from psycopg.errors import LockNotAvailable
+
         database = Database(dsn)
         holder = f"{socket.gethostname()} pid {os.getpid()}"
         values: dict[str, object] = {"namespace": namespace, "holder": holder, "ttl": ttl}
@@ -78,12 +83,18 @@ class Ownership:
         try:
             while True:
                 sent = time.monotonic()
-                with database.transaction(f"taking namespace {namespace!r}") as cursor:
-                    cursor.execute(TAKE, values)
-                    taken = cursor.fetchone()
-                    if taken is None:
-                        cursor.execute(HELD, values)
-                        held = cursor.fetchone()
+                try:
+                    with database.transaction(f"taking namespace {namespace!r}") as cursor:
+                        cursor.execute(WAIT, values)
+                        cursor.execute(TAKE, values)
+                        taken = cursor.fetchone()
+                        if taken is None:
+                            cursor.execute(HELD, values)
+                            held = cursor.fetchone()
+                except BackendUnavailableError as error:
+                    if not isinstance(error.__cause__, LockNotAvailable):
+                        raise
+                    continue  # a write of the owner holds the row: its transaction ends, or the server ends it
                 if taken is not None:
                     epoch = int(taken[0])
                     if epoch > 1:

@@ -65,11 +65,13 @@ def require_psycopg() -> None:
 
 class Database:
     """One connection to the database at `dsn`, used by one caller at a time (calls queue on a lock), opened again
-    after a failure; every `transaction()` commits as a whole or not at all."""
+    after a failure; every `transaction()` commits as a whole or not at all. With `idle_seconds`, the server ends a
+    transaction this process leaves idle that long (a paused process's, whose locks would hold up others)."""
 
-    def __init__(self, dsn: str) -> None:
+    def __init__(self, dsn: str, *, idle_seconds: float | None = None) -> None:
         require_psycopg()
         self.dsn = dsn
+        self.idle_seconds = idle_seconds
         self._connection: psycopg.Connection[tuple[Any, ...]] | None = None
         self._mutex = threading.Lock()
 
@@ -96,6 +98,10 @@ class Database:
 
         if self._connection is None or self._connection.closed:
             self._connection = psycopg.connect(self.dsn, autocommit=True, connect_timeout=10)
+            if self.idle_seconds is not None:
+                milliseconds = str(max(1, round(self.idle_seconds * 1000)))
+                self._connection.execute("SELECT set_config('idle_in_transaction_session_timeout', %s, false)",
+                                         (milliseconds,))  # fmt: skip
         return self._connection
 
     def _drop(self) -> None:
@@ -109,7 +115,11 @@ class Database:
 
 
 def make_schema(database: Database) -> None:
-    """The tables, made if missing (idempotent; concurrent openers wait on one advisory lock)."""
+    """The tables, made if missing (in one transaction, so one of them standing means all do; concurrent makers
+    wait on one advisory lock). Made tables are not touched again: creating an index, even one that exists, waits for
+    every write in flight, a paused owner's too."""
     with database.transaction("making the tables") as cursor:
+        if cursor.execute("SELECT to_regclass('magbench_scopes') IS NOT NULL").fetchone() == (True,):
+            return
         cursor.execute("SELECT pg_advisory_xact_lock(%s)", (SCHEMA_LOCK,))
         cursor.execute(SCHEMA)

@@ -14,7 +14,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from ..cells import CellBatch, CellRecord
-from ..errors import DimensionMismatchError, EncoderMismatchError
+from ..errors import BackendUnavailableError, DimensionMismatchError, EncoderMismatchError
 from .ownership import Ownership
 from .pgdb import Database, make_schema
 from .protocol import StoreIdentity
@@ -108,56 +108,57 @@ class PostgresCells:
         return self._group_bound
 
     def put(self, batch: CellBatch) -> None:
-        with self._fenced("writing cells") as cursor:
-            self._write(cursor, INSERT, batch)
+        self._write("writing cells", INSERT, batch)
 
     def replace(self, batch: CellBatch, previous: Sequence[CellRecord]) -> None:
         """The cells of the batch's ids written again (as written last, in one transaction: a failed write leaves
         `previous` as it was)."""
-        with self._fenced("replacing cells") as cursor:
-            self._write(cursor, UPSERT, batch)
+        self._write("replacing cells", UPSERT, batch)
 
-    def _write(self, cursor: Any, statement: str, batch: CellBatch) -> None:
-        cursor.executemany(HOLD_SCOPE, [(self.namespace, scope) for scope in sorted(set(batch.scopes))])
+    def _write(self, doing: str, statement: str, batch: CellBatch) -> None:
         rows = [
             (self.namespace, batch.ids[i], batch.scopes[i], batch.texts[i], fields_of(batch, i), _bytes(batch, i))
             for i in range(len(batch))
         ]
-        cursor.executemany(statement, rows)
-        self._raise_groups(cursor, int(batch.groups.max(initial=-1)) + 1)
+        groups = int(batch.groups.max(initial=-1)) + 1
+        with self._fenced(doing, groups) as cursor:
+            cursor.executemany(HOLD_SCOPE, [(self.namespace, scope) for scope in sorted(set(batch.scopes))])
+            cursor.executemany(statement, rows)
 
     def update(self, records: Sequence[CellRecord]) -> None:
         """The engine's fields of these cells (their text and vector stay)."""
         if not records:  # nothing to flush needs no ownership (closing after it is lost)
             return
-        with self._fenced("updating cells") as cursor:
+        with self._fenced("updating cells", max(r.group_id + 1 for r in records)) as cursor:
             query = "UPDATE magbench_cells SET fields = %s WHERE namespace = %s AND id = %s"
             cursor.executemany(query, [(record_fields(r), self.namespace, r.id) for r in records])
-            self._raise_groups(cursor, max(r.group_id + 1 for r in records))
 
     def delete(self, ids: Sequence[str], scopes: Iterable[str]) -> None:
         """Delete these cells (of `scopes`), and forget the scopes they leave empty."""
-        with self._fenced("deleting cells") as cursor:
+        with self._fenced("deleting cells", 0) as cursor:
             cursor.execute(
                 "DELETE FROM magbench_cells WHERE namespace = %s AND id = ANY(%s)", (self.namespace, list(ids))
             )
             cursor.execute(FORGET_EMPTIED, {"namespace": self.namespace, "scopes": sorted(set(scopes))})
 
-    def _raise_groups(self, cursor: Any, groups: int) -> None:
-        if groups > self._group_bound:
-            cursor.execute(RAISE_GROUPS, (groups, self.namespace))
-            self._group_bound = groups
-
     @contextmanager
-    def _fenced(self, doing: str) -> Iterator[Any]:
+    def _fenced(self, doing: str, groups: int) -> Iterator[Any]:
         """A write's transaction, begun by checking in the database that this process owns the namespace under its
-        epoch (the owner row held `FOR KEY SHARE` until it commits, so a takeover waits for it or refuses it)."""
+        epoch (the owner row held `FOR KEY SHARE` until it commits, so a takeover waits for it or refuses it), and
+        raising the bound of group ids to `groups` in it (the bound kept here moves once it is committed)."""
         self.ownership.check()
-        with self.database.transaction(f"{doing} in namespace {self.namespace!r}") as cursor:
-            held = cursor.execute(FENCE, (self.namespace,)).fetchone()
-            if held is None or int(held[0]) != self.ownership.epoch:
-                raise self.ownership.lost()
-            yield cursor
+        try:
+            with self.database.transaction(f"{doing} in namespace {self.namespace!r}") as cursor:
+                held = cursor.execute(FENCE, (self.namespace,)).fetchone()
+                if held is None or int(held[0]) != self.ownership.epoch:
+                    raise self.ownership.lost()
+                if groups > self._group_bound:
+                    cursor.execute(RAISE_GROUPS, (groups, self.namespace))
+                yield cursor
+        except BackendUnavailableError:
+            self.ownership.check()  # past the deadline, the lease is why (the server ends a paused owner's write)
+            raise
+        self._group_bound = max(self._group_bound, groups)
 
     def close(self) -> None:
         self.database.close()
@@ -173,7 +174,7 @@ def open_postgres(
 ) -> tuple[Ownership, PostgresCells, CellBatch | None]:
     """The cells of `namespace` in the database at `dsn`, read once this process owns it (with `load`; without,
     none: they are read scope by scope), and the store that writes them under that ownership."""
-    database = Database(dsn)
+    database = Database(dsn, idle_seconds=ttl)
     try:
         make_schema(database)
         ownership = Ownership.acquire(dsn, namespace, ttl)

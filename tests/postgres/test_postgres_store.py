@@ -110,7 +110,8 @@ def test_a_write_the_database_refuses_part_of_stores_none_of_it(postgres_server)
         with pytest.raises(BackendUnavailableError, match="refused"):
             memory.add(["first", "second", "third"], ids=["first", "taken", "third"], scope="x")
         assert memory.ids() == []
-        assert memory._store.store.count() == 1 and memory._store.store.scopes() == []
+        store = memory._store.store
+        assert store.count() == 1 and store.scopes() == [] and store.group_bound() == 0  # the bound as committed
 
 
 def test_conformance_suite_against_the_postgres_backed_engine(pytester, postgres_server):
