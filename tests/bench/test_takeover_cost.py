@@ -12,8 +12,11 @@ import os
 from itertools import cycle
 
 import numpy as np
-import psycopg
 import pytest
+
+pytest.importorskip("psycopg", reason="the PostgreSQL store needs psycopg 3: pip install -e '.[postgres]'")
+
+import psycopg
 
 from harness.data.generators.vectors import clustered_unit_vectors
 from harness.measure.postgres import INSTALL, PostgresServer, binaries

@@ -14,8 +14,11 @@ import time
 from collections import Counter
 from functools import partial
 
-import psycopg
 import pytest
+
+pytest.importorskip("psycopg", reason="the PostgreSQL store needs psycopg 3: pip install -e '.[postgres]'")
+
+import psycopg
 
 from reference import CellularMemory, LeaseLostError, MemoryConfig, NamespaceOwnedError
 from reference.encoders import MockEncoder

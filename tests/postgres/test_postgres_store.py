@@ -7,8 +7,11 @@ import json
 import os
 
 import numpy as np
-import psycopg
 import pytest
+
+pytest.importorskip("psycopg", reason="the PostgreSQL store needs psycopg 3: pip install -e '.[postgres]'")
+
+import psycopg
 
 from harness.measure.tenants import run_tenants, tenant_data, tenant_runbook
 from harness.systems.reference import ReferenceSystem
