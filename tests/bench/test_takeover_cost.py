@@ -87,6 +87,7 @@ def grown(dsn: str, namespace: str, size: int) -> None:
             (copies, namespace),
         )
         connection.execute("VACUUM ANALYZE magbench_cells")
+        connection.execute("CHECKPOINT")  # the copies' writes flushed now, not during the timed rounds
         held = connection.execute("SELECT count(*) FROM magbench_cells WHERE namespace = %s", (namespace,)).fetchone()
     assert held is not None and held[0] == size
 
