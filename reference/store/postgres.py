@@ -160,9 +160,6 @@ class PostgresCells:
             raise
         self._group_bound = max(self._group_bound, groups)
 
-    def close(self) -> None:
-        self.database.close()
-
 
 def _bytes(batch: CellBatch, i: int) -> bytes:
     vector: bytes = batch.vectors[i].astype("<f4").tobytes()
