@@ -80,6 +80,7 @@ class Ownership:
         holder = f"{socket.gethostname()} pid {os.getpid()}"
         values: dict[str, object] = {"namespace": namespace, "holder": holder, "ttl": ttl}
         watched: datetime | None = None
+        waits = 0
         try:
             while True:
                 sent = time.monotonic()
@@ -92,7 +93,8 @@ class Ownership:
                             cursor.execute(HELD, values)
                             held = cursor.fetchone()
                 except BackendUnavailableError as error:
-                    if not isinstance(error.__cause__, LockNotAvailable):
+                    waits += 1
+                    if not isinstance(error.__cause__, LockNotAvailable) or waits > RENEWALS:
                         raise
                     continue  # a write of the owner holds the row: its transaction ends, or the server ends it
                 if taken is not None:

@@ -25,8 +25,12 @@ FENCE = "SELECT epoch FROM magbench_owners WHERE namespace = %s FOR KEY SHARE"
 lock (a takeover waits for the writes in flight, and a write for a takeover in flight), while a renewal, which
 changes no key, passes beside it: a long write does not hold up its owner's renewals."""
 INSERT = """
-INSERT INTO magbench_cells (namespace, id, scope, text, fields, vector) VALUES (%s, %s, %s, %s, %s, %s)
+INSERT INTO magbench_cells (namespace, id, scope, text, fields, vector)
+SELECT %s, * FROM unnest(%s::text[], %s::text[], %s::text[], %s::text[], %s::bytea[])
 """
+"""A batch is one statement (its rows as arrays): a process paused between statements leaves its transaction idle,
+which the server ends after the lease (`pgdb.Database`), while one paused inside a pipeline of statements would hold
+its locks for as long as it stays paused."""
 UPSERT = (
     INSERT.strip()
     + """
@@ -34,7 +38,11 @@ ON CONFLICT (namespace, id) DO UPDATE
 SET scope = excluded.scope, seq = excluded.seq, text = excluded.text, fields = excluded.fields, vector = excluded.vector
 """
 )
-HOLD_SCOPE = "INSERT INTO magbench_scopes (namespace, scope) VALUES (%s, %s) ON CONFLICT DO NOTHING"
+HOLD_SCOPES = "INSERT INTO magbench_scopes (namespace, scope) SELECT %s, unnest(%s::text[]) ON CONFLICT DO NOTHING"
+UPDATE_FIELDS = """
+UPDATE magbench_cells AS c SET fields = u.fields FROM unnest(%s::text[], %s::text[]) AS u(id, fields)
+WHERE c.namespace = %s AND c.id = u.id
+"""
 FORGET_EMPTIED = """
 DELETE FROM magbench_scopes AS s WHERE s.namespace = %(namespace)s AND s.scope = ANY(%(scopes)s)
 AND NOT EXISTS (SELECT 1 FROM magbench_cells c WHERE c.namespace = s.namespace AND c.scope = s.scope)
@@ -116,22 +124,26 @@ class PostgresCells:
         self._write("replacing cells", UPSERT, batch)
 
     def _write(self, doing: str, statement: str, batch: CellBatch) -> None:
-        rows = [
-            (self.namespace, batch.ids[i], batch.scopes[i], batch.texts[i], fields_of(batch, i), _bytes(batch, i))
-            for i in range(len(batch))
-        ]
+        columns = (
+            list(batch.ids),
+            list(batch.scopes),
+            list(batch.texts),
+            [fields_of(batch, i) for i in range(len(batch))],
+            [_bytes(batch, i) for i in range(len(batch))],
+        )
         groups = int(batch.groups.max(initial=-1)) + 1
         with self._fenced(doing, groups) as cursor:
-            cursor.executemany(HOLD_SCOPE, [(self.namespace, scope) for scope in sorted(set(batch.scopes))])
-            cursor.executemany(statement, rows)
+            cursor.execute(HOLD_SCOPES, (self.namespace, sorted(set(batch.scopes))))
+            cursor.execute(statement, (self.namespace, *columns))
 
     def update(self, records: Sequence[CellRecord]) -> None:
         """The engine's fields of these cells (their text and vector stay)."""
         if not records:  # nothing to flush needs no ownership (closing after it is lost)
             return
         with self._fenced("updating cells", max(r.group_id + 1 for r in records)) as cursor:
-            query = "UPDATE magbench_cells SET fields = %s WHERE namespace = %s AND id = %s"
-            cursor.executemany(query, [(record_fields(r), self.namespace, r.id) for r in records])
+            cursor.execute(
+                UPDATE_FIELDS, ([r.id for r in records], [record_fields(r) for r in records], self.namespace)
+            )
 
     def delete(self, ids: Sequence[str], scopes: Iterable[str]) -> None:
         """Delete these cells (of `scopes`), and forget the scopes they leave empty."""
