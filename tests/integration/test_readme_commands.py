@@ -287,6 +287,7 @@ def test_the_readme_adapter_passes_the_conformance_suite(tmp_path):
     done = run(*conformance, cwd=tmp_path, path=(tmp_path,))
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
     assert "| MB-SEARCH-7 | passed |" in (tmp_path / "report" / "conformance.md").read_text()
+    assert "Warning" not in done.stdout + done.stderr, "the command prints no warning of its own making"
 
 
 RUN_EXAMPLES = """
