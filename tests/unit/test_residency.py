@@ -145,7 +145,7 @@ def test_rows_let_go_are_filled_again(opener):
 
 
 def test_resident_cells_needs_a_store():
-    with pytest.raises(InvalidInputError, match=r"path=\.\.\. or client="):
+    with pytest.raises(InvalidInputError, match=r"path=\.\.\., client=\.\.\. or dsn="):
         CellularMemory(encoder=MockEncoder(DIM), config=MemoryConfig(resident_cells=10))
     for wrong in (0, -1, 2.5, True):
         with pytest.raises(InvalidInputError, match="resident_cells"):
