@@ -48,6 +48,7 @@ from ..chroma import backend_errors, existing_collection
 from ..errors import BackendUnavailableError, LeaseLostError, NamespaceOwnedError
 from .handover import hand_over
 from .protocol import CellStore, StoreIdentity
+from .renewal import keep_renewing
 from .server import ServerCellStore
 
 log = logging.getLogger(__name__)
@@ -168,7 +169,10 @@ class Lease:
         self._stop = threading.Event()
         weakref.finalize(self, self._stop.set)  # a memory dropped unclosed stops renewing; the lease runs out
         self._renewer = threading.Thread(
-            target=_keep, args=(weakref.ref(self), self._stop, ttl / RENEWALS), name=f"lease {self.name}", daemon=True
+            target=keep_renewing,
+            args=(weakref.ref(self), self._stop, ttl / RENEWALS),
+            name=f"lease {self.name}",
+            daemon=True,
         )
         self._renewer.start()
 
@@ -292,15 +296,6 @@ class Lease:
             f"the lease on namespace {self._namespace!r} could not be renewed for {self.ttl:g} s (is the Chroma "
             "server reachable?): calls are refused until a renewal succeeds"
         )
-
-
-def _keep(lease: weakref.ref[Lease], stop: threading.Event, every: float) -> None:
-    """Renew every `every` seconds until stopped or lost, or until the lease is dropped (held only while renewing)."""
-    while not stop.wait(every):
-        held = lease()
-        if held is None or not held.renew():
-            return
-        del held
 
 
 def _create(client: Any, name: str, metadata: dict[str, Any]) -> Any | None:

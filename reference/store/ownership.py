@@ -29,6 +29,7 @@ from datetime import datetime
 
 from ..errors import BackendUnavailableError, LeaseLostError, NamespaceOwnedError
 from .pgdb import Database
+from .renewal import keep_renewing
 
 log = logging.getLogger(__name__)
 RENEWALS = 5
@@ -66,7 +67,10 @@ class Ownership:
         self._stop = threading.Event()
         weakref.finalize(self, self._stop.set)  # an ownership dropped unreleased stops renewing and runs out
         self._renewer = threading.Thread(
-            target=_keep, args=(weakref.ref(self), self._stop, ttl / RENEWALS), name=f"owner {namespace}", daemon=True
+            target=keep_renewing,
+            args=(weakref.ref(self), self._stop, ttl / RENEWALS),
+            name=f"owner {namespace}",
+            daemon=True,
         )
         self._renewer.start()
 
@@ -178,12 +182,3 @@ class Ownership:
             f"the lease on namespace {self.namespace!r} could not be renewed for {self.ttl:g} s (is the PostgreSQL "
             "server reachable?): calls are refused until a renewal succeeds"
         )
-
-
-def _keep(ownership: weakref.ref[Ownership], stop: threading.Event, every: float) -> None:
-    """Renew every `every` seconds until stopped or lost, or until the ownership is dropped."""
-    while not stop.wait(every):
-        held = ownership()
-        if held is None or not held.renew():
-            return
-        del held
