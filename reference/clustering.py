@@ -43,6 +43,8 @@ class GroupState:
         """What searches read of each scope's live groups (None: of every scope's), made on first use."""
         self._making = threading.Lock()
         """Views are made and refreshed by searches, which run at once under the engine's read lock."""
+        self._touched: set[int] | None = None
+        """The groups whose sums or counts changed since this state was made as a part (`part`); None: not a part."""
 
     @classmethod
     def empty(cls, dim: int) -> GroupState:
@@ -112,6 +114,7 @@ class GroupState:
         """A copy to plan on (its cached views copied too: a plan reads the centroids at once)."""
         twin = GroupState(self.sums.copy(), self.counts.copy(), self.scopes.copy())
         twin._views = {scope: view.copy(view.ids) for scope, view in self._views.items()}
+        twin._touched = None if self._touched is None else set(self._touched)
         return twin
 
     def part(self, scopes: Iterable[int]) -> GroupPart:
@@ -121,7 +124,9 @@ class GroupState:
         ids = np.concatenate([self.active_ids(scope) for scope in wanted]) if wanted else np.zeros(0, np.int64)
         ids = np.sort(ids)
         own = GroupState(self.sums[ids].copy(), self.counts[ids].copy(), self.scopes[ids].copy())
-        if len(wanted) == 1 and wanted[0] in self._views:  # one scope's cached centroids serve the part too
+        own._touched = set()
+        if len(wanted) == 1:  # one scope's cached centroids, brought up to date, serve the part too
+            self.active_centroids(wanted[0])
             own._views[None] = own._views[wanted[0]] = self._views[wanted[0]].copy(np.arange(len(ids)))
         return GroupPart(own, ids, self.n_slots)
 
@@ -132,9 +137,10 @@ class GroupState:
         own, held = part.state, len(part.ids)
         if self.n_slots != part.first_new:
             raise ValueError("groups were founded since this part was made; plan it again")
+        assert own._touched is not None, "absorb takes a state made by part (or a copy of one)"
         self.new_slots(own.n_slots - held, own.scopes[held:])
-        differs = (own.counts[:held] != self._counts[part.ids]) | (own.sums[:held] != self._sums[part.ids]).any(axis=1)
-        taken = np.r_[np.flatnonzero(differs), np.arange(held, own.n_slots)]  # the groups the plan changed or founded
+        changed_here = np.fromiter(sorted(g for g in own._touched if g < held), dtype=np.int64)
+        taken = np.r_[changed_here, np.arange(held, own.n_slots)]  # the groups the plan changed or founded
         changed = np.r_[part.ids, np.arange(part.first_new, self._n)][taken]
         self._sums[changed] = own.sums[taken]
         self._counts[changed] = own.counts[taken]
@@ -165,6 +171,8 @@ class GroupState:
         the centroid rows of these groups."""
         if not len(groups):
             return
+        if self._touched is not None:
+            self._touched.update(groups.tolist())
         for scope, members in [(None, groups), *by_code(self._scopes[groups], groups)]:
             view = self._views.get(scope)
             if view is not None and not view.refresh(members, self.counts):
@@ -351,11 +359,13 @@ class LeaderClustering:
         *,
         members: Members | None = None,
         scopes: np.ndarray | None = None,
+        copy: bool = True,
     ) -> Assignment:
-        """Groups for `vectors` (unit rows, in order), splits included; nothing is changed in place. Each
-        vector joins or founds a group of its scope (`scopes`: a code per vector; all 0 when None), and the
-        target, capacity and bound are those of its scope's size."""
-        plan = _Plan(state.copy(), vectors, members)
+        """Groups for `vectors` (unit rows, in order), splits included; nothing is changed in place (but `state`
+        itself, planned on with `copy=False`: a caller's throwaway part, `GroupState.part`). Each vector joins or
+        founds a group of its scope (`scopes`: a code per vector; all 0 when None), and the target, capacity and
+        bound are those of its scope's size."""
+        plan = _Plan(state.copy() if copy else state, vectors, members)
         codes = np.zeros(len(vectors), dtype=np.int32) if scopes is None else scopes
         for scope in dict.fromkeys(codes.tolist()):
             positions = np.flatnonzero(codes == scope)

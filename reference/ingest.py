@@ -282,7 +282,7 @@ def write(
                 names[i] = name
         cells = replace(cells, episodes=names)
     part = state.groups.part(np.unique(scopes).tolist())
-    plan = clustering.assign(part.state, cells.vectors, members=_members(state, part), scopes=scopes)
+    plan = clustering.assign(part.state, cells.vectors, members=_members(state, part), scopes=scopes, copy=False)
     if rounds:
         plan = settled(state, part, plan, cells.vectors, scopes, rows, rounds=rounds, share=config.sleep_settled)
     placed = Placement.of(plan, part)
@@ -353,7 +353,8 @@ def rewrite(state: EngineState, clustering: LeaderClustering, rows: np.ndarray, 
     part = state.groups.part(np.unique(np.r_[scopes, state.table.scope[rows]]).tolist())
     part.state.remove_members(part.local(state.table.group[rows]), state.index.vectors_of(rows))
     members = _members(state, part, leaving=set(rows.tolist()))
-    placed = Placement.of(clustering.assign(part.state, cells.vectors, members=members, scopes=scopes), part)
+    plan = clustering.assign(part.state, cells.vectors, members=members, scopes=scopes, copy=False)
+    placed = Placement.of(plan, part)
     state.commit_replace(rows, _batch(cells, placed.groups), placed, cells.entities)
 
 
