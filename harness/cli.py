@@ -15,10 +15,12 @@ from harness.data.beir import DatasetFormatError
 from harness.data.dialogue import TurnFormat
 from harness.data.spec import DatasetSpec
 from harness.measure.metrics import CutoffError
+from harness.output.perf_summary import PerfSummary, PerfSummaryError
 from harness.output.results import ResultsFileError
 from harness.systems.options import OptionError, parse_options, system_options, with_options
 from harness.systems.registry import SystemSpecError, resolve
 from harness.verdicts.compare import LATENCY_TOLERANCE
+from harness.verdicts.perf_compare import RATIO_TOLERANCE
 from reference.encoders import ENCODER_NAMES
 from reference.errors import BackendUnavailableError, MagneticError
 
@@ -102,10 +104,19 @@ def build_parser() -> argparse.ArgumentParser:
     _answer_options(run)
 
     compare = commands.add_parser(
-        "compare", help="diff two runs; exit 1 on a regression beyond noise, 2 when they share nothing"
+        "compare",
+        help="diff two runs (or two perf summaries, reports/perf-summary.json); exit 1 on a regression beyond noise, 2 "
+        "when they share nothing",
     )
-    compare.add_argument("run_a", help="the baseline run directory (or its results.json)")
-    compare.add_argument("run_b", help="the new run directory (or its results.json)")
+    compare.add_argument("run_a", help="the baseline run directory (or its results.json, or a perf summary)")
+    compare.add_argument("run_b", help="the new run directory (or its results.json, or a perf summary)")
+    compare.add_argument(
+        "--ratio-tolerance",
+        type=_at_least_zero,
+        default=RATIO_TOLERANCE,
+        help="perf summaries: relative move of a ratio to its same-run baseline allowed (default 0.2; a regression "
+        "must also lie outside both runs' paired rounds)",
+    )
     compare.add_argument(
         "--latency-tolerance",
         type=_at_least_zero,
@@ -265,6 +276,7 @@ USER_ERRORS = (
     SystemSpecError,
     CutoffError,
     ResultsFileError,
+    PerfSummaryError,
     OptionError,
     FileNotFoundError,
     IsADirectoryError,
@@ -354,6 +366,8 @@ def _run(args: argparse.Namespace, argv: list[str] | None) -> int:
             answering=answering,
         )
         return 0
+    if args.command == "compare" and (PerfSummary.is_one(args.run_a) or PerfSummary.is_one(args.run_b)):
+        return _compare_perf(args)
     if args.command == "compare":
         from harness.output.results import RunResults
         from harness.verdicts.compare import compare, render
@@ -464,6 +478,23 @@ def _names(text: str) -> tuple[str, ...]:
 
 def _positive_number(text: str) -> float:
     return _finite(text, 0, open_below=True)
+
+
+def _compare_perf(args: argparse.Namespace) -> int:
+    """`compare` of two perf summaries: the ratios that moved; exit 1 on a regression, 2 when they share none."""
+    from harness.verdicts.perf_compare import compare_ratios, render_ratios
+
+    changes = compare_ratios(PerfSummary.load(args.run_a), PerfSummary.load(args.run_b), tolerance=args.ratio_tolerance)
+    if not changes:
+        print(f"{args.run_a} and {args.run_b} share no ratio")
+        return 2
+    print(render_ratios(changes, everything=args.all))
+    regressions = [c.name for c in changes if c.regression]
+    print(
+        f"\n{len(regressions)} regression(s) beyond noise and tolerance"
+        + (f": {', '.join(regressions)}" if regressions else "")
+    )
+    return 1 if regressions else 0
 
 
 def _at_least_zero(text: str) -> float:

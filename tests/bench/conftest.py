@@ -5,20 +5,22 @@ Figures come from pytest-benchmark's own statistics in this run; nothing is type
 
 from __future__ import annotations
 
-import json
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from harness.data.generators.vectors import clustered_unit_vectors, exact_top_k
 from harness.measure.runner import one_core
+from harness.output.perf_summary import PerfSummary
 
 N = int(os.environ.get("MAGBENCH_PERF_N", "100000"))
 QUERIES = 200
 FIGURES: dict[str, float] = {}
 RATIOS: dict[str, tuple[str, str]] = {}
+ROUNDS: dict[str, list[float]] = {}
 
 
 @pytest.fixture(scope="session")
@@ -44,9 +46,12 @@ def record(name: str, value: float) -> None:
     FIGURES[name] = value
 
 
-def record_ratio(name: str, numerator: str, denominator: str) -> None:
-    """A figure the summary derives at the end: `numerator` / `denominator`, when both were recorded."""
+def record_ratio(name: str, numerator: str, denominator: str, *, rounds: Sequence[float] = ()) -> None:
+    """A figure the summary derives at the end: `numerator` / `denominator`, when both were recorded; `rounds`: the
+    ratio of each round the two were measured side by side, whose quartiles the summary keeps as its noise."""
     RATIOS[name] = (numerator, denominator)
+    if len(rounds):
+        ROUNDS[name] = list(rounds)
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
@@ -56,14 +61,16 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     for search in [name for name in derived if name.endswith("search_s") and name != "brute_force_s"]:
         if "brute_force_s" in derived:
             derived[f"{search.removesuffix('_s')}_speedup_vs_brute_force"] = derived["brute_force_s"] / derived[search]
-    for name, (numerator, denominator) in RATIOS.items():
-        if numerator in FIGURES and denominator in FIGURES:
-            derived[name] = FIGURES[numerator] / FIGURES[denominator]
-    lines = [f"| {name} | {value:.6g} |" for name, value in sorted(derived.items())]
+    summary = PerfSummary.of(derived, RATIOS, ROUNDS)
+    derived.update({name: ratio.value for name, ratio in summary.ratios.items()})
+    bands = {
+        name: f" (rounds' quartiles {r.low:.3g}–{r.high:.3g})" for name, r in summary.ratios.items() if name in ROUNDS
+    }
+    lines = [f"| {name} | {value:.6g}{bands.get(name, '')} |" for name, value in sorted(derived.items())]
     title = f"Engine figures at N = {N:,}, or one million where the name says so (medians of this run)"
     table = "\n".join([title, "", "| figure | value |", "|---|---|", *lines])
     out = Path(session.config.rootpath) / "reports" / "perf-summary.md"
     out.parent.mkdir(exist_ok=True)
     out.write_text(table + "\n")
-    out.with_suffix(".json").write_text(json.dumps(derived, indent=2))
+    replace(summary, figures=derived).write(out.with_suffix(".json"))
     session.config.get_terminal_writer().line("\n" + table)
