@@ -123,7 +123,7 @@ class GroupState:
         wanted = sorted(set(scopes))
         ids = np.concatenate([self.active_ids(scope) for scope in wanted]) if wanted else np.zeros(0, np.int64)
         ids = np.sort(ids)
-        own = GroupState(self.sums[ids].copy(), self.counts[ids].copy(), self.scopes[ids].copy())
+        own = GroupState(self.sums[ids], self.counts[ids], self.scopes[ids])  # indexing by an array copies
         own._touched = set()
         if len(wanted) == 1:  # one scope's cached centroids, brought up to date, serve the part too
             self.active_centroids(wanted[0])

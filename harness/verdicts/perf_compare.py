@@ -71,4 +71,5 @@ def render_ratios(changes: list[RatioChange], *, everything: bool) -> str:
     if not rows:
         return f"no ratio moved beyond noise and tolerance ({len(changes)} compared)"
     headers = ["ratio to its same-run baseline", "A (quartiles of rounds)", "B (quartiles of rounds)", "better", ""]
-    return tabulate(rows, headers=headers, tablefmt="github")
+    table: str = tabulate(rows, headers=headers, tablefmt="github")
+    return table

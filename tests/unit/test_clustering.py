@@ -160,3 +160,23 @@ def test_a_part_taken_back_remakes_only_the_centroids_of_the_groups_it_changed(m
     assert np.allclose(np.delete(after, 2, axis=0), np.delete(before, 2, axis=0))
     assert not np.allclose(after[2], before[2])
     assert np.allclose(after, unit_rows(state.sums, state.active_ids()))
+
+
+def test_a_part_starts_from_its_scopes_cached_centroids(monkeypatch):
+    """A write plans on a part of its scope's groups: the part takes the scope's cached centroids, brought up to date
+    (only the groups changed since are remade), instead of remaking every centroid of the scope on each write."""
+    import reference.clustering as clustering
+
+    rng = np.random.default_rng(7)
+    state = GroupState.empty(8)
+    state.new_slots(6)
+    state.add_members(np.repeat(np.arange(6), 4), rng.normal(size=(24, 8)))
+    state.active_centroids(0)  # cached, as a search leaves them
+    state.add_members(np.asarray([2]), rng.normal(size=(1, 8)))  # the last write changed group 2
+    remade: list[int] = []
+    unit_rows = clustering.unit_rows
+    monkeypatch.setattr(clustering, "unit_rows", lambda sums, ids: remade.append(len(ids)) or unit_rows(sums, ids))
+    part = state.part([0])
+    centroids = part.state.active_centroids()
+    assert remade == [1]
+    assert np.allclose(centroids, unit_rows(part.state.sums, np.arange(6)))
