@@ -58,22 +58,29 @@ class ChromaCells:
     def read(self, include: list[str], where: dict[str, Any] | None = None) -> dict[str, Any]:
         """Every record's `include` fields (of the records `where` matches, when given; `ids` and each field: a
         list), read a batch limit's worth at a time: Chroma fails a read of more records with their metadata than
-        SQLite takes variables in one statement. Chroma 1.5.9 opens the vector segment (and applies its pending
-        log) on every read, so a segment damaged by a kill fails the read: that raises
-        `VectorSegmentUnreadableError`, which opening the store by path repairs (`embedded.py`)."""
+        SQLite takes variables in one statement. Every id alone (no field, no `where`) is read in one call, which
+        that limit does not reach and which reading page after page makes cost in proportion to the square of the
+        records. Chroma 1.5.9 opens the vector segment (and applies its pending log) on every read, so a segment
+        damaged by a kill fails the read: that raises `VectorSegmentUnreadableError`, which opening the store by
+        path repairs (`embedded.py`)."""
+        if not include and where is None:
+            return {"ids": self._page([], None)["ids"]}
         found: dict[str, Any] = {"ids": [], **{field: [] for field in include}}
         while True:
-            page = self._page(include, where, offset=len(found["ids"]))
+            page = self._page(include, where, limit=self.batch, offset=len(found["ids"]))
             for field, values in found.items():
                 values.extend(page[field])
             if len(page["ids"]) < self.batch:
                 return found
 
-    def _page(self, include: list[str], where: dict[str, Any] | None, offset: int) -> dict[str, Any]:
-        """One page of `read`: at most a batch limit of records from `offset`."""
+    def _page(
+        self, include: list[str], where: dict[str, Any] | None, *, limit: int | None = None, offset: int = 0
+    ) -> dict[str, Any]:
+        """One page of `read`: at most `limit` records (None: every one) from `offset`."""
+        paging = {} if limit is None else {"limit": limit, "offset": offset}
         try:
             page: dict[str, Any] = self._collection.get(
-                include=include, limit=self.batch, offset=offset, **({} if where is None else {"where": where})
+                include=include, **paging, **({} if where is None else {"where": where})
             )
             return page
         except backend_errors() as error:
