@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterator
 
 from reference import CellularMemory, MagneticError
 from reference.agent import MemoryAgent, OllamaLLM
-from reference.chroma import server_client
+from reference.common.chroma import server_client
 from reference.encoders import make_encoder
 
 HELP = """commands:

@@ -19,8 +19,8 @@ from harness.output.results import ResultsFileError
 from harness.systems.options import OptionError, parse_options, system_options, with_options
 from harness.systems.registry import SystemSpecError, resolve
 from harness.verdicts.compare import LATENCY_TOLERANCE
+from reference.common.errors import BackendUnavailableError, MagneticError
 from reference.encoders import ENCODER_NAMES
-from reference.errors import BackendUnavailableError, MagneticError
 
 if TYPE_CHECKING:
     from harness.measure.answers import Answering

@@ -8,7 +8,7 @@ from tabulate import tabulate
 
 from harness.data.generators.needles import needle_set
 from reference import CellularMemory
-from reference.chroma import server_client
+from reference.common.chroma import server_client
 from reference.encoders import make_encoder
 
 

@@ -1,9 +1,8 @@
 """MagneticBench's reference engine: cellular agent memory with online concept groups."""
 
-from .cells import CellRecord as Cell
-from .concepts import Concept
-from .config import MemoryConfig, ScoringWeights
-from .errors import (
+from .cells.table import CellRecord as Cell
+from .common.config import MemoryConfig, ScoringWeights
+from .common.errors import (
     BackendUnavailableError,
     DimensionMismatchError,
     EncoderMismatchError,
@@ -14,8 +13,9 @@ from .errors import (
     NotFoundError,
     StoreDamagedError,
 )
-from .hit import Hit
+from .groups.concepts import Concept
 from .memory import CellularMemory
+from .search.hit import Hit
 from .stats import MemoryStats
 
 __all__ = [

@@ -14,27 +14,11 @@ from dataclasses import replace
 from datetime import datetime
 from typing import Any, Unpack
 
-from . import calibration, ingest, sleep, supersession
-from .cells import CellRecord, CellTable
-from .clustering import GroupState, LeaderClustering
-from .concepts import Concept, concepts_of
-from .config import SEARCH_OPTIONS, MemoryConfig
-from .consolidation import ConsolidationReport
-from .encoders import Encoder, make_encoder
-from .entities import EntityIndex
-from .errors import InvalidInputError, NotFoundError
-from .hit import Hit
-from .index import group_index
-from .judges import Conflict, ConflictJudge, OfflineJudge
-from .lexical import LexicalIndex
-from .queries import SearchRestriction, check_batch, checked_restriction, encoded_queries, hits_of
-from .residency import Residency
-from .scoring import Clock, system_clock
-from .search import Mode, SearchPipeline
-from .state import EngineState
-from .stats import MemoryStats, memory_stats
-from .store import StoreIdentity, open_store
-from .validation import (
+from .cells.entities import EntityIndex
+from .cells.table import CellRecord, CellTable
+from .common.config import SEARCH_OPTIONS, MemoryConfig
+from .common.errors import InvalidInputError, NotFoundError
+from .common.validation import (
     check_ids,
     check_interval,
     check_metadata,
@@ -43,6 +27,25 @@ from .validation import (
     check_texts,
     unit_vector,
 )
+from .encoders import Encoder, make_encoder
+from .groups.clustering import GroupState, LeaderClustering
+from .groups.concepts import Concept, concepts_of
+from .indexes.lexical import LexicalIndex
+from .indexes.vectors import group_index
+from .judges import Conflict, ConflictJudge, OfflineJudge
+from .score.scoring import Clock, system_clock
+from .search.hit import Hit
+from .search.pipeline import Mode, SearchPipeline
+from .search.queries import SearchRestriction, check_batch, checked_restriction, encoded_queries, hits_of
+from .sleep import passes as sleep
+from .sleep.regrouping import ConsolidationReport
+from .state import calibration
+from .state.engine import EngineState
+from .state.residency import Residency
+from .stats import MemoryStats, memory_stats
+from .store import StoreIdentity, open_store
+from .write import ingest
+from .write import updates as supersession
 
 DEFAULT_CONFIG = MemoryConfig()
 

@@ -31,8 +31,9 @@ from harness.data.corpus import load_corpus
 from harness.data.encoding import encode_corpus
 from harness.measure.runner import one_core, one_cpu
 from harness.systems.registry import missing_extra
-from reference import CellularMemory, MemoryConfig, calibration
+from reference import CellularMemory, MemoryConfig
 from reference.encoders import MockEncoder
+from reference.state import calibration
 
 TARGETS = (0.90, 0.95, 0.97)
 ORDERED_WRITE = 50

@@ -26,10 +26,10 @@ import numpy as np
 
 from harness.protocol import Document, Query, SearchHit, SystemContext, vector_of
 from reference import CellularMemory, MemoryConfig
-from reference.chroma import server_client
-from reference.concepts import concept_of_group
+from reference.common.chroma import server_client
 from reference.encoders import MockEncoder
-from reference.search import Mode
+from reference.groups.concepts import concept_of_group
+from reference.search.pipeline import Mode
 
 BASE_CAPABILITIES = frozenset(
     {"text", "vectors", "memory_scoring", "tunable", "groups", "consolidate", "delete"}

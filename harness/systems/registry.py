@@ -76,7 +76,7 @@ _TEXT_STAGES = {
     "neighbours": ("neighbour_weight",),
     "turn form": ("asking_penalty", "speaker_weight"),
 }
-"""The settings of each stage of a text query after fusion (`reference.search`)."""
+"""The settings of each stage of a text query after fusion (`reference.search.pipeline`)."""
 
 
 def _fusion_and(*stages: str) -> dict[str, float]:

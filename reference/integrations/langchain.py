@@ -30,12 +30,12 @@ from langchain_core.embeddings import Embeddings
 from langchain_core.vectorstores import VectorStore
 from langchain_core.vectorstores.utils import maximal_marginal_relevance
 
-from ..cells import new_ids
-from ..config import MemoryConfig
-from ..errors import InvalidInputError
-from ..hit import Hit
+from ..cells.table import new_ids
+from ..common.config import MemoryConfig
+from ..common.errors import InvalidInputError
+from ..common.validation import check_k
 from ..memory import CellularMemory
-from ..validation import check_k
+from ..search.hit import Hit
 
 
 class _EmbeddingsEncoder:

@@ -57,12 +57,12 @@ from langgraph.store.base import (
     validate_op_namespace,
 )
 
-from ..cells import CellRecord
-from ..config import MemoryConfig
+from ..cells.table import CellRecord
+from ..common.config import MemoryConfig
+from ..common.errors import DimensionMismatchError, InvalidInputError
+from ..common.validation import MAX_EPISODE_CHARS, MAX_TEXT_CHARS, check_json_object, check_text
 from ..encoders import Encoder
-from ..errors import DimensionMismatchError, InvalidInputError
 from ..memory import CellularMemory
-from ..validation import MAX_EPISODE_CHARS, MAX_TEXT_CHARS, check_json_object, check_text
 from .langchain import _EmbeddingsEncoder
 
 Namespace = tuple[str, ...]

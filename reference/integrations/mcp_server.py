@@ -31,12 +31,12 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.transport_security import TransportSecuritySettings
 from pydantic import BaseModel, Field
 
-from ..cells import CellRecord
-from ..config import MemoryConfig
-from ..errors import InvalidInputError, MagneticError, NotFoundError
-from ..hit import Hit
+from ..cells.table import CellRecord
+from ..common.config import MemoryConfig
+from ..common.errors import InvalidInputError, MagneticError, NotFoundError
+from ..common.validation import check_encodable
 from ..memory import CellularMemory
-from ..validation import check_encodable
+from ..search.hit import Hit
 
 OWNERS = (("user_id", "user"), ("agent_id", "agent"), ("run_id", "run"))
 """The arguments that name whose memory a call acts on, and each one's label in the scope's name."""
@@ -423,7 +423,7 @@ def serve(
     default_user: str,
 ) -> int:
     """`magbench serve`: open the memory, serve it over stdio (or HTTP) until the client leaves, close it."""
-    from ..chroma import server_client
+    from ..common.chroma import server_client
     from ..encoders import make_encoder
 
     grants = None if tokens is None else Grants.load(tokens)

@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from ..cells import CellBatch
+from ..cells.table import CellBatch
 from .embedded import EmbeddedStore, open_embedded
 from .lease import open_server
 from .pgdb import Database

@@ -16,7 +16,7 @@ import pytest
 from harness.data.generators.vectors import clustered_unit_vectors
 from harness.measure.servers import ChromaServer
 from reference import CellularMemory, MemoryConfig, NamespaceOwnedError
-from reference.chroma import server_client
+from reference.common.chroma import server_client
 from reference.encoders import MockEncoder
 from reference.store.lease import FencedStore
 from tests.bench.conftest import record, record_ratio, time_queries

@@ -21,7 +21,7 @@ import pytest
 from harness.measure.runner import resident_bytes
 from harness.measure.servers import ChromaServer
 from reference import CellularMemory, MemoryConfig
-from reference.chroma import server_client
+from reference.common.chroma import server_client
 from tests.bench.conftest import record, record_ratio, time_queries
 from tests.bench.test_multi_tenant import CELLS, ENCODER, SCOPES, scope_name
 

@@ -33,9 +33,9 @@ from langgraph.store.base import (
 from langgraph.store.memory import InMemoryStore
 
 from reference import InvalidInputError
-from reference.errors import DimensionMismatchError, MagneticError
+from reference.common.errors import DimensionMismatchError, MagneticError
+from reference.common.validation import MAX_DEPTH
 from reference.integrations.langgraph import CellularStore
-from reference.validation import MAX_DEPTH
 
 DIMS = 1024
 

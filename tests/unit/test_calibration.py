@@ -6,9 +6,10 @@ from statistics import NormalDist
 import numpy as np
 import pytest
 
-from reference import CellularMemory, InvalidInputError, MemoryConfig, calibration
-from reference.calibration import MARGINS
+from reference import CellularMemory, InvalidInputError, MemoryConfig
 from reference.encoders import MockEncoder
+from reference.state import calibration
+from reference.state.calibration import MARGINS
 
 DIM = 32
 

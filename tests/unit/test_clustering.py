@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from reference.clustering import GroupState, LeaderClustering
+from reference.groups.clustering import GroupState, LeaderClustering
 from reference.kernels.quantize import quantized
 
 
@@ -142,7 +142,7 @@ def test_clustered_data_recovers_the_true_clusters(chunk):
 def test_a_part_taken_back_remakes_only_the_centroids_of_the_groups_it_changed(monkeypatch):
     """A write plans on a part holding every group of its scopes; taking it back must not mark the groups it left
     as they were, or the next search remakes every centroid of the memory after a one-cell write."""
-    import reference.clustering as clustering
+    import reference.groups.clustering as clustering
 
     rng = np.random.default_rng(5)
     state = GroupState.empty(8)

@@ -14,7 +14,7 @@ from reference import (
     MemoryConfig,
     NotFoundError,
 )
-from reference.scoring import SECONDS_PER_DAY
+from reference.score.scoring import SECONDS_PER_DAY
 
 TEXTS = [
     "The cat sat on the warm mat",

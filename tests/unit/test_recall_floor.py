@@ -5,7 +5,8 @@ import numpy as np
 import pytest
 
 from harness.measure import recall_floor
-from reference import MemoryConfig, calibration
+from reference import MemoryConfig
+from reference.state import calibration
 
 
 def unit_mixture(count: int, seed: int) -> np.ndarray:

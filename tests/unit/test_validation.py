@@ -5,8 +5,8 @@ import numpy as np
 import pytest
 
 from reference import CellularMemory
-from reference.errors import DimensionMismatchError, InvalidInputError
-from reference.validation import (
+from reference.common.errors import DimensionMismatchError, InvalidInputError
+from reference.common.validation import (
     MAX_DEPTH,
     MAX_EPISODE_CHARS,
     MAX_INTERVAL_S,
@@ -284,7 +284,7 @@ def test_per_item_values_have_one_per_text():
 
 
 def test_metadata_keeps_floats_and_nests_exactly_to_its_limit():
-    from reference.validation import MAX_DEPTH
+    from reference.common.validation import MAX_DEPTH
 
     assert check_metadata({"x": 0.5, "n": -(2**63), "m": 2**63 - 1}) == {"x": 0.5, "n": -(2**63), "m": 2**63 - 1}
     assert type(check_metadata({"x": 1.0})["x"]) is float

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, NamedTuple
 
-from .cells import CellRecord, ConflictNote
+from ..cells.table import CellRecord, ConflictNote
 
 
 class Kept(NamedTuple):

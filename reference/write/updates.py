@@ -9,18 +9,18 @@ from typing import Any
 
 import numpy as np
 
+from ..cells.table import CellRecord, seen_text
+from ..common.errors import NotFoundError
+from ..common.validation import unit_rows
+from ..encoders import Encoder
+from ..groups.clustering import LeaderClustering
+from ..judges import Conflict
+from ..score.scoring import Clock
+from ..sleep.passes import recorded_conflicts
+from ..state.engine import EngineState
+from ..state.residency import Residency
 from . import ingest
-from .cells import CellRecord, seen_text
-from .clustering import LeaderClustering
-from .encoders import Encoder
-from .errors import NotFoundError
 from .history import superseding
-from .judges import Conflict
-from .residency import Residency
-from .scoring import Clock
-from .sleep import recorded_conflicts
-from .state import EngineState
-from .validation import unit_rows
 
 
 def update(

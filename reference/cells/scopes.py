@@ -12,7 +12,7 @@ from itertools import pairwise
 
 import numpy as np
 
-from .cells import with_room
+from .table import with_room
 
 
 class ScopeRows:

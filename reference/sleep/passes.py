@@ -15,15 +15,15 @@ from collections.abc import Callable, Hashable, Mapping
 
 import numpy as np
 
-from .cells import CellTable
-from .concepts import concept_of_group, concepts_of
-from .config import MemoryConfig
-from .consolidation import ConsolidationReport, GroupSizes, Regrouping, final_groups, plan_merges, plan_regrouping
-from .errors import BackendUnavailableError, InvalidInputError, MagneticError
-from .judges import Conflict, ConflictJudge, JudgeError, Statement
-from .residency import Residency
-from .scoring import Clock
-from .state import EngineState
+from ..cells.table import CellTable
+from ..common.config import MemoryConfig
+from ..common.errors import BackendUnavailableError, InvalidInputError, MagneticError
+from ..groups.concepts import concept_of_group, concepts_of
+from ..judges import Conflict, ConflictJudge, JudgeError, Statement
+from ..score.scoring import Clock
+from ..state.engine import EngineState
+from ..state.residency import Residency
+from .regrouping import ConsolidationReport, GroupSizes, Regrouping, final_groups, plan_merges, plan_regrouping
 
 log = logging.getLogger(__name__)
 KEPT = 100

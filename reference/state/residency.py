@@ -29,9 +29,9 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from types import TracebackType
 
-from .cells import CellBatch
-from .state import EngineState
-from .store import CellStore
+from ..cells.table import CellBatch
+from ..store import CellStore
+from .engine import EngineState
 
 Wanted = Sequence[str] | None
 """The scopes a call needs (None: every scope)."""

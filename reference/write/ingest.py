@@ -23,19 +23,13 @@ from typing import Any
 
 import numpy as np
 
-from .calibration import K
-from .cells import CellBatch, CellRecord, ConflictNote, new_ids, seen_text
-from .clustering import Assignment, GroupPart, LeaderClustering, Members, Placement, kmeans_steps
-from .config import MemoryConfig
-from .encoders import Encoder
-from .entities import extract_entities
-from .episodes import inferred_names
-from .errors import InvalidInputError
-from .history import kept_of
-from .scopes import by_code
-from .scoring import Clock
-from .state import EngineState
-from .validation import (
+from ..cells.entities import extract_entities
+from ..cells.episodes import inferred_names
+from ..cells.scopes import by_code
+from ..cells.table import CellBatch, CellRecord, ConflictNote, new_ids, seen_text
+from ..common.config import MemoryConfig
+from ..common.errors import InvalidInputError
+from ..common.validation import (
     check_episode,
     check_free,
     check_importance,
@@ -48,6 +42,12 @@ from .validation import (
     per_item,
     unit_rows,
 )
+from ..encoders import Encoder
+from ..groups.clustering import Assignment, GroupPart, LeaderClustering, Members, Placement, kmeans_steps
+from ..score.scoring import Clock
+from ..state.calibration import K
+from ..state.engine import EngineState
+from .history import kept_of
 
 
 @dataclass(frozen=True)

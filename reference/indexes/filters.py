@@ -22,9 +22,9 @@ from typing import Any
 
 import numpy as np
 
-from .cells import with_room
-from .errors import InvalidInputError
-from .validation import INT_RANGE, MAX_DEPTH
+from ..cells.table import with_room
+from ..common.errors import InvalidInputError
+from ..common.validation import INT_RANGE, MAX_DEPTH
 
 COMPARISONS = ("$gt", "$gte", "$lt", "$lte")
 OPERATORS = frozenset({"$eq", "$ne", "$in", "$nin", *COMPARISONS})

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 if TYPE_CHECKING:
-    from .cells import CellTable
+    from .table import CellTable
 
 _WORD = re.compile(r"\w+")
 

@@ -16,21 +16,21 @@ from typing import Any
 
 import numpy as np
 
+from ..cells.entities import EntityIndex, extract_entities
+from ..cells.episodes import EpisodeIndex
+from ..cells.scopes import ScopeRows, by_code
+from ..cells.table import CellBatch, CellRecord, CellTable, ConflictNote, seen_text, superseded
+from ..common.errors import InvalidInputError, InvariantError, NotFoundError
+from ..common.locks import ReadWriteLock
+from ..groups.clustering import GroupPart, GroupState, Placement
+from ..indexes.filters import EVERYTHING, MetadataIndex, Within
+from ..indexes.lexical import LexicalIndex
+from ..indexes.vectors import GroupIndex
+from ..judges.base import Conflict
+from ..kernels.grouping import unit_rows
+from ..kernels.rows import count_reads
+from ..store import CellStore
 from .calibration import ProbeSetting
-from .cells import CellBatch, CellRecord, CellTable, ConflictNote, seen_text, superseded
-from .clustering import GroupPart, GroupState, Placement
-from .entities import EntityIndex, extract_entities
-from .episodes import EpisodeIndex
-from .errors import InvalidInputError, InvariantError, NotFoundError
-from .filters import EVERYTHING, MetadataIndex, Within
-from .index import GroupIndex
-from .judges.base import Conflict
-from .kernels.grouping import unit_rows
-from .kernels.rows import count_reads
-from .lexical import LexicalIndex
-from .locks import ReadWriteLock
-from .scopes import ScopeRows, by_code
-from .store import CellStore
 
 log = logging.getLogger(__name__)
 

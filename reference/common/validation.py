@@ -12,8 +12,8 @@ from typing import Any, TypeVar
 
 import numpy as np
 
+from ..kernels import rows as row_kernels
 from .errors import DimensionMismatchError, InvalidInputError
-from .kernels import rows as row_kernels
 
 MAX_TEXT_CHARS = 1_000_000
 CHECK_BLOCK = 4096

@@ -9,14 +9,22 @@ from typing import Any, NamedTuple, TypedDict
 
 import numpy as np
 
-from .cells import CellTable
-from .encoders import Encoder
-from .entities import extract_entities
-from .errors import InvalidInputError
-from .filters import check_where
+from ..cells.entities import extract_entities
+from ..cells.table import CellTable
+from ..common.errors import InvalidInputError
+from ..common.validation import (
+    check_k,
+    check_same_length,
+    check_scope,
+    check_text,
+    check_timestamp,
+    unit_rows,
+    unit_vector,
+)
+from ..encoders import Encoder
+from ..indexes.filters import check_where
 from .hit import Hit
-from .search import Candidates
-from .validation import check_k, check_same_length, check_scope, check_text, check_timestamp, unit_rows, unit_vector
+from .pipeline import Candidates
 
 NO_ENTITIES: frozenset[str] = frozenset()
 

@@ -31,15 +31,15 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .config import MemoryConfig
-from .index import NumpyGroupIndex, ProbeLimits
-from .kernels.jit import rows32
-from .kernels.quantize import quantized
-from .kernels.scan import keep_best
+from ..common.config import MemoryConfig
+from ..indexes.vectors import NumpyGroupIndex, ProbeLimits
+from ..kernels.jit import rows32
+from ..kernels.quantize import quantized
+from ..kernels.scan import keep_best
 
 if TYPE_CHECKING:
+    from .engine import EngineState
     from .residency import Residency, Wanted
-    from .state import EngineState
 
 K = 10
 """Recall is estimated at k = 10, as the harness measures it."""

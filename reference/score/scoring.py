@@ -7,7 +7,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from .config import MemoryConfig
+from ..common.config import MemoryConfig
 
 Clock = Callable[[], float]
 """Seconds since the epoch; injectable so tests can travel in time."""

@@ -17,16 +17,16 @@ from typing import TYPE_CHECKING, NamedTuple, Protocol
 
 import numpy as np
 
-from .cells import CellTable, with_room
-from .chroma import ephemeral_client, guarded
-from .kernels.arena import append_rows, copy_segments
-from .kernels.jit import rows32
-from .kernels.probe import probe_for
-from .kernels.scan import scan
+from ..cells.table import CellTable, with_room
+from ..common.chroma import ephemeral_client, guarded
+from ..kernels.arena import append_rows, copy_segments
+from ..kernels.jit import rows32
+from ..kernels.probe import probe_for
+from ..kernels.scan import scan
 
 if TYPE_CHECKING:
     from chromadb.api.models.Collection import Collection
-from .errors import BackendUnavailableError
+from ..common.errors import BackendUnavailableError
 
 
 class GroupIndex(Protocol):

@@ -33,9 +33,9 @@ import numpy as np
 import Stemmer
 from bm25s.stopwords import STOPWORDS_EN_PLUS
 
-from .cells import with_room
-from .kernels.bm25 import best_scored, bm25_into, collected
-from .scopes import by_code
+from ..cells.scopes import by_code
+from ..cells.table import with_room
+from ..kernels.bm25 import best_scored, bm25_into, collected
 
 STOP_WORDS = frozenset(STOPWORDS_EN_PLUS)
 """NLTK's English stop words, the list `bm25s` removes with stopwords="en_plus"."""

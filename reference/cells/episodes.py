@@ -15,7 +15,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from .cells import with_room
+from .table import with_room
 
 INFERRED = "@"
 """The first character of an inferred episode's name (given names may not start with it)."""

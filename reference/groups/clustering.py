@@ -13,12 +13,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .cells import grown
-from .config import MemoryConfig
-from .kernels.grouping import add_by_group, two_means, unit_rows
-from .kernels.jit import rows32
-from .kernels.quantize import quantized
-from .scopes import by_code
+from ..cells.scopes import by_code
+from ..cells.table import grown
+from ..common.config import MemoryConfig
+from ..kernels.grouping import add_by_group, two_means, unit_rows
+from ..kernels.jit import rows32
+from ..kernels.quantize import quantized
 
 
 class GroupState:

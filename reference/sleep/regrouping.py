@@ -18,8 +18,8 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .clustering import GroupState, kmeans_steps, split_in_two
-from .judges.base import Conflict
+from ..groups.clustering import GroupState, kmeans_steps, split_in_two
+from ..judges.base import Conflict
 
 
 class Merge(NamedTuple):

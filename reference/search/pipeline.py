@@ -35,17 +35,17 @@ from typing import Literal, NamedTuple
 
 import numpy as np
 
-from .calibration import ProbeSetting
-from .config import MemoryConfig
-from .episodes import EpisodeIndex
-from .filters import EVERYTHING, Within
-from .fusion import calibrated_scores, reciprocal_rank
-from .index import GroupIndex, NumpyGroupIndex, ProbeLimits, similarities, top_k
-from .kernels.context import with_context
-from .kernels.jit import rows32
-from .scoring import Clock, memory_scores
-from .state import EngineState
-from .turns import with_turn_form
+from ..cells.episodes import EpisodeIndex
+from ..cells.turns import with_turn_form
+from ..common.config import MemoryConfig
+from ..indexes.filters import EVERYTHING, Within
+from ..indexes.vectors import GroupIndex, NumpyGroupIndex, ProbeLimits, similarities, top_k
+from ..kernels.context import with_context
+from ..kernels.jit import rows32
+from ..score.fusion import calibrated_scores, reciprocal_rank
+from ..score.scoring import Clock, memory_scores
+from ..state.calibration import ProbeSetting
+from ..state.engine import EngineState
 
 Mode = Literal["similarity", "memory"]
 MEMORY_MODE_POOL = 4
