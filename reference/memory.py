@@ -1,9 +1,9 @@
 """`CellularMemory`: the public API of the engine and the orchestration of its parts.
 
-What the engine holds is `state.EngineState`; writing is `ingest.py` (a cell superseded in place:
-`supersession.py`), search and ranking are `search.py` (a call's queries and hits: `queries.py`), a sleep pass is
-`sleep.py`, input checks are `validation.py`. This module validates a call, takes the lock, and hands the state to
-the part that does the work.
+What the engine holds is `state/engine.py`'s `EngineState`; writing is `write/ingest.py` (a cell updated in place:
+`write/updates.py`), search and ranking are `search/pipeline.py` (a call's queries and hits: `search/queries.py`), a
+sleep pass is `sleep/passes.py`, input checks are `common/validation.py`. This module validates a call, takes the
+lock, and hands the state to the part that does the work.
 """
 
 from __future__ import annotations
@@ -44,8 +44,7 @@ from .state.engine import EngineState
 from .state.residency import Residency
 from .stats import MemoryStats, memory_stats
 from .store import StoreIdentity, open_store
-from .write import ingest
-from .write import updates as supersession
+from .write import ingest, updates
 
 DEFAULT_CONFIG = MemoryConfig()
 
@@ -182,7 +181,7 @@ class CellularMemory:
         new_text = None if text is None else check_text(text)
         new_metadata = None if metadata is None else check_metadata(metadata)
         given = None if vector is None else unit_vector(vector, dim=self.dim, what="vector")
-        return supersession.update(
+        return updates.update(
             self._state, self._resident, self._clustering, cell_id, scope=scope, text=new_text,
             metadata=new_metadata, vector=given, encoder=self.encoder, clock=self.clock,
         )  # fmt: skip
@@ -216,7 +215,7 @@ class CellularMemory:
             with self._resident.writing(hold):
                 code = None if hold is None else self._state.table.known_scope(hold[0])
                 if hold is None or code is not None:
-                    applied += supersession.apply_recorded(self._state, self._clustering, self.clock(), code)
+                    applied += updates.apply_recorded(self._state, self._clustering, self.clock(), code)
         return applied
 
     # ---- reading -------------------------------------------------------------------------

@@ -1,7 +1,7 @@
 """One sleep pass over an engine's state: regroup (plan under the read lock, apply under the write
 lock), then judge the groups that changed for conflicts and record them on both cells.
 
-The regrouping policy itself (merges, k-means step, splits) is `consolidation.py`'s; this module
+The regrouping policy itself (merges, k-means step, splits) is `regrouping.py`'s; this module
 orchestrates it against the state and the store. `Sleeper` runs passes on a background thread.
 """
 

@@ -1,4 +1,4 @@
-"""Writing cells: the write path beside `search.py` (reading) and `sleep.py` (consolidating).
+"""Writing cells: the write path beside `search/` (reading) and `sleep/` (consolidating).
 
 A write's arguments are checked and encoded outside the lock (`checked_cells`, making `NewCells`); under the write lock,
 the clustering plans the cells' groups within their scopes and the state commits them: new cells with
