@@ -9,7 +9,8 @@ counts it: a memory of near-copies has many ties), estimates the recall@10 new t
 sampled cell counted `MISS_FACTOR` times) at the configured margin and then at each wider one of `MARGINS`,
 takes the first that meets the target with `CONFIDENCE` (the estimate's one-sided lower bound over the
 sampled cells reaches it), then narrows the step from the last margin short of it by halving; where no
-margin meets it, the candidate budget (which then ends the probes) is doubled until one does. A memory
+margin meets it, the candidate budget (which then ends the probes) is doubled until one does, and the margin
+narrowed again at that budget (a larger budget often needs less of the widest margin). A memory
 that aimed its estimate at the target itself would fall below it about half the time, and one that took its
 own cells for new text would read its recall too high: its groups were formed around them. The configured
 margin is a floor: an estimate is made at one size and holds only roughly as the memory grows with new
@@ -200,27 +201,35 @@ def calibrated(state: EngineState, config: MemoryConfig, scope: int | None = Non
         recall = 1 - float(misses.mean())
         return recall, recall - spread * float(misses.std(ddof=1))
 
+    def narrowest(reach: int) -> tuple[float, float, float]:
+        """At this budget multiple, the configured margin or the first wider one of `MARGINS` whose bound meets the
+        target, narrowed toward the last one short of it (the widest, when none meets it): margin, estimate, bound."""
+        short = config.probe_margin
+        for margin in (config.probe_margin, *(m for m in MARGINS if m > config.probe_margin)):
+            recall, low = estimate(margin, reach)
+            if low >= target:
+                break
+            short = margin
+        if low >= target and margin > short:  # between the last margin short of the target and the first that meets it
+            for _ in range(REFINEMENTS):
+                middle = (short + margin) / 2
+                middle_recall, middle_low = estimate(middle, reach)
+                if middle_low >= target:
+                    margin, recall, low = middle, middle_recall, middle_low
+                else:
+                    short = middle
+        return margin, recall, low
+
     target = config.target_recall
-    short = config.probe_margin
-    for margin in (config.probe_margin, *(m for m in MARGINS if m > config.probe_margin)):
-        recall, low = estimate(margin)
-        if low >= target:
-            break
-        short = margin
-    if low >= target and margin > short:  # between the last margin short of the target and the first that meets it
-        for _ in range(REFINEMENTS):
-            middle = (short + margin) / 2
-            middle_recall, middle_low = estimate(middle)
-            if middle_low >= target:
-                margin, recall, low = middle, middle_recall, middle_low
-            else:
-                short = middle
+    margin, recall, low = narrowest(1)
     reach = 1
     while low < target and reach < MAX_REACH:  # the widest margin falls short: the budget ends the probes
         reach *= 2
         if config.flat_is_cheaper(K, cells, reach):  # searched flat at this reach: exact
             return ProbeSetting(margin, 1.0, 1.0, cells, reach, turnover=turnover, scope=scope)
         recall, low = estimate(margin, reach)
+        if low >= target:  # a larger budget may need less of the widest margin
+            margin, recall, low = narrowest(reach)
     return ProbeSetting(margin, recall, low, cells, reach, turnover=turnover, scope=scope)
 
 
