@@ -356,6 +356,8 @@ class ConcurrencyRow:
     """Answers with fewer than 10 hits."""
     window_qps: list[float] = field(default_factory=list)
     """Each window's QPS (`qps` is their median): how far a shared machine moved the level."""
+    window_p99_ms: list[float] = field(default_factory=list)
+    """Each window's p99 (`p99_ms` pools every window's searches): how far a shared machine moved the tail."""
 
 
 @dataclass(frozen=True)
