@@ -2,11 +2,15 @@
 the time left from the start, and the probe's spread is said beside it."""
 
 import itertools
+from dataclasses import replace
 
 import pytest
 
 from harness.measure.pace import Pace, measure_pace
 from harness.output.progress import RunProgress
+from harness.output.report import timing_lines
+from harness.output.results import RunResults
+from tests.results_factory import run_info
 
 
 def test_the_pace_is_the_probes_median_pass_against_its_reference_and_its_spread_the_fastest_and_slowest():
@@ -29,3 +33,11 @@ def test_a_machine_at_twice_the_planned_pace_plans_twice_the_time_and_says_the_p
 def test_a_pace_out_of_order_is_refused():
     with pytest.raises(ValueError, match="low <= median <= high"):
         Pace(1.0, 2.0, 3.0)
+
+
+def test_the_report_says_each_experiments_time_planned_at_the_measured_pace_beside_what_it_took():
+    run = replace(run_info(), took={"scaling": 700.0, "judges": 3.0}, planned={"scaling": 500.0, "judges": 2.0})
+    run = replace(run, pace=Pace(1.3, 1.1, 1.6))
+    [line] = [line for line in timing_lines(RunResults(run=run)) if "planned at the pace" in line]
+    assert "(×1.30 the plan's, ×1.10–1.60 over its passes) → taken: scaling 650 → 700, judges 3 → 3" in line
+    assert RunResults.from_json(RunResults(run=run).to_json()).run.pace == run.pace  # kept in results.json
