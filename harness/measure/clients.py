@@ -77,23 +77,35 @@ def writes(first: int, count: int, rate: float, start_ns: int, stop_ns: int) -> 
 
 
 def drive(plan: Plan, call: Callable[[Any], Any]) -> list[Any]:
-    """Run a plan in this thread (an event loop of its own, `drive_async`, around a call that blocks)."""
+    """Run a plan in this thread: `drive_async` with a call and a sleep that block, so it never suspends and runs
+    to its end on its first step, with no event loop (a system's call may start one of its own)."""
 
     async def answer(item: Any) -> Any:
         return call(item)
 
-    return asyncio.run(drive_async(plan, answer))
+    async def pause(seconds: float) -> None:
+        time.sleep(seconds)
+
+    running = drive_async(plan, answer, pause)
+    try:
+        running.send(None)
+    except StopIteration as end:
+        return list(end.value)
+    running.close()
+    raise RuntimeError("a plan driven in a thread waited on an event loop")
 
 
-async def drive_async(plan: Plan, call: Callable[[Any], Awaitable[Any]]) -> list[Any]:
-    """Run a plan in this event loop: each item called when it is due (at once if it is), the answer sent back
-    with when the call began."""
+async def drive_async(
+    plan: Plan, call: Callable[[Any], Awaitable[Any]], pause: Callable[[float], Awaitable[None]] = asyncio.sleep
+) -> list[Any]:
+    """Run a plan: each item called when it is due (at once if it is), the answer sent back with when the call
+    began. The one loop that drives every client, in an event loop or (`drive`) in a thread."""
     try:
         due, item = next(plan)
         while True:
             wait_ns = due - time.monotonic_ns()
             if wait_ns > 0:
-                await asyncio.sleep(wait_ns / 1e9)
+                await pause(wait_ns / 1e9)
             began = time.monotonic_ns()
             due, item = plan.send((began, await call(item)))
     except StopIteration as end:
