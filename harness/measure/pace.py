@@ -14,9 +14,12 @@ from dataclasses import dataclass
 import numpy as np
 from threadpoolctl import threadpool_limits
 
-REFERENCE_PROBE_S = 0.10
-"""The probe's median seconds at the pace `work.DEFAULT_SECONDS` were measured at: the probe's time in a run here
-times that run's seconds planned over seconds taken (the corpus's first encoding apart)."""
+REFERENCE_PROBE_S = 0.035
+"""The probe's median seconds at the pace `work.DEFAULT_SECONDS` were measured at: the probe's time before a quick
+run here times that run's seconds planned over seconds taken (the corpus's first encoding apart)."""
+DRIFT = (0.7, 1.4)
+"""How far a shared machine's pace moved during a quick run here against the probe taken before it (the probe
+repeated through the run): the plan's range widens the probe's own spread by it."""
 PROBE_PASSES = 6
 """Timed passes of the probe, after one untimed pass that warms the caches."""
 
@@ -29,6 +32,11 @@ class Pace:
     median: float
     low: float
     high: float
+
+    def span(self, seconds: float) -> tuple[float, float, float]:
+        """`seconds` planned at this pace: expected, and the range from the fastest pass slowed least to the
+        slowest slowed most (`DRIFT`)."""
+        return seconds * self.median, seconds * self.low * DRIFT[0], seconds * self.high * DRIFT[1]
 
     def __post_init__(self) -> None:
         if not 0 < self.low <= self.median <= self.high:

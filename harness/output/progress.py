@@ -115,23 +115,21 @@ class RunProgress:
         return max(left, 0.0)
 
     def plan_text(self) -> str:
-        """The run's planned time at the pace measured before it, with the probe's spread."""
-        planned, pace = sum(self.planned.values()), self.start_pace
+        """The run's planned time at the pace measured before it, and the range a shared machine's load moves it."""
+        expected, low, high = self.start_pace.span(sum(self.planned.values()))
         return (
-            f"plan: about {duration(planned * pace.median)} ({duration(planned * pace.low)}–"
-            f"{duration(planned * pace.high)}: this machine goes ×{pace.median:.2f} the pace the plan was measured "
-            f"at, ×{pace.low:.2f}–{pace.high:.2f} over the probe's passes; a load that changes moves it further)"
+            f"plan: about {duration(expected)} ({duration(low)}–{duration(high)}): this machine goes "
+            f"×{self.start_pace.median:.2f} the pace the plan was measured at, as a probe reads it now; the range is "
+            "the probe's spread and how far a shared machine's load moves during a run"
         )
 
     def summary(self, load_average: tuple[float, ...] | None = None) -> str:
         """What the run took against its plan at the pace measured before it, and how loaded the machine was."""
         took = self.clock() - self.started
-        planned, pace = sum(self.planned.values()), self.start_pace
+        expected, low, high = self.start_pace.span(sum(self.planned.values()))
         load = f"; load average {' / '.join(f'{x:.1f}' for x in load_average)} (1, 5, 15 min)" if load_average else ""
-        return (
-            f"the run took {duration(took)} against {duration(planned * pace.median)} planned "
-            f"({duration(planned * pace.low)}–{duration(planned * pace.high)}){load}"
-        )
+        span = f"{duration(low)}–{duration(high)}"
+        return f"the run took {duration(took)} against {duration(expected)} planned ({span}){load}"
 
     def left_text(self) -> str:
         unknown = f"; {', '.join(self.unplanned)} planned as a registered system" if self.unplanned else ""

@@ -6,8 +6,8 @@ from dataclasses import replace
 
 import pytest
 
-from harness.measure.pace import Pace, measure_pace
-from harness.output.progress import RunProgress
+from harness.measure.pace import DRIFT, Pace, measure_pace
+from harness.output.progress import RunProgress, duration
 from harness.output.report import timing_lines
 from harness.output.results import RunResults
 from tests.results_factory import run_info
@@ -26,8 +26,9 @@ def test_a_slow_machine_is_measured_slower_than_a_fast_reference_says():
 def test_a_machine_at_twice_the_planned_pace_plans_twice_the_time_and_says_the_probes_spread():
     run = RunProgress({"scaling": 300.0, "streaming": 300.0}, start_pace=Pace(2.0, 1.5, 3.0), clock=lambda: 0.0)
     assert run.time_left() == pytest.approx(1200.0)
-    assert run.plan_text().startswith("plan: about 20 min (15 min–30 min: this machine goes ×2.00 the pace")
-    assert "planned (15 min–30 min)" in run.summary()
+    low, high = duration(600 * 1.5 * DRIFT[0]), duration(600 * 3.0 * DRIFT[1])
+    assert run.plan_text().startswith(f"plan: about 20 min ({low}–{high}): this machine goes ×2.00 the pace")
+    assert f"planned ({low}–{high})" in run.summary()
 
 
 def test_a_pace_out_of_order_is_refused():
