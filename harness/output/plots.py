@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import matplotlib
+import numpy as np
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
@@ -167,9 +168,9 @@ CONCURRENCY_COLUMNS = 4
 
 def concurrency_figure(rows: Sequence[ConcurrencyRow]) -> tuple[Figure, list[tuple[Axes, Axes]]]:
     """For each system, QPS above and p99 below against clients, searches alone (solid) and while writing
-    (dashed): a line through each level's median window (QPS) or pooled searches (p99), and a band from the level's
-    lowest window to its highest, so that what the machine's noise moved reads as the band's width. Every system's
-    panels share one scale per figure, so columns compare by eye. Returns the figure and each system's panels."""
+    (dashed): a line through each level's median window, and a band from the level's lowest window to its
+    highest, so that what the machine's noise moved reads as the band's width. Every system's panels share one
+    scale per figure, so columns compare by eye. Returns the figure and each system's panels."""
     systems = list(dict.fromkeys(r.system for r in rows))
     across = min(CONCURRENCY_COLUMNS, len(systems))
     down = -(-len(systems) // across)
@@ -179,12 +180,13 @@ def concurrency_figure(rows: Sequence[ConcurrencyRow]) -> tuple[Figure, list[tup
     ]
     for system, (qps, p99) in zip(systems, panels):
         mine = [r for r in rows if r.system == system]
-        qps.set_title(f"{system} ({mine[0].transport})", fontsize=9)
+        qps.set_title(f"{system}\n{mine[0].transport}", fontsize=9)
         for writing in (False, True):
             level = sorted((r for r in mine if bool(r.writes_per_s) == writing), key=lambda r: r.clients)
             if level:
                 _band(qps, level, [r.qps for r in level], [r.window_qps for r in level], writing)
-                _band(p99, level, [r.p99_ms for r in level], [r.window_p99_ms for r in level], writing)
+                tails = [float(np.median(r.window_p99_ms)) if r.window_p99_ms else r.p99_ms for r in level]
+                _band(p99, level, tails, [r.window_p99_ms for r in level], writing)
     levels = sorted({r.clients for r in rows})
     for number, (qps, p99) in enumerate(panels):
         for axes in (qps, p99):

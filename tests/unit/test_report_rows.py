@@ -134,5 +134,6 @@ def test_the_concurrency_plot_gives_each_system_its_own_panels_with_a_band_of_it
                 assert axes.get_ylim() == panels[0][axes is p99].get_ylim()  # one scale for every system
             line, band = qps.lines[0].get_ydata(), qps.collections[0].get_paths()[0].vertices[:, 1]
             assert band.max() == 3 * band.min() == 1.5 * max(line)  # from the lowest window to the highest
+            assert list(p99.lines[0].get_ydata()) == [2.0] * 4  # the median window's p99, inside its band
     finally:
         plots.plt.close(figure)
