@@ -20,6 +20,7 @@ from harness.data.dialogue import SPEAKER_CAPTIONS, TurnFormat
 from harness.data.spec import DatasetSpec
 from harness.measure.answers import Answering
 from harness.measure.experiment_registry import RunContext, selected
+from harness.measure.pace import measure_pace
 from harness.measure.plan import RunPlan
 from harness.output.progress import RunProgress
 from harness.output.report import summary_table, write_report
@@ -62,7 +63,9 @@ def run_benchmark(
     context.errata, context.answering = errata, answering
     chosen = selected(context.data, only)
     context.chosen = tuple(e.name for e in chosen)
-    progress = RunProgress({e.name: e.work(context) for e in chosen}, unplanned=unregistered(systems or ()))
+    planned = {e.name: e.work(context) for e in chosen}
+    progress = RunProgress(planned, unplanned=unregistered(systems or ()), start_pace=measure_pace())
+    progress.say(progress.plan_text())
     context.progress = progress
     sections: dict[str, list[Any]] = defaultdict(list)
     for experiment in chosen:
@@ -83,6 +86,7 @@ def run_benchmark(
         load_average=psutil.getloadavg(),
         took=progress.taken,
         planned=progress.planned,
+        pace=progress.start_pace,
         systems=systems,
     )
     results = RunResults(run=info, **cast(Sections, sections))

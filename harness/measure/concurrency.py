@@ -259,11 +259,11 @@ def _levels(
 
 
 def _row(target: Target, work: Workload, truth: Truth, windows: list[Window], alias: dict[str, str]) -> ConcurrencyRow:
-    """One level's figures over its windows, every answer checked: QPS the median window's (each window's, and so
-    its spread, kept), latencies and recall over every window's searches; `alias` maps an id a server gave a
-    written cell to the cell."""
+    """One level's figures over its windows, every answer checked: QPS the median window's (each window's QPS and
+    p99, and so their spread, kept), latencies and recall over every window's searches; `alias` maps an id a server
+    gave a written cell to the cell."""
     known = {doc.id for doc in work.data.docs} | alias.keys()
-    found, kth, every, rates, wrote_cells, window_s = [], [], [], [], 0, 0.0
+    found, kth, every, rates, tails, wrote_cells, window_s = [], [], [], [], [], 0, 0.0
     for load, searched, wrote in windows:
         acknowledged = [w.acknowledged_ns for w in wrote]
         for search in searched:
@@ -272,6 +272,7 @@ def _row(target: Target, work: Workload, truth: Truth, windows: list[Window], al
             kth.append(truth.kth(search.query, load.first_cell + bisect.bisect_right(acknowledged, search.started_ns)))
         wall_s = (max(s.started_ns + s.latency_ns for s in searched) - load.start_ns) / 1e9
         rates.append(len(searched) / wall_s)
+        tails.append(latency_stats([s.latency_ns for s in searched]).p99_ms)
         every += searched
         wrote_cells += len(wrote)
         window_s += (load.stop_ns - load.start_ns) / 1e9
@@ -290,4 +291,5 @@ def _row(target: Target, work: Workload, truth: Truth, windows: list[Window], al
         recall_at_10=threshold_recall(found, np.asarray(kth), K),
         short=sum(len(s.hits) < K for s in every),
         window_qps=rates,
+        window_p99_ms=tails,
     )

@@ -1,6 +1,7 @@
 """The serving experiment: many clients at once making agents' memory calls (add, search, get, update, delete,
-list), against the engine in process (one thread per client) and through its MCP server (`magbench serve
---http` in a subprocess, one real `mcp` client per client), each call timed by its tool.
+list) to the MCP server's own tools, in process (`MCPServer.call_tool`, no transport) and through the server
+(`magbench serve --http` in a subprocess, one real `mcp` client per client), each call timed by its tool. Both
+run the same tool functions, so the two differ by the transport alone.
 
 Every client works in a scope of its own from one seeded script (`client_script`), so both systems make the same
 calls; each answer is checked as it comes (a hit from another scope, a memory that reads back otherwise than it
@@ -12,13 +13,13 @@ from __future__ import annotations
 import asyncio
 import random
 import tempfile
-import threading
 import time
-from collections import defaultdict
-from collections.abc import Callable, Generator, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Generator, Sequence
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
+from harness.measure.clients import Plan, drive_async
 from harness.measure.metrics import latency_stats
 from harness.measure.servers import mcp_server
 from harness.output.progress import Progress, silent
@@ -30,163 +31,158 @@ TOOLS = ("add_memory", "search_memories", "get_memory", "update_memory", "delete
 WORDS = ("tea", "trains", "rain", "chess", "Berlin", "piano", "dentist", "garden")
 
 Call = tuple[str, dict[str, Any]]
-Script = Generator[Call, Any, None]
-"""A client's calls: it yields (tool, arguments) and is sent each answer (a written id for add_memory)."""
+"""One tool call: the tool's name and its arguments."""
+Answer = Callable[[Call], Awaitable[Any]]
+"""A service: a call's answer as the script checks it (`plain`)."""
+
+
+class Timed(NamedTuple):
+    """One call of a client's script: which tool, and how long its answer took (ns)."""
+
+    tool: str
+    latency_ns: int
 
 
 class ServiceBroke(AssertionError):
-    """A service answered wrongly under load (another scope's hit, a lost or changed memory)."""
+    """A service answered wrongly under load (another scope's hit, a lost or changed memory, a failed call)."""
 
 
-def client_script(number: int, calls: int) -> Script:
-    """One client's seeded mix of calls in its own scope, checking what comes back against what it wrote."""
+def client_script(number: int, calls: int) -> Plan:
+    """One client's seeded mix of calls in its own scope, each at once after the last, checking what comes back
+    against what it wrote; it returns each call's `Timed`."""
     rng, user = random.Random(number), f"client-{number}"
     mine: dict[str, str] = {}
+    timed: list[Timed] = []
+
+    def call(tool: str, arguments: dict[str, Any]) -> Generator[tuple[int, Call], tuple[int, Any], Any]:
+        began, answer = yield 0, (tool, {**arguments, "user_id": user})
+        timed.append(Timed(tool, time.monotonic_ns() - began))
+        return answer
+
     for step in range(calls):
         roll = rng.random()
         if roll < 0.35 or not mine:
             content = f"note {step} of {user}: {' '.join(rng.sample(WORDS, 3))}"
-            mine[(yield "add_memory", {"content": content, "user_id": user})] = content
+            mine[(yield from call("add_memory", {"content": content}))] = content
         elif roll < 0.75:
-            found = yield "search_memories", {"query": " ".join(rng.sample(WORDS, 2)), "k": 10, "user_id": user}
+            found = yield from call("search_memories", {"query": " ".join(rng.sample(WORDS, 2)), "k": 10})
             if not set(found) <= set(mine):
                 raise ServiceBroke(f"{user} was answered with another scope's memories")
         elif roll < 0.85:
             memory_id = rng.choice(sorted(mine))
-            if (yield "get_memory", {"memory_id": memory_id, "user_id": user}) != mine[memory_id]:
+            if (yield from call("get_memory", {"memory_id": memory_id})) != mine[memory_id]:
                 raise ServiceBroke(f"{user}'s memory {memory_id} does not read back as written")
         elif roll < 0.92:
             memory_id = rng.choice(sorted(mine))
             mine[memory_id] = f"note {step} of {user}, updated: {' '.join(rng.sample(WORDS, 3))}"
-            yield "update_memory", {"memory_id": memory_id, "content": mine[memory_id], "user_id": user}
+            yield from call("update_memory", {"memory_id": memory_id, "content": mine[memory_id]})
         elif roll < 0.97:
             memory_id = rng.choice(sorted(mine))
-            yield "delete_memory", {"memory_id": memory_id, "user_id": user}
+            yield from call("delete_memory", {"memory_id": memory_id})
             del mine[memory_id]
         else:
-            yield "list_memories", {"limit": 500, "user_id": user}
-    listed = yield "list_memories", {"limit": 500, "user_id": user}
+            yield from call("list_memories", {"limit": 500})
+    listed = yield from call("list_memories", {"limit": 500})
     if listed != mine:
         raise ServiceBroke(f"{user}'s memories are not what it wrote: {len(listed)} listed, {len(mine)} kept")
+    return timed
 
 
-Timings = dict[str, list[int]]
-
-
-def drive(script: Script, answer: Callable[[str, dict[str, Any]], Any], timings: Timings) -> None:
-    """Run a script against a synchronous service, timing each call by its tool."""
-    try:
-        call = next(script)
-        while True:
-            start = time.perf_counter_ns()
-            result = answer(*call)
-            timings[call[0]].append(time.perf_counter_ns() - start)
-            call = script.send(result)
-    except StopIteration:
-        return
-
-
-class InProcess:
-    """The engine's own API, called from each client's thread (the tools' plain-value answers)."""
-
-    def __init__(self, memory: CellularMemory) -> None:
-        self.memory = memory
-
-    def answer(self, tool: str, arguments: dict[str, Any]) -> Any:
-        memory, scope = self.memory, f"user:{arguments['user_id']}"
-        if tool == "add_memory":
-            return memory.add(arguments["content"], scope=scope)[0]
-        if tool == "search_memories":
-            return [hit.id for hit in memory.search(arguments["query"], arguments["k"], scope=scope)]
-        if tool == "get_memory":
-            record = memory.get(arguments["memory_id"])
-            return record.text if record.scope == scope else None
-        if tool == "update_memory":
-            return memory.update(arguments["memory_id"], text=arguments["content"], scope=scope)
-        if tool == "delete_memory":
-            return memory.delete(arguments["memory_id"], scope=scope)
-        ids = sorted(memory.ids(scope=scope))[: arguments["limit"]]
-        return {record.id: record.text for record in memory.get_many(ids)}
-
-
-def run_in_process(clients: int, calls: int, directory: Path) -> tuple[Timings, float]:
-    """Each tool's latencies and the seconds from the first call to the last."""
-    timings: Timings = defaultdict(list)
-    failures: list[BaseException] = []
-    with CellularMemory(path=str(directory), encoder=MockEncoder(384)) as memory:
-        service = InProcess(memory)
-        per_client: list[Timings] = [defaultdict(list) for _ in range(clients)]
-
-        def client(number: int) -> None:
-            try:
-                drive(client_script(number, calls), service.answer, per_client[number])
-            except BaseException as error:  # re-raised below, in the caller's thread
-                failures.append(error)
-
-        threads = [threading.Thread(target=client, args=(number,)) for number in range(clients)]
-        start = time.perf_counter()
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join()
-        wall_s = time.perf_counter() - start
-        memory.check_invariants()
-    if failures:
-        raise failures[0]
-    for one in per_client:
-        for tool, latencies in one.items():
-            timings[tool] += latencies
-    return timings, wall_s
-
-
-def _plain(tool: str, result: Any) -> Any:
-    """An MCP tool's structured answer as the script checks it (the in-process service's plain values)."""
+def plain(tool: str, result: Any) -> Any:
+    """A tool's answer (a `CallToolResult`, in process or through the server) as the script checks it: an id
+    written, the ids found, a content, the memories listed by id; a failed call ends the run."""
+    if result.is_error or result.structured_content is None:
+        raise ServiceBroke(f"{tool} failed: {result.content}")
+    content = result.structured_content
     if tool == "add_memory":
-        return result["id"]
+        return content["id"]
     if tool == "search_memories":
-        return [hit["id"] for hit in result["results"]]
+        return [hit["id"] for hit in content["results"]]
     if tool == "get_memory":
-        return result["content"]
+        return content["content"]
     if tool == "list_memories":
-        return {memory["id"]: memory["content"] for memory in result["memories"]}
-    return result
+        return {memory["id"]: memory["content"] for memory in content["memories"]}
+    return content
 
 
-async def _mcp_client(url: str, script: Script, timings: Timings) -> None:
+Connect = Callable[[], AbstractAsyncContextManager[Answer]]
+"""Opens one client's connection to a service."""
+
+
+async def _run_clients(connect: Connect, clients: int, calls: int) -> tuple[list[Timed], float]:
+    """Every client's script at once, each over a connection of its own: the calls timed, and the seconds from
+    the first connection to the last answer."""
+
+    async def client(number: int) -> list[Timed]:
+        async with connect() as answer:
+            return await drive_async(client_script(number, calls), answer)
+
+    start = time.perf_counter()
+    done = await asyncio.gather(*(client(number) for number in range(clients)))
+    return [call for one in done for call in one], time.perf_counter() - start
+
+
+def in_process(memory: CellularMemory) -> Connect:
+    """The MCP server's tools over `memory`, called in this process (each on a worker thread, as the server runs
+    them); a tool's refusal ends the run."""
+    from mcp.server.mcpserver.exceptions import ToolError
+
+    from reference.integrations.mcp_server import build_server
+
+    server = build_server(memory)
+
+    async def answer(call: Call) -> Any:
+        try:
+            return plain(call[0], await server.call_tool(*call))
+        except ToolError as error:
+            raise ServiceBroke(f"{call[0]} failed in process: {error}") from error
+
+    @asynccontextmanager
+    async def connect() -> AsyncIterator[Answer]:
+        yield answer
+
+    return connect
+
+
+def through_mcp(url: str) -> Connect:
+    """A real `mcp` client over streamable HTTP to the server at `url`, one per client."""
     from mcp import Client
     from mcp.client.streamable_http import streamable_http_client
 
-    async with Client(streamable_http_client(url), read_timeout_seconds=120) as client:
-        try:
-            call = next(script)
-            while True:
-                start = time.perf_counter_ns()
-                result = await client.call_tool(call[0], call[1])
-                timings[call[0]].append(time.perf_counter_ns() - start)
-                if result.is_error:
-                    raise ServiceBroke(f"{call[0]} failed through the MCP server: {result.content}")
-                call = script.send(_plain(call[0], result.structured_content))
-        except StopIteration:
-            return
+    @asynccontextmanager
+    async def connect() -> AsyncIterator[Answer]:
+        async with Client(streamable_http_client(url), read_timeout_seconds=120) as client:
+
+            async def answer(call: Call) -> Any:
+                return plain(call[0], await client.call_tool(*call))
+
+            yield answer
+
+    return connect
 
 
-def run_through_mcp(clients: int, calls: int, directory: Path) -> tuple[Timings, float]:
-    """Each tool's latencies and the seconds from the first call to the last (the server's start apart)."""
-    timings: Timings = defaultdict(list)
+def run_in_process(clients: int, calls: int, directory: Path) -> tuple[list[Timed], float]:
+    """Each call's latency and the seconds from the first call to the last."""
+    with CellularMemory(path=str(directory), encoder=MockEncoder(384)) as memory:
+        timed, wall_s = asyncio.run(_run_clients(in_process(memory), clients, calls))
+        memory.check_invariants()
+    return timed, wall_s
+
+
+def run_through_mcp(clients: int, calls: int, directory: Path) -> tuple[list[Timed], float]:
+    """Each call's latency and the seconds from the first connection to the last answer (the server's start
+    apart)."""
     with mcp_server(directory) as url:
-
-        async def everyone() -> None:
-            await asyncio.gather(*(_mcp_client(url, client_script(n, calls), timings) for n in range(clients)))
-
-        start = time.perf_counter()
-        asyncio.run(everyone())
-        wall_s = time.perf_counter() - start
+        timed, wall_s = asyncio.run(_run_clients(through_mcp(url), clients, calls))
     with CellularMemory(path=str(directory), encoder=MockEncoder(384)) as memory:
         memory.check_invariants()
-    return timings, wall_s
+    return timed, wall_s
 
 
-SERVICES = {"reference": ("in process", run_in_process), "reference-mcp": ("MCP, streamable HTTP", run_through_mcp)}
+SERVICES = {
+    "reference": ("in process, the same tools", run_in_process),
+    "reference-mcp": ("MCP, streamable HTTP", run_through_mcp),
+}
 
 
 def serving_rows(systems: Sequence[str], clients: int, calls: int, progress: Progress = silent) -> list[ServingRow]:
@@ -196,14 +192,14 @@ def serving_rows(systems: Sequence[str], clients: int, calls: int, progress: Pro
     for system in progress(list(systems), f"serving ({clients} clients × {calls} calls)"):
         transport, run = SERVICES[system]
         with tempfile.TemporaryDirectory(prefix="magbench-serving-") as directory:
-            timings, wall_s = run(clients, calls, Path(directory))
-        total = sum(len(latencies) for latencies in timings.values())
+            timed, wall_s = run(clients, calls, Path(directory))
         for tool in TOOLS:
-            if timings.get(tool):
-                stats = latency_stats(timings[tool])
+            latencies = [call.latency_ns for call in timed if call.tool == tool]
+            if latencies:
+                stats = latency_stats(latencies)
                 rows.append(
                     ServingRow(
-                        system, transport, clients, tool, stats.queries, stats.p50_ms, stats.p99_ms, total / wall_s
+                        system, transport, clients, tool, stats.queries, stats.p50_ms, stats.p99_ms, len(timed) / wall_s
                     )
                 )
     return rows

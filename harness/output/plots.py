@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import matplotlib
+import numpy as np
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
@@ -153,40 +154,79 @@ def streaming(path: Path, rows: Sequence[StreamRow]) -> Path:
 
 
 def concurrency(path: Path, rows: Sequence[ConcurrencyRow]) -> Path:
-    """QPS and p99 against clients, one colour per system: searches alone above, while writing below (one set of
-    lines per panel), each level's QPS the median window's with a bar from its slowest window to its fastest."""
-    figure, panels = plt.subplots(2, 2, figsize=(12, 8.4), sharex=True)
-    for (qps, p99), writing in zip(panels, (False, True)):
-        drawn = styles([r.system for r in rows])
-        for number, (system, kind) in enumerate(drawn.items()):
-            dodge = 0.06 * (number - (len(drawn) - 1) / 2)  # each system's bars a little apart at a level
-            mine = sorted(
-                (r for r in rows if r.system == system and bool(r.writes_per_s) == writing), key=lambda r: r.clients
-            )
-            if not mine:
-                continue
-            clients = [r.clients for r in mine]
-            qps.plot(clients, [r.qps for r in mine], **kind)
-            spread = [(r.clients, min(r.window_qps), max(r.window_qps)) for r in mine if r.window_qps]
-            if spread:
-                x, low, high = zip(*spread)
-                bars = {"colors": kind["color"], "linewidth": kind["linewidth"] + 2, "alpha": 0.35}
-                qps.vlines([level + dodge for level in x], low, high, **bars)
-            p99.plot(clients, [r.p99_ms for r in mine], **kind)
-        doing = "while writing" if writing else "searches alone"
-        qps.set(ylabel="searches per second (all clients)", yscale="log")
-        p99.set(ylabel="p99 search latency (ms)", yscale="log")
-        qps.set_title(f"Throughput, {doing} (bar: slowest to fastest window)", fontsize=10)
-        p99.set_title(f"Tail latency, {doing}", fontsize=10)
+    """Small multiples, one column per system (`concurrency_figure`)."""
+    figure, _ = concurrency_figure(rows)
+    figure.tight_layout()
+    figure.savefig(path, dpi=120)
+    plt.close(figure)
+    return path
+
+
+CONCURRENCY_COLUMNS = 4
+"""Systems side by side in the concurrency figure before it starts another row of them."""
+
+
+def concurrency_figure(rows: Sequence[ConcurrencyRow]) -> tuple[Figure, list[tuple[Axes, Axes]]]:
+    """For each system, QPS above and p99 below against clients, searches alone (solid) and while writing
+    (dashed): a line through each level's median window, and a band from the level's lowest window to its
+    highest, so that what the machine's noise moved reads as the band's width. Every system's panels share one
+    scale per figure, so columns compare by eye. Returns the figure and each system's panels."""
+    systems = list(dict.fromkeys(r.system for r in rows))
+    across = min(CONCURRENCY_COLUMNS, len(systems))
+    down = -(-len(systems) // across)
+    figure, grid = plt.subplots(2 * down, across, figsize=(3.1 * across, 5.2 * down), sharex=True, squeeze=False)
+    panels = [
+        (grid[2 * (n // across), n % across], grid[2 * (n // across) + 1, n % across]) for n in range(len(systems))
+    ]
+    for system, (qps, p99) in zip(systems, panels):
+        mine = [r for r in rows if r.system == system]
+        qps.set_title(f"{system}\n{mine[0].transport}", fontsize=9)
+        for writing in (False, True):
+            level = sorted((r for r in mine if bool(r.writes_per_s) == writing), key=lambda r: r.clients)
+            if level:
+                _band(qps, level, [r.qps for r in level], [r.window_qps for r in level], writing)
+                tails = [float(np.median(r.window_p99_ms)) if r.window_p99_ms else r.p99_ms for r in level]
+                _band(p99, level, tails, [r.window_p99_ms for r in level], writing)
     levels = sorted({r.clients for r in rows})
-    for axes in panels.flat:
-        axes.set_xticks(levels, [str(level) for level in levels])
-    for axes in panels[1]:
-        axes.set_xlabel("clients at once")
-    for axes in panels.flat:
-        if axes is not panels[0][1]:
+    for number, (qps, p99) in enumerate(panels):
+        for axes in (qps, p99):
+            axes.set(xscale="log", yscale="log")
             _log_ticks(axes)
-    return _save(figure, panels[0][1], path)
+            axes.set_xticks(levels, [str(level) for level in levels])
+            axes.xaxis.set_minor_locator(ticker.NullLocator())
+        if number % across == 0:
+            qps.set_ylabel("searches per second (all clients)", fontsize=8)
+            p99.set_ylabel("p99 search latency (ms)", fontsize=8)
+        p99.set_xlabel("clients at once")
+    for metric in (0, 1):
+        shared = [pair[metric] for pair in panels]
+        low, high = min(a.get_ylim()[0] for a in shared), max(a.get_ylim()[1] for a in shared)
+        for axes in shared:
+            axes.set_ylim(low, high)
+    used = {id(axes) for pair in panels for axes in pair}
+    for axes in grid.flat:
+        axes.set_visible(id(axes) in used)
+    panels[0][0].legend(fontsize=7, loc="lower right")
+    figure.suptitle("Concurrency: each level's median, and a band from its lowest window to its highest", fontsize=10)
+    return figure, panels
+
+
+def _band(
+    axes: Axes, rows: Sequence[ConcurrencyRow], middle: list[float], windows: list[list[float]], writing: bool
+) -> None:
+    """One line of a system's levels and the band of their windows' lowest and highest figures (a level of one
+    window or none recorded: no width there)."""
+    kind: dict[str, Any] = {
+        "color": colour(rows[0].system),
+        "marker": marker(rows[0].system),
+        "markerfacecolor": "none",
+    }
+    label = f"while writing {rows[0].writes_per_s:.0f}/s" if writing else "searches alone"
+    clients = [r.clients for r in rows]
+    axes.plot(clients, middle, linestyle="--" if writing else "-", label=label, **kind)
+    low = [min(w, default=m) for w, m in zip(windows, middle)]
+    high = [max(w, default=m) for w, m in zip(windows, middle)]
+    axes.fill_between(clients, low, high, color=kind["color"], alpha=0.15 if writing else 0.3, linewidth=0)
 
 
 def pareto(points: Sequence[Measurement]) -> list[Measurement]:

@@ -180,7 +180,18 @@ def timing_lines(results: RunResults) -> list[str]:
             "- noisy measurements whose latency decides no verdict: "
             + ", ".join(f"{count} in {section}" for section, count in others.items())
         )
-    machine = results.run.machine
+    run = results.run
+    if run.took and run.pace is not None:
+        pace = run.pace
+        lines.append(
+            f"- each experiment's seconds, planned at the pace a probe measured before the run (×{pace.median:.2f} "
+            f"the plan's, ×{pace.low:.2f}–{pace.high:.2f} over its passes) → taken: "
+            + ", ".join(
+                f"{name} {run.planned.get(name, 0.0) * pace.median:,.0f} → {took:,.0f}"
+                for name, took in run.took.items()
+            )
+        )
+    machine = run.machine
     packages = ", ".join(f"{name} {version}" for name, version in machine.packages.items() if version)
     lines.append(f"- machine: {machine.processor}, {machine.cpus} CPUs; {packages}")
     return lines

@@ -16,6 +16,7 @@ from pydantic import TypeAdapter, ValidationError
 
 from harness.measure.chance import Chance
 from harness.measure.metrics import Agreement, EvidenceScores, GroupStats, LatencyStats, UpdateScores, latency_stats
+from harness.measure.pace import Pace
 from harness.measure.plan import RunPlan
 from harness.measure.readings import Reading
 from harness.verdicts.confidence import REFUTED, best_of_passes, noisy
@@ -356,6 +357,8 @@ class ConcurrencyRow:
     """Answers with fewer than 10 hits."""
     window_qps: list[float] = field(default_factory=list)
     """Each window's QPS (`qps` is their median): how far a shared machine moved the level."""
+    window_p99_ms: list[float] = field(default_factory=list)
+    """Each window's p99 (`p99_ms` pools every window's searches): how far a shared machine moved the tail."""
 
 
 @dataclass(frozen=True)
@@ -505,7 +508,10 @@ class RunInfo:
     took: dict[str, float] = field(default_factory=dict)
     """Seconds each experiment took."""
     planned: dict[str, float] = field(default_factory=dict)
-    """Seconds each experiment planned (`Experiment.work`)."""
+    """Seconds each experiment planned (`Experiment.work`), at the pace the plan was measured at."""
+    pace: Pace | None = None
+    """This machine's pace against the plan's, measured before the run (`measure_pace`): an experiment's planned
+    seconds times its median are what the run expected it to take."""
     systems: tuple[str, ...] | None = None
     """The systems `--systems` chose (None: each experiment's own)."""
 

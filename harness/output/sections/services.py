@@ -35,8 +35,9 @@ def concurrency(results: RunResults) -> list[Table]:
             f"`reference-mcp` rank text queries by words too); `short`: answers with fewer than {K} hits. Each level "
             f"searches in {plan.concurrency_windows} windows of time taken in turn with the other levels' (so a burst "
             "of other load on a shared machine falls in a window of several levels, not in one level): QPS is the "
-            "median window's, `windows` its slowest and fastest window's (far apart: the machine was busy); "
-            "latencies and recall pool every window.",
+            "median window's, `windows` its slowest and fastest window's (far apart: the machine was busy), and "
+            "`p99 windows` the lowest and highest of the windows' p99; latencies and recall pool every window. Two "
+            "levels or systems whose windows overlap differ by no more than this machine's noise.",
             (
                 SYSTEM,
                 column("clients", "clients"),
@@ -44,11 +45,13 @@ def concurrency(results: RunResults) -> list[Table]:
                 column("QPS", "qps"),
                 column("windows", "qps_windows"),
                 column("p50 / p99 (ms)", "p50_ms", "p99_ms"),
+                column("p99 windows", "p99_windows"),
                 column("recall@10", "recall_at_10", format=share),
                 column("writing: writes/s", "writing_writes_per_s"),
                 column("writing: QPS", "writing_qps"),
                 column("writing: windows", "writing_qps_windows"),
                 column("writing: p99 (ms)", "writing_p99_ms"),
+                column("writing: p99 windows", "writing_p99_windows"),
                 column("writing: recall@10", "writing_recall_at_10", format=share),
                 column("short", "short"),
             ),
@@ -133,6 +136,7 @@ def _concurrency_rows(rows: list[ConcurrencyRow]) -> list[dict[str, Any]]:
             "qps_windows": _spread(row.window_qps),
             "p50_ms": row.p50_ms,
             "p99_ms": row.p99_ms,
+            "p99_windows": _spread(row.window_p99_ms),
             "recall_at_10": row.recall_at_10,
             "short": row.short + (during.short if during else 0),
         }
@@ -142,6 +146,7 @@ def _concurrency_rows(rows: list[ConcurrencyRow]) -> list[dict[str, Any]]:
                 "writing_qps": during.qps,
                 "writing_qps_windows": _spread(during.window_qps),
                 "writing_p99_ms": during.p99_ms,
+                "writing_p99_windows": _spread(during.window_p99_ms),
                 "writing_recall_at_10": during.recall_at_10,
             }
         table.append(fields)
@@ -149,7 +154,7 @@ def _concurrency_rows(rows: list[ConcurrencyRow]) -> list[dict[str, Any]]:
 
 
 def _spread(values: list[float]) -> str:
-    """The slowest and the fastest of a level's windows ("" for a row of one window, or of none recorded)."""
+    """The lowest and the highest of a level's windows' figures ("" for a row of one window, or of none recorded)."""
     return f"{figure(min(values))}–{figure(max(values))}" if len(values) > 1 else ""
 
 

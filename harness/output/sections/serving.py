@@ -15,14 +15,15 @@ def serving(results: RunResults) -> list[Table]:
     return [
         Table(
             "serving",
-            "Serving: many clients at once, the engine in process and through its MCP server",
+            "Serving: many clients at once, the MCP tools in process and through the MCP server",
             "Each client makes a seeded mix of agents' memory calls in a scope of its own (mostly writes and "
-            "searches; gets, updates, deletes and listings), all clients at once: in process each on its own "
-            "thread, through the server each a real `mcp` client over streamable HTTP to `magbench serve --http` "
-            "(both on an embedded store, the mock encoder). Every answer is checked as it comes (no hit from another "
-            "scope, every memory read back as written, nothing lost); `calls/s` counts every tool's calls "
-            "together. A call's latency includes its wait for the others: these are a service's latencies, not "
-            "one core's.",
+            "searches; gets, updates, deletes and listings), all clients at once, to the MCP server's own tools: "
+            "in process called directly (each call on a worker thread, as the server runs it), through the server "
+            "each a real `mcp` client over streamable HTTP to `magbench serve --http` (both on an embedded store, "
+            "the mock encoder), so the two differ by the transport alone. Every answer is checked as it comes "
+            "(no hit from another scope, every memory read back as written, nothing lost); `calls/s` counts every "
+            "tool's calls together. A call's latency includes its wait for the others: these are a service's "
+            "latencies, not one core's.",
             (
                 SYSTEM,
                 column("transport", "transport"),
