@@ -30,6 +30,10 @@ from typing import Any, Literal, NamedTuple, Protocol, runtime_checkable
 
 import numpy as np
 
+from where_syntax import check_where as check_where
+from where_syntax import fold as fold
+from where_syntax import is_number as is_number
+
 CAPABILITIES = frozenset(
     {"text", "vectors", "persist", "consolidate", "memory_scoring", "tunable", "groups", "delete"}
     | {"scopes", "filters", "update", "get", "threads", "own_ids", "scoped_only"}

@@ -9,11 +9,12 @@ from typing import Any, NamedTuple, TypedDict
 
 import numpy as np
 
+from where_syntax import check_where
+
 from .cells import CellTable
 from .encoders import Encoder
 from .entities import extract_entities
 from .errors import InvalidInputError
-from .filters import check_where
 from .hit import Hit
 from .search import Candidates
 from .validation import check_k, check_same_length, check_scope, check_text, check_timestamp, unit_rows, unit_vector
@@ -54,7 +55,7 @@ def checked_restriction(scope: Any, where: Any, since: Any, until: Any) -> Restr
     """A search's restriction checked: a scope name, a `where` filter (`filters.py`), timestamps."""
     return Restriction(
         None if scope is None else check_scope(scope),
-        None if where is None else check_where(where),
+        None if where is None else check_where(where, error=InvalidInputError),
         None if since is None else check_timestamp(since),
         None if until is None else check_timestamp(until),
     )

@@ -30,6 +30,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
+import math
 import operator
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -62,7 +63,7 @@ from ..config import MemoryConfig
 from ..encoders import Encoder
 from ..errors import DimensionMismatchError, InvalidInputError
 from ..memory import CellularMemory
-from ..validation import MAX_EPISODE_CHARS, MAX_TEXT_CHARS, check_json_object, check_text
+from ..validation import MAX_DEPTH, MAX_EPISODE_CHARS, MAX_TEXT_CHARS, check_json_object, check_text
 from .langchain import _EmbeddingsEncoder
 
 Namespace = tuple[str, ...]
@@ -583,18 +584,32 @@ def _check_filter(filter: Any) -> None:
         _check_condition(key, wanted)
 
 
-def _check_condition(field: str, wanted: Any) -> None:
+def _check_condition(field: str, wanted: Any, depth: int = 1) -> None:
+    """A filter's condition on a field; nested at most `MAX_DEPTH` levels, as a value is (a deeper one could match
+    no value, and a walk of it could exhaust the stack)."""
+    if depth > MAX_DEPTH:
+        raise InvalidInputError(f"filter on {field!r:.200} nests deeper than {MAX_DEPTH} levels")
     if isinstance(wanted, list | tuple):
         for part in wanted:
-            _check_condition(field, part)
+            _check_condition(field, part, depth + 1)
     elif isinstance(wanted, Mapping) and _is_operators(wanted):
         for name, operand in wanted.items():
             if name not in OPERATORS:
                 raise InvalidInputError(f"filter on {field!r}: unknown operator {name!r}; use {sorted(OPERATORS)}")
-            if name in RANGES and (isinstance(operand, bool) or not isinstance(operand, int | float)):
-                raise InvalidInputError(f"filter on {field!r}: {name} compares numbers, got {operand!r:.50}")
+            if name in RANGES and not _finite_number(operand):
+                raise InvalidInputError(f"filter on {field!r}: {name} compares finite numbers, got {operand!r:.50}")
     elif isinstance(wanted, Mapping):
         for key, part in wanted.items():
             if not isinstance(key, str):
                 raise InvalidInputError(f"filter on {field!r}: keys of nested conditions are strings, got {key!r}")
-            _check_condition(f"{field}.{key}", part)
+            _check_condition(f"{field}.{key}", part, depth + 1)
+
+
+def _finite_number(value: Any) -> bool:
+    """A number (not a bool) that a range compares as a finite float."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return False
+    try:
+        return math.isfinite(float(value))
+    except OverflowError:
+        return False

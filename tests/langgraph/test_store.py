@@ -650,6 +650,14 @@ def test_a_bad_put_raises_and_loses_nothing(store, namespace, key, value, error)
     assert store.list_namespaces() == [("a",)]
 
 
+def nested_list(levels: int) -> Any:
+    """A filter condition of lists `levels` deep: deeper than a value may be, and than the stack's depth."""
+    condition: Any = 1
+    for _ in range(levels):
+        condition = [condition]
+    return condition
+
+
 @pytest.mark.parametrize(
     ("call", "error"),
     [
@@ -663,6 +671,9 @@ def test_a_bad_put_raises_and_loses_nothing(store, namespace, key, value, error)
         (lambda s: s.search(("a",), filter={"n": {"$regex": "x"}}), InvalidInputError),
         (lambda s: s.search(("a",), filter={"n": {"$gt": "3"}}), InvalidInputError),
         (lambda s: s.search(("a",), filter=[("n", 1)]), InvalidInputError),
+        (lambda s: s.search(("a",), filter={"n": {"$lt": 10**400}}), InvalidInputError),
+        (lambda s: s.search(("a",), filter={"n": {"$gte": float("nan")}}), InvalidInputError),
+        (lambda s: s.search(("a",), filter={"n": nested_list(5000)}), InvalidInputError),
         (lambda s: s.search(("a",), limit=-1), InvalidInputError),
         (lambda s: s.search(("a",), offset="1"), InvalidInputError),
         (lambda s: s.search(("a",), query=3), InvalidInputError),
