@@ -17,7 +17,15 @@ from .entities import extract_entities
 from .errors import InvalidInputError
 from .hit import Hit
 from .search import Candidates
-from .validation import check_k, check_same_length, check_scope, check_text, check_timestamp, unit_rows, unit_vector
+from .validation import (
+    check_result_count,
+    check_same_length,
+    check_scope,
+    check_text,
+    check_timestamp,
+    unit_rows,
+    unit_vector,
+)
 
 NO_ENTITIES: frozenset[str] = frozenset()
 
@@ -42,7 +50,7 @@ class Restriction(NamedTuple):
 
 def check_batch(queries: Any, k: Any, mode: Any, vectors: Any) -> int:
     """Check a search batch's queries, `k`, `mode` and `vectors` (one per query, when given); returns `k`."""
-    checked = check_k(k)
+    checked = check_result_count(k)
     if mode not in ("similarity", "memory"):
         raise InvalidInputError(f"mode must be 'similarity' or 'memory', got {mode!r}")
     if isinstance(queries, str) or not isinstance(queries, Sequence) or len(queries) == 0:

@@ -35,7 +35,7 @@ from ..config import MemoryConfig
 from ..errors import InvalidInputError
 from ..hit import Hit
 from ..memory import CellularMemory
-from ..validation import check_k
+from ..validation import check_result_count
 
 
 class _EmbeddingsEncoder:
@@ -147,7 +147,7 @@ class CellularVectorStore(VectorStore):
         self, query: str | None, vector: Sequence[float], k: int, fetch_k: int, lambda_mult: float, **kwargs: Any
     ) -> list[Document]:
         """LangChain's `maximal_marginal_relevance` over the stored vectors of the best `fetch_k` documents."""
-        check_k(k)
+        check_result_count(k)
         if isinstance(fetch_k, bool) or not isinstance(fetch_k, int) or fetch_k < 1:
             raise InvalidInputError(f"fetch_k must be a positive integer, got {fetch_k!r}")
         if isinstance(lambda_mult, bool) or not isinstance(lambda_mult, int | float) or not 0 <= lambda_mult <= 1:
