@@ -38,7 +38,7 @@ from ..memory import CellularMemory
 from ..validation import check_result_count
 
 
-class _EmbeddingsEncoder:
+class EmbeddingsEncoder:
     """A LangChain embedding model as the engine's encoder (documents embedded as documents)."""
 
     def __init__(self, embedding: Embeddings, dim: int) -> None:
@@ -215,7 +215,7 @@ class CellularVectorStore(VectorStore):
         """The memory, opened for embeddings of `dim` on first use."""
         with self._opening:
             if self._memory is None:
-                encoder = _EmbeddingsEncoder(self._embedding, dim)
+                encoder = EmbeddingsEncoder(self._embedding, dim)
                 self._memory = CellularMemory(path=self._path, encoder=encoder, config=self._config)
             return self._memory
 

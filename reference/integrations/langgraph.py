@@ -64,7 +64,7 @@ from ..encoders import Encoder
 from ..errors import DimensionMismatchError, InvalidInputError
 from ..memory import CellularMemory
 from ..validation import MAX_DEPTH, MAX_EPISODE_CHARS, MAX_TEXT_CHARS, check_json_object, check_text
-from .langchain import _EmbeddingsEncoder
+from .langchain import EmbeddingsEncoder
 
 Namespace = tuple[str, ...]
 DEFAULTS: dict[str, Any] = {"namespace": "langgraph", "lexical": False}
@@ -120,10 +120,11 @@ class CellularStore(BaseStore):
         encoder: Encoder = _Unindexed()
         if index is not None:
             dims, self.embeddings, self._fields = _index(index)
-            encoder = _EmbeddingsEncoder(self.embeddings, dims)
+            encoder = EmbeddingsEncoder(self.embeddings, dims)
         self._dim = encoder.dim
         self._memory = CellularMemory(path=path, encoder=encoder, config=MemoryConfig(**{**DEFAULTS, **options}))
         self._writing = threading.Lock()
+        self._keys = _Keys(self._memory.ids())
 
     def batch(self, ops: Iterable[Op]) -> list[Result]:
         checked = _checked(ops)
@@ -220,9 +221,11 @@ class CellularStore(BaseStore):
                     cells.texts, vectors=cells.vectors, ids=cells.ids, metadata=cells.metadata,
                     scope=cells.scopes, upsert=True,
                 )  # fmt: skip
+            self._keys.add([put for put in puts if put.value is not None])
             unused = [cell_id for cell_id in unused if cell_id in self._memory]
             if unused:
                 self._memory.delete(unused)
+            self._keys.remove([put for put in puts if put.value is None])
 
     # ---- reading -------------------------------------------------------------------------
 
@@ -267,7 +270,7 @@ class CellularStore(BaseStore):
             k *= 2
 
     def _namespaces(self, op: ListNamespacesOp) -> list[Namespace]:
-        held = {parsed[0] for cell_id in self._memory.ids() if (parsed := _parsed(cell_id)) is not None}
+        held = self._keys.namespaces()
         matching = [ns for ns in held if all(_path_matches(c, ns) for c in op.match_conditions or ())]
         if op.max_depth is not None:
             matching = list({ns[: op.max_depth] for ns in matching})
@@ -275,14 +278,50 @@ class CellularStore(BaseStore):
 
     def _item_ids(self, prefix: Namespace) -> list[str]:
         """The ids of the items in every namespace that starts with `prefix`."""
-        return [
-            cell_id
-            for cell_id in self._memory.ids()
-            if (parsed := _parsed(cell_id)) is not None and parsed[0][: len(prefix)] == prefix
-        ]
+        return self._keys.item_ids(prefix)
 
     def _records(self, ids: list[str]) -> dict[str, CellRecord]:
         return {record.id: record for record in self._memory.get_many(ids)} if ids else {}
+
+
+class _Keys:
+    """Namespace → the keys of its items: what a search's namespace prefix and `list_namespaces` read, so that
+    neither scans every cell id. Built from the memory's ids when the store opens, then kept by its writes."""
+
+    def __init__(self, cell_ids: Iterable[str]) -> None:
+        self._keys: dict[Namespace, set[str]] = {}
+        self._lock = threading.Lock()
+        """Guards the mapping: searches read it while a write changes it."""
+        for cell_id in cell_ids:
+            parsed = _parsed(cell_id)
+            if parsed is not None:
+                self._keys.setdefault(parsed[0], set()).add(parsed[1])
+
+    def namespaces(self) -> list[Namespace]:
+        """The namespaces that hold items."""
+        with self._lock:
+            return list(self._keys)
+
+    def item_ids(self, prefix: Namespace) -> list[str]:
+        """The first-cell ids of the items of every namespace that starts with `prefix`."""
+        with self._lock:
+            held = [(ns, list(keys)) for ns, keys in self._keys.items() if ns[: len(prefix)] == prefix]
+        return [_cell_id(ns, key) for ns, keys in held for key in keys]
+
+    def add(self, puts: Iterable[_Put]) -> None:
+        """Items the memory now holds."""
+        with self._lock:
+            for put in puts:
+                self._keys.setdefault(put.namespace, set()).add(put.key)
+
+    def remove(self, puts: Iterable[_Put]) -> None:
+        """Items the memory no longer holds (a namespace left without items is no longer listed)."""
+        with self._lock:
+            for put in puts:
+                keys = self._keys.get(put.namespace, set())
+                keys.discard(put.key)
+                if not keys:
+                    self._keys.pop(put.namespace, None)
 
 
 class _Cells:

@@ -32,7 +32,7 @@ from langgraph.store.base import (
 )
 from langgraph.store.memory import InMemoryStore
 
-from reference import InvalidInputError
+from reference import CellularMemory, InvalidInputError
 from reference.errors import DimensionMismatchError, MagneticError
 from reference.integrations.langgraph import CellularStore
 from reference.validation import MAX_DEPTH
@@ -439,6 +439,22 @@ def test_a_compiled_graph_writes_and_reads_memory_through_the_store():
     assert store.list_namespaces(prefix=("memories",)) == [("memories", "alice"), ("memories", "bob")]
     assert store.get(("memories", "bob"), "fact-0").value == {"text": "Bob plays the guitar"}
     store.close()
+
+
+def test_searches_and_listings_never_read_every_cell_id(store, monkeypatch):
+    store.put(("users", "alice"), "home", {"text": "Alice lives in Lisbon"})
+    store.put(("users", "bob"), "drop", {"text": "gone"})
+    store.put(("docs",), "rock", {"text": "guitar band"})
+    store.delete(("users", "bob"), "drop")
+
+    def every_id(*args, **kwargs):
+        raise AssertionError("CellularStore read every cell id")
+
+    monkeypatch.setattr(CellularMemory, "ids", every_id)
+    assert store.list_namespaces() == [("docs",), ("users", "alice")]
+    assert [item.key for item in store.search(("users",), query="where does Alice live")] == ["home"]
+    assert [item.key for item in store.search(("users",), filter={"text": "Alice lives in Lisbon"})] == ["home"]
+    assert [item.key for item in store.search(())] == ["rock", "home"]
 
 
 # ---- 4. persistence, timestamps, async, concurrency, bad input ------------------------------------------------
