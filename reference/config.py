@@ -65,67 +65,69 @@ CHOICES = {
 
 @dataclass(frozen=True)
 class MemoryConfig:
-    """Tunable behaviour of a `CellularMemory`. The defaults are the adaptive policy measured on real
-    text; `MemoryConfig.prototype()` is the seed design (fixed threshold, fixed `group_top_k`).
+    """Tunable behaviour of a `CellularMemory`, immutable and checked when made (`InvalidInputError` names every
+    setting that is wrong). The defaults are the adaptive policy; `MemoryConfig.prototype()` is the seed design
+    (fixed threshold, fixed `group_top_k`). The design behind each group of settings is in docs/engine.md.
 
-    Grouping (`grouping="adaptive"`): a group's target size grows with the memory,
-    t(N) = max(`group_size`, `group_size_per_sqrt_n` · √N). A cell joins its most similar group when
-    the cosine exceeds `join_threshold`, and also when the target count N / t(N) of groups already
-    exists; otherwise it founds a group. A group above `split_factor` · t(N) cells is split in two
-    (2-means) at ingest; sleep merges fragments (below t(N) / `fragment_divisor`) and groups above
-    `merge_threshold` into their nearest neighbour, then runs k-means steps over every cell (up to
-    `sleep_rounds`, until at most a `sleep_settled` share moves), and splits what is still too large.
-    Splits stop at the bound, `split_factor` times the target count (so G stays bound to N: the mean
-    group size never falls below t(N) / `split_factor` through ingest or sleep; deletes can lower it
-    until sleep merges the fragments). `max_groups` is a hard cap in both policies.
-    With `grouping="threshold"` only the threshold and `max_groups` apply (the seed design).
-    With `settle` (adaptive grouping), a write of at least a quarter of the cells it leaves ends with sleep's k-means
-    steps over every cell of the scopes it writes to (up to `sleep_rounds`, until at most a `sleep_settled` share
-    moves: `ingest.settled`), and any other write with one step over its cells and a window of stored ones
-    (`ingest.refining`): no merges, splits or conflict judging, which stay sleep's.
+    Grouping (how cells gather under centroids):
 
-    Probing (`probing="budget"`): groups are searched in centroid order until they hold
-    max(`probe_per_k` · k, `probe_per_sqrt_n` · √N) candidates (the budget). Past the first
-    `probe_per_k` · k candidates, a group is read only if its centroid's cosine to the query is at
-    least the current k-th best score minus `probe_margin`: a query deep inside a tight cluster stops
-    early, a query in diffuse data (real text) reads up to the budget. The margin usually ends probing
-    before the budget does; the budget caps the hard queries. With the `numpy` backend and a
-    `target_recall` (recall@10 against exact search; None: keep `probe_margin`), the memory widens the
-    margin from `probe_margin` as far as an estimate of its own recall requires, made as it grows and after
-    each sleep pass (`calibration.py`). A memory of at most budget +
-    `probe_cost_cells` cells is searched flat (exact). Compiled, probing costs little beyond the cells it
-    reads, so by default only a memory within the budget is searched flat. With `probing="top_k"` the best
-    `group_top_k` groups are searched and a flat search fills in when fewer than k hits score above `min_score`
-    (the seed design).
+    - `grouping`: "adaptive" (a group's target size t(N) = max(`group_size`, `group_size_per_sqrt_n` · √N)
+      grows with the memory) or "threshold" (only `join_threshold` and `max_groups` apply).
+    - `join_threshold`: the cosine above which a cell joins its most similar group; an adaptive memory also
+      joins once it has its target count of groups, N / t(N).
+    - `max_groups`: a hard cap in both policies.
+    - `split_factor`: a group above `split_factor` · t(N) cells is split in two (2-means), and splits stop at
+      `split_factor` times the target count of groups.
+    - `settle`: a write ends with k-means steps: over every cell of its scopes when it is a large share of them
+      (`ingest.settled`), else one step over its cells and a window of stored ones (`ingest.refining`).
 
-    Vectors: with the `numpy` group backend the group index holds the cell vectors once, by row (flat search
-    is one NumPy pass over them), and probes int8 codes of them (`index.NumpyGroupIndex`).
+    Sleep (`consolidate`, `start_sleep`):
 
-    Concepts (`concepts.py`) gather groups into the memory's topics: Ward linkage of the centroids,
-    cut at the largest gap; at most `concept_limit` groups are linked (O(G²)), the rest join the
-    concept of their nearest linked centroid.
+    - `fragment_divisor`, `merge_threshold`: groups below t(N) / `fragment_divisor` cells, or above this
+      cosine to their nearest neighbour, merge into it.
+    - `sleep_rounds`, `sleep_settled`: k-means steps over every cell, until at most that share of cells moves.
+    - `concept_limit`: at most this many groups are linked into concepts (O(G²)); the rest join the concept of
+      their nearest linked centroid.
 
-    A setting that does something only under others (`group_top_k` and `min_score` with `probing="top_k"`,
-    the probe budget with `probing="budget"`, the fusion and context weights with `lexical=True`, the
-    adaptive sizes with `grouping="adaptive"`) is refused when
-    changed from its default where it would do nothing; the message names what it applies to.
+    Probing (which groups a search reads):
 
-    Text queries are hybrid (`lexical=True`): the dense stages' best `fusion_depth` candidates and the
-    lexical index's (BM25 over cell texts) are fused by calibrated scores (`fusion="score"`, the default:
-    `lexical_weight` on BM25 / the query's best BM25, the rest on the dense score, a cosine that a candidate only
-    the lexical list found gets too) or by reciprocal rank (`fusion="rrf"`, constant `rrf_k`); see `fusion.py`.
-    Calibrated scores keep how far apart the candidates are, which ranks drop: the fusion and its weight were
-    chosen on the same three LoCoMo conversations as the context weights below. Then each candidate is scored
-    with its context (`episodes.py`): plus
-    `episode_weight` times the best fused score among the candidates of its episode (the cells written
-    together), plus `neighbour_weight` times the better fused score of the cells written just before and
-    after it in that episode. Chosen on three of the five LoCoMo dev conversations (26, 41, 43), reported on the
-    other two (47, 49). Last, each is scored by its form (`turns.py`): `asking_penalty` less when its text ends
-    with a question mark, `speaker_weight` more when the query names the speaker in its metadata under
-    `speaker_key`; chosen on the same three, reported on the other two (the commits that set them say by how
-    much). Vector-only
-    queries stay purely dense. Cells written without an episode continue the inferred episode of the cell before them
-    when written at most `episode_gap_s` seconds later.
+    - `probing`: "budget" reads groups in centroid order until max(`probe_per_k` · k, `probe_per_sqrt_n` · √N)
+      candidates (the budget); past the first `probe_per_k` · k, a group is read only if its centroid is within
+      `probe_margin` of the k-th best score. "top_k" reads the best `group_top_k` groups, and a flat search
+      fills in when fewer than k hits score above `min_score`.
+    - `target_recall`: with the numpy backend, the margin widens as far as an estimate of the memory's own
+      recall@10 requires (`calibration.py`); None keeps `probe_margin`.
+    - `probe_cost_cells`: a memory of at most the budget plus this many cells is searched flat (exact).
+
+    Text queries (hybrid, `lexical=True`; vector-only queries stay dense):
+
+    - `fusion`, `fusion_depth`, `lexical_weight`, `rrf_k`: the dense and BM25 candidates (the best
+      `fusion_depth` of each) fused by calibrated scores ("score": `lexical_weight` on BM25) or reciprocal rank
+      ("rrf", constant `rrf_k`): `fusion.py`.
+    - `episode_weight`, `neighbour_weight`, `episode_gap_s`: a candidate scored with its episode's best
+      candidate and its neighbours in the episode (`episodes.py`); cells written without an episode continue
+      the one before them when written at most `episode_gap_s` seconds later.
+    - `asking_penalty`, `speaker_key`, `speaker_weight`: scored by form (`turns.py`): less for a question, more
+      when the query names the speaker held in metadata under `speaker_key`.
+    - `use_entities`, `entity_boost`: the boost of cells that share an entity with the query.
+
+    Memory-mode scores (`search(mode="memory")`):
+
+    - `weights` (`ScoringWeights`), `half_life_days` (recency), `access_saturation` (access counts),
+      `score_threshold` (weaker hits dropped), `superseded_penalty` (cells a newer one contradicts),
+      `kind_importance` (the default importance of each kind).
+
+    Storage and resources:
+
+    - `group_backend`: "numpy" (the vectors held once, probed by int8 codes: `index.NumpyGroupIndex`) or "chroma".
+    - `namespace`: the store's collection (3-40 characters of [a-zA-Z0-9_-]); `lease_seconds`: how long a
+      claim on it lasts without renewal.
+    - `ingest_chunk`: cells encoded and grouped at a time in a write.
+    - `resident_cells`: see below.
+
+    A setting that does something only under others (marked `applies` on its field) is refused when changed
+    from its default where it would do nothing; the message names what it applies to. The settings marked
+    query-time may change on an open memory (`CellularMemory.set_search_options`).
     """
 
     grouping: Grouping = "adaptive"
