@@ -5,24 +5,28 @@
     store.search(("users",), query="where does Alice live?", filter={"kind": "fact"}, limit=4)
     graph = builder.compile(store=store)   # nodes take `store: BaseStore`, or call `langgraph.config.get_store()`
 
-`path=None` keeps the memory in this process; `path="dir"` is an embedded store, persisted. A namespace is an
-engine scope; an item is a cell whose id names its namespace and key, holding the value whole as JSON text
-(JSON's types: integers of any size, tuples come back as lists, at most `MAX_DEPTH` levels with the value the
-first), its `created_at` (kept when the key is written again) and its `updated_at`. A refused value is named by
-its key and namespace and the path inside it (`value['a'][0]`); keys of any length are held.
+How items are held:
 
-As in LangGraph's `InMemoryStore`, the reads of a batch see the store as it was before the batch's writes, and
-of several puts of one key in a batch the last wins. `index=` (`dims`; `embed`: an `Embeddings`, a function or
-a provider string; `fields`: JSON paths, by default the whole value) embeds those fields of each put
-(`put(..., index=False)`: none, `index=[paths]`: these); each text found is one vector of the item, and writing
-the key again replaces them. A search with a query ranks the items by the cosine of their best vector (the
-engine's vector search), then the items without vectors (score None). Without a query, or without an index, a
-search returns the items most recently updated first (the order of LangGraph's SQLite store). `filter=` matches
-value fields as `InMemoryStore` does (equality, nested mappings and lists, `$eq $ne $gt $gte $lt $lte`; a key of
-the filter names a field even when it starts with `$`: `{"$and": ...}` is the field "$and", not a conjunction); a range
-takes a number and never matches a value that is not one, where `InMemoryStore` raises. `list_namespaces` lists
-the namespaces that hold items. Other keyword arguments of the constructor are `MemoryConfig` fields. Calls
-from several threads are safe; TTLs are not supported.
+- a namespace is an engine scope; an item is a cell whose id names its namespace and key;
+- the cell holds the value whole as JSON text (JSON's types: integers of any size, tuples come back as lists, at
+  most `MAX_DEPTH` levels with the value the first), its `created_at` (kept when the key is written again) and
+  its `updated_at`;
+- a refused value is named by its key and namespace and the path inside it (`value['a'][0]`); keys of any length
+  are held.
+
+As in LangGraph's `InMemoryStore`, the reads of a batch see the store as it was before the batch's writes, and of
+several puts of one key in a batch the last wins. Search:
+
+- with a query, items rank by the cosine of their best vector (the engine's vector search), then the items
+  without vectors follow (score None);
+- without a query, or without an index, items come most recently updated first (LangGraph's SQLite store's order);
+- `filter=` matches value fields as `InMemoryStore` does (equality, nested mappings and lists,
+  `$eq $ne $gt $gte $lt $lte`); a filter key names a field even when it starts with `$` (`{"$and": ...}` is the
+  field "$and"); a range takes a finite number and never matches a value that is not one, where `InMemoryStore`
+  raises.
+
+`list_namespaces` lists the namespaces that hold items. Calls from several threads are safe; TTLs are not
+supported.
 """
 
 from __future__ import annotations
@@ -111,7 +115,30 @@ class _Unindexed:
 
 
 class CellularStore(BaseStore):
-    """A `CellularMemory` behind LangGraph's `BaseStore` interface, sync and async (thread-safe)."""
+    """A `CellularMemory` behind LangGraph's `BaseStore` interface, sync and async (thread-safe).
+
+    `put`, `get`, `search`, `delete`, `list_namespaces` and their async forms are `BaseStore`'s, each one
+    operation of `batch`; what differs from `InMemoryStore` is in the module's docstring.
+
+    Args:
+        index: None (nothing embedded; searches order by time) or LangGraph's index configuration: `dims`, `embed`
+            (an `Embeddings`, a function, or a provider string) and `fields` (JSON paths, by default the whole
+            value); each text found at those paths of a put is one vector of the item (`put(..., index=False)`:
+            none, `index=[paths]`: these), and writing the key again replaces them.
+        path: None keeps the memory in this process; a folder is an embedded store, persisted.
+        **options: `MemoryConfig` fields (by default its own namespace, "langgraph", and no lexical index).
+
+    Raises:
+        InvalidInputError: a bad index configuration or option.
+        EncoderMismatchError, DimensionMismatchError: a store at `path` made with another embedding model.
+
+    Example:
+        ```python
+        with CellularStore(index={"dims": 384, "embed": embeddings, "fields": ["text"]}, path="memory") as store:
+            store.put(("users", "alice"), "home", {"text": "Alice lives in Lisbon"})
+            [item] = store.search(("users",), query="where does Alice live?", limit=1)
+        ```
+    """
 
     def __init__(self, *, index: IndexConfig | None = None, path: str | None = None, **options: Any) -> None:
         self.index_config = index
@@ -127,11 +154,25 @@ class CellularStore(BaseStore):
         self._keys = _Keys(self._memory.ids())
 
     def batch(self, ops: Iterable[Op]) -> list[Result]:
+        """Run `GetOp`, `PutOp`, `SearchOp` and `ListNamespacesOp` operations: every one checked before any runs,
+        the reads against the store as it was, then the puts as one engine write (all or nothing).
+
+        Returns:
+            One result per operation, in order (an `Item` or None, None, a list of `SearchItem`, a list of
+            namespaces).
+
+        Raises:
+            InvalidInputError: a bad operation (its namespace, key, value, filter, page or paths); nothing runs.
+            InvalidNamespaceError: a namespace LangGraph refuses (empty, a label with ".", the root "langgraph").
+            NotImplementedError: a put with a TTL.
+            DimensionMismatchError: the embedding model returned vectors of another dimension.
+        """
         checked = _checked(ops)
         plan = self._plan(checked)
         return self._run(checked, plan, self._embedded(plan))
 
     async def abatch(self, ops: Iterable[Op]) -> list[Result]:
+        """`batch`, embedding with the model's async methods and running the engine's work on a thread."""
         checked = _checked(ops)
         plan = self._plan(checked)
         embedded = await self._aembedded(plan)
