@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field, fields
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 from .errors import InvalidInputError
 
@@ -41,26 +42,78 @@ class ScoringWeights:
             raise InvalidInputError(f"scoring weights must be >= 0 and sum to 1, got {total:.6f}")
 
 
-AT_LEAST: dict[float, tuple[str, ...]] = {
-    0: ("group_size_per_sqrt_n", "probe_per_sqrt_n", "probe_margin", "probe_cost_cells", "rrf_k", "entity_boost",
-        "episode_weight", "neighbour_weight", "asking_penalty", "speaker_weight", "episode_gap_s",
-        "superseded_penalty"),
-    1: ("max_groups", "sleep_rounds", "probe_per_k", "fusion_depth", "group_top_k", "access_saturation",
-        "ingest_chunk"),
-    2: ("group_size",),
-    3: ("concept_limit",),
-    0.5: ("lease_seconds",),
-}  # fmt: skip
-"""The least value of each numeric setting (inclusive)."""
-ABOVE = {"split_factor": 1, "fragment_divisor": 1, "half_life_days": 0}
-SHARES = ("sleep_settled", "lexical_weight")
-COSINES = ("join_threshold", "merge_threshold")
-CHOICES = {
-    "grouping": ("adaptive", "threshold"),
-    "probing": ("budget", "top_k"),
-    "fusion": ("rrf", "score"),
-    "group_backend": ("numpy", "chroma"),
+class Rule(NamedTuple):
+    """What a setting's value must satisfy (`holds`), and the message's words when it does not (`says`)."""
+
+    holds: Callable[[Any], bool]
+    says: str
+
+
+def at_least(bound: float) -> Rule:
+    return Rule(lambda value: value >= bound, f"must be >= {bound:g}")
+
+
+def above(bound: float) -> Rule:
+    return Rule(lambda value: value > bound, f"must be > {bound:g}")
+
+
+def one_of(*choices: str) -> Rule:
+    return Rule(lambda value: value in choices, f"must be one of {', '.join(map(repr, choices))}")
+
+
+SHARE = Rule(lambda value: 0 <= value <= 1, "must be in [0, 1]")
+COSINE = Rule(lambda value: -1 < value < 1, "must be in (-1, 1)")
+RULES: dict[str, Rule] = {
+    "grouping": one_of("adaptive", "threshold"),
+    "join_threshold": COSINE,
+    "max_groups": at_least(1),
+    "group_size": at_least(2),
+    "group_size_per_sqrt_n": at_least(0),
+    "split_factor": above(1),
+    "fragment_divisor": above(1),
+    "sleep_rounds": at_least(1),
+    "sleep_settled": SHARE,
+    "probing": one_of("budget", "top_k"),
+    "probe_per_k": at_least(1),
+    "probe_per_sqrt_n": at_least(0),
+    "probe_margin": at_least(0),
+    "target_recall": Rule(
+        lambda value: value is None or (isinstance(value, int | float) and 0 < value <= 1), "must be None or in (0, 1]"
+    ),
+    "probe_cost_cells": at_least(0),
+    "group_top_k": at_least(1),
+    "fusion": one_of("rrf", "score"),
+    "fusion_depth": at_least(1),
+    "rrf_k": at_least(0),
+    "lexical_weight": SHARE,
+    "episode_weight": at_least(0),
+    "neighbour_weight": at_least(0),
+    "asking_penalty": at_least(0),
+    "speaker_key": Rule(
+        lambda value: value is None or (isinstance(value, str) and bool(value)), "must be None or a non-empty string"
+    ),
+    "speaker_weight": at_least(0),
+    "episode_gap_s": at_least(0),
+    "entity_boost": at_least(0),
+    "merge_threshold": COSINE,
+    "half_life_days": above(0),
+    "access_saturation": at_least(1),
+    "superseded_penalty": at_least(0),
+    "kind_importance": Rule(lambda value: all(0 <= v <= 1 for v in value.values()), "values must be in [0, 1]"),
+    "group_backend": one_of("numpy", "chroma"),
+    "namespace": Rule(
+        lambda name: 3 <= len(name) <= 40 and all(c.isalnum() or c in "_-" for c in name),
+        "must be 3-40 characters of [a-zA-Z0-9_-]",
+    ),
+    "lease_seconds": at_least(0.5),
+    "ingest_chunk": at_least(1),
+    "concept_limit": at_least(3),
+    "resident_cells": Rule(
+        lambda value: value is None or (isinstance(value, int) and not isinstance(value, bool) and value >= 1),
+        "must be None or an int >= 1",
+    ),
 }
+"""Each checked setting's rule, in the order of the fields (the others are free: booleans, weights, thresholds)."""
 
 
 @dataclass(frozen=True)
@@ -179,30 +232,8 @@ class MemoryConfig:
     every cell in RAM."""
 
     def __post_init__(self) -> None:
-        at_least = {name: bound for bound, names in AT_LEAST.items() for name in names}
-        checks = {f"{name} must be >= {bound:g}": getattr(self, name) >= bound for name, bound in at_least.items()}
-        checks |= {f"{name} must be > {bound:g}": getattr(self, name) > bound for name, bound in ABOVE.items()}
-        checks |= {f"{name} must be in [0, 1]": 0 <= getattr(self, name) <= 1 for name in SHARES}
-        checks |= {f"{name} must be in (-1, 1)": -1 < getattr(self, name) < 1 for name in COSINES}
-        checks |= {
-            f"{name} must be one of {', '.join(map(repr, choices))}": getattr(self, name) in choices
-            for name, choices in CHOICES.items()
-        }
-        checks |= {
-            "namespace must be 3-40 characters of [a-zA-Z0-9_-]": _valid_namespace(self.namespace),
-            "kind_importance values must be in [0, 1]": all(0 <= v <= 1 for v in self.kind_importance.values()),
-            "speaker_key must be None or a non-empty string": self.speaker_key is None
-            or (isinstance(self.speaker_key, str) and bool(self.speaker_key)),
-            "resident_cells must be None or an int >= 1": self.resident_cells is None
-            or (
-                isinstance(self.resident_cells, int)
-                and not isinstance(self.resident_cells, bool)
-                and self.resident_cells >= 1
-            ),
-            "target_recall must be None or in (0, 1]": self.target_recall is None
-            or (isinstance(self.target_recall, int | float) and 0 < self.target_recall <= 1),
-        }
-        failed = [message for message, ok in checks.items() if not ok] + self._settings_that_do_nothing()
+        failed = [f"{name} {rule.says}" for name, rule in RULES.items() if not rule.holds(getattr(self, name))]
+        failed += self._settings_that_do_nothing()
         if failed:
             raise InvalidInputError("invalid MemoryConfig: " + "; ".join(failed))
 
@@ -268,7 +299,3 @@ class MemoryConfig:
 
 SEARCH_OPTIONS = frozenset(f.name for f in fields(MemoryConfig) if f.metadata.get("query_time"))
 """The names of the query-time settings."""
-
-
-def _valid_namespace(name: str) -> bool:
-    return 3 <= len(name) <= 40 and all(c.isalnum() or c in "_-" for c in name)
