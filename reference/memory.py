@@ -145,6 +145,9 @@ class CellularMemory:
     ) -> list[str]:
         """Store texts as cells (all or nothing) and return their ids.
 
+        A write of more than `config.ingest_chunk` texts pauses Python's cyclic garbage collector while it runs
+        (for the process; resumed after it if it was running: `ingest.large_write`).
+
         Args:
             texts: one text or a list of them (non-blank strings).
             vectors: their embeddings, one row per text (the encoder is then not called); any dimension other
