@@ -6,16 +6,18 @@ Agents built on LangChain or LangGraph use it as they use Chroma's integration:
     store.add_documents(documents, scope="user:alice")
     store.similarity_search("where does Alice live?", k=4, scope="user:alice", filter={"source": "chat"})
 
-Documents added under ids the store holds replace them (an upsert, as the standard suite expects), within
-their scope: an id held in another scope is refused (`InvalidInputError`), never replaced; deleting ids it does
-not hold is no error, nor is deleting with `scope=` ids another scope holds (they stay, answered as unknown ids
-are). `max_marginal_relevance_search` diversifies the best `fetch_k` with LangChain's own MMR over the stored
-vectors. Keyword arguments reach the engine: `scope=` (whose memory: a user, an
-agent, a run) for adds, searches and deletes, `filter=` (Chroma's `where` syntax over metadata), `since=` /
-`until=` (timestamps) for searches, `episode=` for adds; other keyword arguments of the constructor are
-`MemoryConfig` fields. The memory is opened on the first call that has an embedding in hand (its dimension
-comes from the embedding model); `close()` releases it. Relevance scores are the engine's scores: a cosine for
-vector searches, a fused score in [0, 1] for text searches.
+- Documents added under ids the store holds replace them (an upsert, as the standard suite expects), within their
+  scope: an id held in another scope is refused (`InvalidInputError`), never replaced.
+- Deleting ids it does not hold is no error, nor is deleting with `scope=` ids another scope holds (they stay,
+  answered as unknown ids are).
+- `max_marginal_relevance_search` diversifies the best `fetch_k` with LangChain's own MMR over the stored vectors.
+- Keyword arguments reach the engine: `scope=` (whose memory: a user, an agent, a run) for adds, searches and
+  deletes, `filter=` (Chroma's `where` syntax over metadata), `since=` / `until=` (timestamps) for searches,
+  `episode=` for adds; other keyword arguments of the constructor are `MemoryConfig` fields.
+- The memory is opened on the first call that has an embedding in hand (its dimension comes from the embedding
+  model); `close()` releases it.
+- Relevance scores are the engine's scores: a cosine for vector searches, a fused score in [0, 1] for text
+  searches.
 """
 
 from __future__ import annotations
