@@ -1,20 +1,18 @@
 """Build systems once, time their queries in rotating passes, check and score their answers.
 
-Every system of a job list is built first (build time and memory measured one by one); then each
-query setting of every system (its defaults, and with `sweep` each value of its query parameter)
-answers all queries once per pass, back to back, as ann-benchmarks times an index: another system's
-search between two of a setting's would flush its data from the caches (an exact scan reads every
-vector, and a large memory's vectors never stay in cache).
-The settings' order rotates from pass to pass, and a verdict reads each query's fastest pass
-(`confidence.best_of_passes`), so a burst of load on a shared machine that falls on one setting's
-queries in one pass does not reach it. When the planned passes leave the median of a measurement that
-decides a verdict unsettled (a loaded machine; `confidence.unsettled`), more passes follow, up to
-`max_passes`.
-Queries are timed on one core (`one_core`: BLAS and OpenMP pools held to one thread), as ann-benchmarks
-and annbench time them, so that an exact scan is not measured on two cores against an index on one, and with
-every thread of the process on one CPU (`one_cpu`), so that a library answering on its own threads (Chroma) is
-not timed on wherever the scheduler happened to put them.
-Warm-up queries before each setting's queries stay out of timing; every answer goes through `check_hits`.
+- Every system of a job list is built first (build time and memory measured one by one).
+- Each query setting of every system (its defaults, and with `sweep` each value of its query parameter) answers
+  all queries once per pass, back to back, as ann-benchmarks times an index: another system's search between two
+  of a setting's would flush its data from the caches.
+- The settings' order rotates from pass to pass, and a verdict reads each query's fastest pass
+  (`confidence.best_of_passes`), so a burst of load that falls on one setting's queries in one pass does not
+  reach it. When the planned passes leave the median of a measurement that decides a verdict unsettled
+  (`confidence.unsettled`), more passes follow, up to `max_passes`.
+- Queries are timed on one core (`one_core`: BLAS and OpenMP pools held to one thread), as ann-benchmarks and
+  annbench time them, so that an exact scan is not measured on two cores against an index on one, and with every
+  thread of the process on one CPU (`one_cpu`), so that a library answering on its own threads (Chroma) is not
+  timed on wherever the scheduler happened to put them.
+- Warm-up queries before each setting's queries stay out of timing; every answer goes through `check_hits`.
 """
 
 from __future__ import annotations

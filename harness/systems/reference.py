@@ -1,19 +1,22 @@
 """The reference engine behind the adapter protocol.
 
-Options: `persist=True` keeps the memory in the context's work directory (embedded Chroma);
-`server="host:port"` keeps it in a Chroma server and `postgres="postgresql://..."` in a PostgreSQL database (namespace
-derived from the work directory, so reopening with the same context finds the same cells). Each declares the "persist"
-capability.
-Document metadata may carry "timestamp" (epoch seconds) and "importance" for memory-mode scoring, and
-"episode" (the cells written together: a dialogue's session), passed on when every document has one.
-Where every document of a write has a "date" in its metadata (a dialogue session's), it is each cell's context
-(what the encoder and BM25 see); `date_context=False` leaves it out.
-`preset="prototype"` measures the seed design (`MemoryConfig.prototype()`); other options are
-`MemoryConfig` fields. `sleep_after_add=True` runs one sleep pass after every add (its time counts
-as build time). `concept_labels=True` labels each document with its concept instead of its group
-(the grouping experiment). `text_queries=False` searches with the query vector alone (the
-dense-only path, which then does not declare the "text" capability); a query without text (synthetic vector sets)
-is always a vector query.
+Options:
+
+- `persist=True` keeps the memory in the context's work directory (embedded Chroma); `server="host:port"` in a
+  Chroma server; `postgres="postgresql://..."` in a PostgreSQL database (namespace derived from the work
+  directory, so reopening with the same context finds the same cells). Each declares the "persist" capability.
+- `preset="prototype"` measures the seed design (`MemoryConfig.prototype()`); other options are `MemoryConfig`
+  fields.
+- `sleep_after_add=True` runs one sleep pass after every add (its time counts as build time).
+- `concept_labels=True` labels each document with its concept instead of its group (the grouping experiment).
+- `text_queries=False` searches with the query vector alone (the dense-only path, which then does not declare the
+  "text" capability); a query without text (synthetic vector sets) is always a vector query.
+- `date_context=False` leaves out the context below.
+
+Document metadata may carry "timestamp" (epoch seconds) and "importance" for memory-mode scoring, and "episode"
+(the cells written together: a dialogue's session), passed on when every document has one. Where every document of
+a write has a "date" in its metadata (a dialogue session's), it is each cell's context (what the encoder and BM25
+see).
 """
 
 from __future__ import annotations

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field, fields
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 from .errors import InvalidInputError
 
@@ -41,91 +42,145 @@ class ScoringWeights:
             raise InvalidInputError(f"scoring weights must be >= 0 and sum to 1, got {total:.6f}")
 
 
-AT_LEAST: dict[float, tuple[str, ...]] = {
-    0: ("group_size_per_sqrt_n", "probe_per_sqrt_n", "probe_margin", "probe_cost_cells", "rrf_k", "entity_boost",
-        "episode_weight", "neighbour_weight", "asking_penalty", "speaker_weight", "episode_gap_s",
-        "superseded_penalty"),
-    1: ("max_groups", "sleep_rounds", "probe_per_k", "fusion_depth", "group_top_k", "access_saturation",
-        "ingest_chunk"),
-    2: ("group_size",),
-    3: ("concept_limit",),
-    0.5: ("lease_seconds",),
-}  # fmt: skip
-"""The least value of each numeric setting (inclusive)."""
-ABOVE = {"split_factor": 1, "fragment_divisor": 1, "half_life_days": 0}
-SHARES = ("sleep_settled", "lexical_weight")
-COSINES = ("join_threshold", "merge_threshold")
-CHOICES = {
-    "grouping": ("adaptive", "threshold"),
-    "probing": ("budget", "top_k"),
-    "fusion": ("rrf", "score"),
-    "group_backend": ("numpy", "chroma"),
+class Rule(NamedTuple):
+    """What a setting's value must satisfy (`holds`), and the message's words when it does not (`says`)."""
+
+    holds: Callable[[Any], bool]
+    says: str
+
+
+def at_least(bound: float) -> Rule:
+    return Rule(lambda value: value >= bound, f"must be >= {bound:g}")
+
+
+def above(bound: float) -> Rule:
+    return Rule(lambda value: value > bound, f"must be > {bound:g}")
+
+
+def one_of(*choices: str) -> Rule:
+    return Rule(lambda value: value in choices, f"must be one of {', '.join(map(repr, choices))}")
+
+
+SHARE = Rule(lambda value: 0 <= value <= 1, "must be in [0, 1]")
+COSINE = Rule(lambda value: -1 < value < 1, "must be in (-1, 1)")
+RULES: dict[str, Rule] = {
+    "grouping": one_of("adaptive", "threshold"),
+    "join_threshold": COSINE,
+    "max_groups": at_least(1),
+    "group_size": at_least(2),
+    "group_size_per_sqrt_n": at_least(0),
+    "split_factor": above(1),
+    "fragment_divisor": above(1),
+    "sleep_rounds": at_least(1),
+    "sleep_settled": SHARE,
+    "probing": one_of("budget", "top_k"),
+    "probe_per_k": at_least(1),
+    "probe_per_sqrt_n": at_least(0),
+    "probe_margin": at_least(0),
+    "target_recall": Rule(
+        lambda value: value is None or (isinstance(value, int | float) and 0 < value <= 1), "must be None or in (0, 1]"
+    ),
+    "probe_cost_cells": at_least(0),
+    "group_top_k": at_least(1),
+    "fusion": one_of("rrf", "score"),
+    "fusion_depth": at_least(1),
+    "rrf_k": at_least(0),
+    "lexical_weight": SHARE,
+    "episode_weight": at_least(0),
+    "neighbour_weight": at_least(0),
+    "asking_penalty": at_least(0),
+    "speaker_key": Rule(
+        lambda value: value is None or (isinstance(value, str) and bool(value)), "must be None or a non-empty string"
+    ),
+    "speaker_weight": at_least(0),
+    "episode_gap_s": at_least(0),
+    "entity_boost": at_least(0),
+    "merge_threshold": COSINE,
+    "half_life_days": above(0),
+    "access_saturation": at_least(1),
+    "superseded_penalty": at_least(0),
+    "kind_importance": Rule(lambda value: all(0 <= v <= 1 for v in value.values()), "values must be in [0, 1]"),
+    "group_backend": one_of("numpy", "chroma"),
+    "namespace": Rule(
+        lambda name: 3 <= len(name) <= 40 and all(c.isalnum() or c in "_-" for c in name),
+        "must be 3-40 characters of [a-zA-Z0-9_-]",
+    ),
+    "lease_seconds": at_least(0.5),
+    "ingest_chunk": at_least(1),
+    "concept_limit": at_least(3),
+    "resident_cells": Rule(
+        lambda value: value is None or (isinstance(value, int) and not isinstance(value, bool) and value >= 1),
+        "must be None or an int >= 1",
+    ),
 }
+"""Each checked setting's rule, in the order of the fields (the others are free: booleans, weights, thresholds)."""
 
 
 @dataclass(frozen=True)
 class MemoryConfig:
-    """Tunable behaviour of a `CellularMemory`. The defaults are the adaptive policy measured on real
-    text; `MemoryConfig.prototype()` is the seed design (fixed threshold, fixed `group_top_k`).
+    """Tunable behaviour of a `CellularMemory`, immutable and checked when made (`InvalidInputError` names every
+    setting that is wrong). The defaults are the adaptive policy; `MemoryConfig.prototype()` is the seed design
+    (fixed threshold, fixed `group_top_k`). The design behind each group of settings is in docs/engine.md.
 
-    Grouping (`grouping="adaptive"`): a group's target size grows with the memory,
-    t(N) = max(`group_size`, `group_size_per_sqrt_n` · √N). A cell joins its most similar group when
-    the cosine exceeds `join_threshold`, and also when the target count N / t(N) of groups already
-    exists; otherwise it founds a group. A group above `split_factor` · t(N) cells is split in two
-    (2-means) at ingest; sleep merges fragments (below t(N) / `fragment_divisor`) and groups above
-    `merge_threshold` into their nearest neighbour, then runs k-means steps over every cell (up to
-    `sleep_rounds`, until at most a `sleep_settled` share moves), and splits what is still too large.
-    Splits stop at the bound, `split_factor` times the target count (so G stays bound to N: the mean
-    group size never falls below t(N) / `split_factor` through ingest or sleep; deletes can lower it
-    until sleep merges the fragments). `max_groups` is a hard cap in both policies.
-    With `grouping="threshold"` only the threshold and `max_groups` apply (the seed design).
-    With `settle` (adaptive grouping), a write of at least a quarter of the cells it leaves ends with sleep's k-means
-    steps over every cell of the scopes it writes to (up to `sleep_rounds`, until at most a `sleep_settled` share
-    moves: `ingest.settled`), and any other write with one step over its cells and a window of stored ones
-    (`ingest.refining`): no merges, splits or conflict judging, which stay sleep's.
+    Grouping (how cells gather under centroids):
 
-    Probing (`probing="budget"`): groups are searched in centroid order until they hold
-    max(`probe_per_k` · k, `probe_per_sqrt_n` · √N) candidates (the budget). Past the first
-    `probe_per_k` · k candidates, a group is read only if its centroid's cosine to the query is at
-    least the current k-th best score minus `probe_margin`: a query deep inside a tight cluster stops
-    early, a query in diffuse data (real text) reads up to the budget. The margin usually ends probing
-    before the budget does; the budget caps the hard queries. With the `numpy` backend and a
-    `target_recall` (recall@10 against exact search; None: keep `probe_margin`), the memory widens the
-    margin from `probe_margin` as far as an estimate of its own recall requires, made as it grows and after
-    each sleep pass (`calibration.py`). A memory of at most budget +
-    `probe_cost_cells` cells is searched flat (exact). Compiled, probing costs little beyond the cells it
-    reads, so by default only a memory within the budget is searched flat. With `probing="top_k"` the best
-    `group_top_k` groups are searched and a flat search fills in when fewer than k hits score above `min_score`
-    (the seed design).
+    - `grouping`: "adaptive" (a group's target size t(N) = max(`group_size`, `group_size_per_sqrt_n` · √N)
+      grows with the memory) or "threshold" (only `join_threshold` and `max_groups` apply).
+    - `join_threshold`: the cosine above which a cell joins its most similar group; an adaptive memory also
+      joins once it has its target count of groups, N / t(N).
+    - `max_groups`: a hard cap in both policies.
+    - `split_factor`: a group above `split_factor` · t(N) cells is split in two (2-means), and splits stop at
+      `split_factor` times the target count of groups.
+    - `settle`: a write ends with k-means steps: over every cell of its scopes when it is a large share of them
+      (`ingest.settled`), else one step over its cells and a window of stored ones (`ingest.refining`).
 
-    Vectors: with the `numpy` group backend the group index holds the cell vectors once, by row (flat search
-    is one NumPy pass over them), and probes int8 codes of them (`index.NumpyGroupIndex`).
+    Sleep (`consolidate`, `start_sleep`):
 
-    Concepts (`concepts.py`) gather groups into the memory's topics: Ward linkage of the centroids,
-    cut at the largest gap; at most `concept_limit` groups are linked (O(G²)), the rest join the
-    concept of their nearest linked centroid.
+    - `fragment_divisor`, `merge_threshold`: groups below t(N) / `fragment_divisor` cells, or above this
+      cosine to their nearest neighbour, merge into it.
+    - `sleep_rounds`, `sleep_settled`: k-means steps over every cell, until at most that share of cells moves.
+    - `concept_limit`: at most this many groups are linked into concepts (O(G²)); the rest join the concept of
+      their nearest linked centroid.
 
-    A setting that does something only under others (`group_top_k` and `min_score` with `probing="top_k"`,
-    the probe budget with `probing="budget"`, the fusion and context weights with `lexical=True`, the
-    adaptive sizes with `grouping="adaptive"`) is refused when
-    changed from its default where it would do nothing; the message names what it applies to.
+    Probing (which groups a search reads):
 
-    Text queries are hybrid (`lexical=True`): the dense stages' best `fusion_depth` candidates and the
-    lexical index's (BM25 over cell texts) are fused by calibrated scores (`fusion="score"`, the default:
-    `lexical_weight` on BM25 / the query's best BM25, the rest on the dense score, a cosine that a candidate only
-    the lexical list found gets too) or by reciprocal rank (`fusion="rrf"`, constant `rrf_k`); see `fusion.py`.
-    Calibrated scores keep how far apart the candidates are, which ranks drop: the fusion and its weight were
-    chosen on the same three LoCoMo conversations as the context weights below. Then each candidate is scored
-    with its context (`episodes.py`): plus
-    `episode_weight` times the best fused score among the candidates of its episode (the cells written
-    together), plus `neighbour_weight` times the better fused score of the cells written just before and
-    after it in that episode. Chosen on three of the five LoCoMo dev conversations (26, 41, 43), reported on the
-    other two (47, 49). Last, each is scored by its form (`turns.py`): `asking_penalty` less when its text ends
-    with a question mark, `speaker_weight` more when the query names the speaker in its metadata under
-    `speaker_key`; chosen on the same three, reported on the other two (the commits that set them say by how
-    much). Vector-only
-    queries stay purely dense. Cells written without an episode continue the inferred episode of the cell before them
-    when written at most `episode_gap_s` seconds later.
+    - `probing`: "budget" reads groups in centroid order until max(`probe_per_k` · k, `probe_per_sqrt_n` · √N)
+      candidates (the budget); past the first `probe_per_k` · k, a group is read only if its centroid is within
+      `probe_margin` of the k-th best score. "top_k" reads the best `group_top_k` groups, and a flat search
+      fills in when fewer than k hits score above `min_score`.
+    - `target_recall`: with the numpy backend, the margin widens as far as an estimate of the memory's own
+      recall@10 requires (`calibration.py`); None keeps `probe_margin`.
+    - `probe_cost_cells`: a memory of at most the budget plus this many cells is searched flat (exact).
+
+    Text queries (hybrid, `lexical=True`; vector-only queries stay dense):
+
+    - `fusion`, `fusion_depth`, `lexical_weight`, `rrf_k`: the dense and BM25 candidates (the best
+      `fusion_depth` of each) fused by calibrated scores ("score": `lexical_weight` on BM25) or reciprocal rank
+      ("rrf", constant `rrf_k`): `fusion.py`.
+    - `episode_weight`, `neighbour_weight`, `episode_gap_s`: a candidate scored with its episode's best
+      candidate and its neighbours in the episode (`episodes.py`); cells written without an episode continue
+      the one before them when written at most `episode_gap_s` seconds later.
+    - `asking_penalty`, `speaker_key`, `speaker_weight`: scored by form (`turns.py`): less for a question, more
+      when the query names the speaker held in metadata under `speaker_key`.
+    - `use_entities`, `entity_boost`: the boost of cells that share an entity with the query.
+
+    Memory-mode scores (`search(mode="memory")`):
+
+    - `weights` (`ScoringWeights`), `half_life_days` (recency), `access_saturation` (access counts),
+      `score_threshold` (weaker hits dropped), `superseded_penalty` (cells a newer one contradicts),
+      `kind_importance` (the default importance of each kind).
+
+    Storage and resources:
+
+    - `group_backend`: "numpy" (the vectors held once, probed by int8 codes: `index.NumpyGroupIndex`) or "chroma".
+    - `namespace`: the store's collection (3-40 characters of [a-zA-Z0-9_-]); `lease_seconds`: how long a
+      claim on it lasts without renewal.
+    - `ingest_chunk`: cells encoded and grouped at a time in a write.
+    - `resident_cells`: see below.
+
+    A setting that does something only under others (marked `applies` on its field) is refused when changed
+    from its default where it would do nothing; the message names what it applies to. The settings marked
+    query-time may change on an open memory (`CellularMemory.set_search_options`).
     """
 
     grouping: Grouping = "adaptive"
@@ -177,30 +232,8 @@ class MemoryConfig:
     every cell in RAM."""
 
     def __post_init__(self) -> None:
-        at_least = {name: bound for bound, names in AT_LEAST.items() for name in names}
-        checks = {f"{name} must be >= {bound:g}": getattr(self, name) >= bound for name, bound in at_least.items()}
-        checks |= {f"{name} must be > {bound:g}": getattr(self, name) > bound for name, bound in ABOVE.items()}
-        checks |= {f"{name} must be in [0, 1]": 0 <= getattr(self, name) <= 1 for name in SHARES}
-        checks |= {f"{name} must be in (-1, 1)": -1 < getattr(self, name) < 1 for name in COSINES}
-        checks |= {
-            f"{name} must be one of {', '.join(map(repr, choices))}": getattr(self, name) in choices
-            for name, choices in CHOICES.items()
-        }
-        checks |= {
-            "namespace must be 3-40 characters of [a-zA-Z0-9_-]": _valid_namespace(self.namespace),
-            "kind_importance values must be in [0, 1]": all(0 <= v <= 1 for v in self.kind_importance.values()),
-            "speaker_key must be None or a non-empty string": self.speaker_key is None
-            or (isinstance(self.speaker_key, str) and bool(self.speaker_key)),
-            "resident_cells must be None or an int >= 1": self.resident_cells is None
-            or (
-                isinstance(self.resident_cells, int)
-                and not isinstance(self.resident_cells, bool)
-                and self.resident_cells >= 1
-            ),
-            "target_recall must be None or in (0, 1]": self.target_recall is None
-            or (isinstance(self.target_recall, int | float) and 0 < self.target_recall <= 1),
-        }
-        failed = [message for message, ok in checks.items() if not ok] + self._settings_that_do_nothing()
+        failed = [f"{name} {rule.says}" for name, rule in RULES.items() if not rule.holds(getattr(self, name))]
+        failed += self._settings_that_do_nothing()
         if failed:
             raise InvalidInputError("invalid MemoryConfig: " + "; ".join(failed))
 
@@ -266,7 +299,3 @@ class MemoryConfig:
 
 SEARCH_OPTIONS = frozenset(f.name for f in fields(MemoryConfig) if f.metadata.get("query_time"))
 """The names of the query-time settings."""
-
-
-def _valid_namespace(name: str) -> bool:
-    return 3 <= len(name) <= 40 and all(c.isalnum() or c in "_-" for c in name)

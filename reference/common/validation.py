@@ -92,11 +92,11 @@ def check_interval(seconds: Any) -> float:
 
 
 def unit_vector(vector: Any, *, dim: int, what: str = "query vector") -> np.ndarray:
-    """One vector (1-D, or one row), L2-normalised: the fast path for a query (`kernels.rows.unit_vector`: its
+    """One vector (1-D, or one row), L2-normalised: the fast path for a query (`kernels.rows.checked_unit`: its
     float64 sum of squares is NaN, infinite or zero exactly when the vector is unusable); anything unusual goes
     through `unit_rows`. Several rows are refused, never cut to the first."""
     if isinstance(vector, np.ndarray) and vector.ndim == 1 and vector.shape[0] == dim and vector.dtype.char in "fd":
-        unit, usable = row_kernels.unit_vector(vector)
+        unit, usable = row_kernels.checked_unit(vector)
         if usable:
             return unit
     rows = unit_rows(vector, dim=dim, what=what)
@@ -141,7 +141,7 @@ def unit_rows(vectors: Any, *, dim: int | None, what: str = "vectors") -> np.nda
     return unit
 
 
-def check_k(k: Any) -> int:
+def check_result_count(k: Any) -> int:
     """A positive integer number of results."""
     if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k <= 0:
         raise InvalidInputError(f"k must be a positive integer, got {k!r}")

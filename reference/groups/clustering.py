@@ -16,7 +16,7 @@ import numpy as np
 from ..cells.scopes import by_code
 from ..cells.table import grown
 from ..common.config import MemoryConfig
-from ..kernels.grouping import add_by_group, two_means, unit_rows
+from ..kernels.grouping import add_by_group, centroids_from_sums, two_means
 from ..kernels.jit import rows32
 from ..kernels.quantize import quantized
 
@@ -243,11 +243,11 @@ class _View:
 
     def centroids_of(self, sums: np.ndarray) -> np.ndarray:
         if self.centroids is None:
-            self.centroids, self.codes = unit_rows(sums, self.ids), None
+            self.centroids, self.codes = centroids_from_sums(sums, self.ids), None
         elif self.stale:
             changed = np.fromiter(self.stale, dtype=np.int64, count=len(self.stale))
             at = np.searchsorted(self.ids, changed)
-            self.centroids[at] = unit_rows(sums, changed)
+            self.centroids[at] = centroids_from_sums(sums, changed)
             if self.codes is not None:
                 self.codes[0][at], self.codes[1][at] = quantized(self.centroids[at])
         self.stale.clear()

@@ -1,14 +1,12 @@
-"""Search filters: a `where` over cell metadata, in Chroma's syntax, and the index that answers it.
-
-`where` is {"key": value} (equality), {"key": {"$eq" | "$ne" | "$gt" | "$gte" | "$lt" | "$lte": value}},
-{"key": {"$in" | "$nin": [values]}}, or {"$and": [...]} / {"$or": [...]} of such filters; a filter of
-several keys means all of them. Values are strings, numbers or booleans (a boolean is never equal to a
-number); the ranges compare numbers. `$ne` and `$nin` match cells that have the key with another value.
+"""Search filters: the index that answers a `where` over cell metadata (Chroma's syntax, checked by `where_syntax`).
 
 `MetadataIndex` keeps, for every top-level key of the cells' metadata, the rows holding each value, per scope, and,
-for numbers, a column of values by row, so a filter costs the rows it matches, not a scan of every cell's metadata,
-and a filter within a scope the rows of that scope alone. Rows are the table's; the index is derived from the cells
-and rebuilt on open.
+for numbers, a column of values by row:
+
+- a filter costs the rows it matches, not a scan of every cell's metadata;
+- a filter within a scope costs the rows of that scope alone.
+
+Rows are the table's; the index is derived from the cells and rebuilt on open.
 """
 
 from __future__ import annotations
@@ -22,68 +20,9 @@ from typing import Any
 
 import numpy as np
 
+from where_syntax import Scalar, fold, storable_number
+
 from ..cells.table import with_room
-from ..common.errors import InvalidInputError
-from ..common.validation import INT_RANGE, MAX_DEPTH
-
-COMPARISONS = ("$gt", "$gte", "$lt", "$lte")
-OPERATORS = frozenset({"$eq", "$ne", "$in", "$nin", *COMPARISONS})
-Scalar = str | int | float | bool
-
-
-def check_where(where: Any, *, depth: int = 0) -> dict[str, Any]:
-    """A `where` filter, checked through and through (a typed error names what is wrong); `$and` and `$or`
-    nest at most `MAX_DEPTH` levels."""
-    if not isinstance(where, Mapping) or not where:
-        raise InvalidInputError(f"where must be a non-empty mapping, got {where!r:.200}")
-    for key, condition in where.items():
-        if key in ("$and", "$or"):
-            if not isinstance(condition, list) or not condition:
-                raise InvalidInputError(f"{key} takes a non-empty list of filters")
-            if depth >= MAX_DEPTH:
-                raise InvalidInputError(f"where nests $and / $or deeper than {MAX_DEPTH} levels")
-            for part in condition:
-                check_where(part, depth=depth + 1)
-        elif not isinstance(key, str) or key.startswith("$"):
-            raise InvalidInputError(f"unknown operator or key {key!r} in where; keys are metadata names")
-        elif isinstance(condition, Mapping):
-            if len(condition) != 1 or next(iter(condition)) not in OPERATORS:
-                raise InvalidInputError(f"{key}: one of {sorted(OPERATORS)} per condition, got {dict(condition)!r}")
-            [(operator, value)] = condition.items()
-            _check_value(key, operator, value)
-        else:
-            _check_scalar(key, condition)
-    return dict(where)
-
-
-def _check_value(key: str, operator: str, value: Any) -> None:
-    if operator in ("$in", "$nin"):
-        if not isinstance(value, list) or not value:
-            raise InvalidInputError(f"{key}: {operator} takes a non-empty list of values")
-        for item in value:
-            _check_scalar(key, item)
-    elif operator in COMPARISONS:
-        if isinstance(value, bool) or not isinstance(value, int | float) or not _storable_number(value):
-            raise InvalidInputError(f"{key}: {operator} compares finite numbers, got {value!r:.50}{_RANGE_NOTE}")
-    else:
-        _check_scalar(key, value)
-
-
-def _check_scalar(key: str, value: Any) -> None:
-    if not isinstance(value, Scalar) or (not isinstance(value, str | bool) and not _storable_number(value)):
-        raise InvalidInputError(
-            f"{key}: values are strings, finite numbers or booleans, got {value!r:.50}{_RANGE_NOTE}"
-        )
-
-
-_RANGE_NOTE = " (integers within the 64-bit range a store holds)"
-
-
-def _storable_number(value: Any) -> bool:
-    """A finite float, or an integer in the range a store holds (`validation.INT_RANGE`)."""
-    if isinstance(value, int):
-        return INT_RANGE[0] <= value <= INT_RANGE[1]
-    return isinstance(value, float) and math.isfinite(value)
 
 
 def _key(value: Scalar) -> tuple[bool, Scalar]:
@@ -114,9 +53,9 @@ class MetadataIndex:
                 self._rows[key][_key(value)].setdefault(scope, set()).add(row)
                 if isinstance(value, int | float) and not isinstance(value, bool):
                     column = with_room(self._numbers.get(key, np.zeros(0)), end, fill=math.nan)
-                    column[row] = value if _storable_number(value) else math.nan
+                    column[row] = value if storable_number(value) else math.nan
                     self._numbers[key] = column
-                    if not _storable_number(value):
+                    if not storable_number(value):
                         beyond.append(row)
         return beyond
 
@@ -141,17 +80,12 @@ class MetadataIndex:
     def matching(self, where: Mapping[str, Any], scope: int | None = None, rows: np.ndarray | None = None) -> set[int]:
         """The indexed rows (of `scope`, whose live rows are `rows`; None: of every scope) that match a checked
         filter."""
-        found: set[int] | None = None
-        for key, condition in where.items():
-            if key == "$and":
-                part = set.intersection(*(self.matching(w, scope, rows) for w in condition))
-            elif key == "$or":
-                part = set.union(*(self.matching(w, scope, rows) for w in condition))
-            else:
-                [(operator, value)] = condition.items() if isinstance(condition, Mapping) else [("$eq", condition)]
-                part = self._clause(key, operator, value, scope, rows)
-            found = part if found is None else found & part
-        return found or set()
+        return fold(
+            where,
+            lambda key, operator, value: self._clause(key, operator, value, scope, rows),
+            lambda parts: set.intersection(*parts),
+            lambda parts: set.union(*parts),
+        )
 
     def _clause(self, key: str, operator: str, value: Any, scope: int | None, rows: np.ndarray | None) -> set[int]:
         postings = self._rows.get(key, {})

@@ -1,28 +1,29 @@
 """The search pipeline: centroids → per-group searches → entity boost → lexical fusion → context and turn form →
-ranking.
+ranking. Every ranking rule of the engine is here.
 
-Stage 1 ranks the live groups' centroids. With budget probing (the default) groups are taken in
-centroid order until they hold `MemoryConfig.probe_candidates(k, N)` cells, and past the first
-`probe_per_k` · k cells only while a group's centroid scores at least the k-th best cell so far minus
-the margin in force (`EngineState.probe`, chosen for `target_recall` by `calibration.py`); a memory
-small enough that probing would cost more (`MemoryConfig.flat_is_cheaper`) is searched flat, which is
-also exact. With `top_k` probing the best `group_top_k` groups are taken,
-and a flat search fills in when fewer than `k` candidates score above `min_score` (the seed design).
-Stage 2 scores the chosen groups' cells. The `numpy` index runs stages 1 and 2 as one compiled call
-over its arena (`kernels.probe.probe_for`), taking the k-th best score as each group is read, and for a batch of vector
-queries one call for them all, which holds no GIL (`SearchPipeline.ranked_many`: searches from several threads
-run at once, each holding the GIL only for its Python around that call); the `chroma`
-index queries one group at a time (the k-th best taken once, after the first `probe_per_k` · k
-cells; its calls are serialised by the index, so a thread pool would only add hand-offs).
-Stage 3 looks the query's entities up in the exact-match index: cells that mention them are
-scored directly and boosted by `entity_boost` times the share of the query's entities they
-mention. Stage 4, for text queries: the best `fusion_depth` dense candidates are fused with the
-lexical index's (BM25) best (`fusion.py`); vector-only queries stay dense.
-Stage 5, for text queries: each candidate is scored with its episode's and its neighbouring turns'
-evidence (`_with_context`), then by its own form: less if it asks a question, more if a speaker the query
-names wrote it (`turns.py`). Stage 6 ranks: in similarity mode the best k as they stand; in memory mode
-`MEMORY_MODE_POOL` · k candidates re-scored by importance, recency and access (`scoring.py`), superseded
-cells penalised, scores under `score_threshold` dropped. Every ranking rule of the engine is here.
+1. Centroids. With budget probing (the default) groups are taken in centroid order until they hold
+   `MemoryConfig.probe_candidates(k, N)` cells, and past the first `probe_per_k` · k cells only while a group's
+   centroid scores at least the k-th best cell so far minus the margin in force (`EngineState.probe`, chosen for
+   `target_recall` by `calibration.py`). A memory small enough that probing would cost more
+   (`MemoryConfig.flat_is_cheaper`) is searched flat, which is also exact. With `top_k` probing the best
+   `group_top_k` groups are taken, and a flat search fills in when fewer than `k` candidates score above
+   `min_score` (the seed design).
+2. Cells of the chosen groups. The `numpy` index runs stages 1 and 2 as one compiled call over its arena
+   (`kernels.probe.probe_for`), taking the k-th best score as each group is read; a batch of vector queries is
+   one call for them all, which holds no GIL (`SearchPipeline.ranked_many`), so searches from several threads run
+   at once. The `chroma` index queries one group at a time (its calls are serialised by the index, so a thread
+   pool would only add hand-offs).
+3. Entities. Cells that mention the query's entities (the exact-match index) are scored directly and boosted by
+   `entity_boost` times the share of the query's entities they mention.
+4. Lexical fusion, for text queries: the best `fusion_depth` dense candidates are fused with the lexical index's
+   (BM25) best (`fusion.py`); vector-only queries stay dense.
+5. Context and form, for text queries: each candidate is scored with its episode's and its neighbouring turns'
+   evidence (`_with_context`), then less if it asks a question, more if a speaker the query names wrote it
+   (`turns.py`).
+6. Ranking: in similarity mode the best k as they stand; in memory mode `MEMORY_MODE_POOL` · k candidates
+   re-scored by importance, recency and access (`scoring.py`), superseded cells penalised, scores under
+   `score_threshold` dropped.
+
 A search restricted to a scope or by a filter (`filters.Within`) applies the restriction in every stage
 (`SearchPipeline.run`).
 """

@@ -9,11 +9,13 @@ from typing import Any, NamedTuple, TypedDict
 
 import numpy as np
 
+from where_syntax import check_where
+
 from ..cells.entities import extract_entities
 from ..cells.table import CellTable
 from ..common.errors import InvalidInputError
 from ..common.validation import (
-    check_k,
+    check_result_count,
     check_same_length,
     check_scope,
     check_text,
@@ -22,7 +24,6 @@ from ..common.validation import (
     unit_vector,
 )
 from ..encoders import Encoder
-from ..indexes.filters import check_where
 from .hit import Hit
 from .pipeline import Candidates
 
@@ -49,7 +50,7 @@ class Restriction(NamedTuple):
 
 def check_batch(queries: Any, k: Any, mode: Any, vectors: Any) -> int:
     """Check a search batch's queries, `k`, `mode` and `vectors` (one per query, when given); returns `k`."""
-    checked = check_k(k)
+    checked = check_result_count(k)
     if mode not in ("similarity", "memory"):
         raise InvalidInputError(f"mode must be 'similarity' or 'memory', got {mode!r}")
     if isinstance(queries, str) or not isinstance(queries, Sequence) or len(queries) == 0:
@@ -62,7 +63,7 @@ def checked_restriction(scope: Any, where: Any, since: Any, until: Any) -> Restr
     """A search's restriction checked: a scope name, a `where` filter (`filters.py`), timestamps."""
     return Restriction(
         None if scope is None else check_scope(scope),
-        None if where is None else check_where(where),
+        None if where is None else check_where(where, error=InvalidInputError),
         None if since is None else check_timestamp(since),
         None if until is None else check_timestamp(until),
     )

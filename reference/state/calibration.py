@@ -1,26 +1,27 @@
 """Recall as a setting: budget probing's margin chosen so that the memory meets `MemoryConfig.target_recall`.
 
-How far the probe reads past the groups of its first candidates (`probe_margin`) decides its recall, and
-the margin a target needs depends on the text: one margin reads a different recall@10 on the standard library's
-documentation than on BEAM chat passages. So the memory measures itself: a sample of its own
-cells, each held back from its group's centroid and searched for its `K` nearest other cells, against exact
-search over every cell (a hit counts when it scores at least the `K`-th exact similarity, as ann-benchmarks
-counts it: a memory of near-copies has many ties), estimates the recall@10 new text would have (each miss of a
-sampled cell counted `MISS_FACTOR` times) at the configured margin and then at each wider one of `MARGINS`,
-takes the first that meets the target with `CONFIDENCE` (the estimate's one-sided lower bound over the
-sampled cells reaches it), then narrows the step from the last margin short of it by halving; where no
-margin meets it, the candidate budget (which then ends the probes) is doubled until one does, and the margin
-narrowed again at that budget (a larger budget often needs less of the widest margin). A memory
-that aimed its estimate at the target itself would fall below it about half the time, and one that took its
-own cells for new text would read its recall too high: its groups were formed around them. The configured
-margin is a floor: an estimate is made at one size and holds only roughly as the memory grows with new
-text (`TURNOVER`).
+How far the probe reads past the groups of its first candidates (`probe_margin`) decides its recall, and the
+margin a target needs depends on the text. So the memory measures itself:
 
-It runs when the cells written or deleted since the last estimate reach `TURNOVER` times the cells it was
-made over (and on open), and after every sleep pass, which regroups. Only the `numpy` group index probes by
-this rule. Each scope large enough to be probed has an estimate of its own, made over its own cells and groups
-(a scoped search probes only them), and a memory of several scopes one more for a search of every scope
-(`EngineState.probe_of`).
+- a sample of its own cells, each held back from its group's centroid, is searched for its `K` nearest other
+  cells, against exact search over every cell (a hit counts when it scores at least the `K`-th exact similarity,
+  as ann-benchmarks counts it: a memory of near-copies has many ties);
+- that estimates the recall@10 new text would have (each miss of a sampled cell counted `MISS_FACTOR` times: the
+  groups were formed around the sampled cells, so they read their recall too high) at the configured margin,
+  then at each wider one of `MARGINS`;
+- the first margin that meets the target with `CONFIDENCE` is taken (the estimate's one-sided lower bound
+  reaches it, as one aimed at the target itself would fall below it about half the time), then the step from
+  the last margin short of it is narrowed by halving;
+- where no margin meets it, the candidate budget (which then ends the probes) is doubled until one does, and the
+  margin narrowed again at that budget (a larger budget often needs less of the widest margin).
+
+The configured margin is a floor. An estimate is made at one size and holds only roughly as the memory grows, so
+it is made again when the cells written or deleted since reach `TURNOVER` times the cells it was made over (and
+on open), and after every sleep pass, which regroups.
+
+Only the `numpy` group index probes by this rule. Each scope large enough to be probed has an estimate of its
+own, made over its own cells and groups (a scoped search probes only them), and a memory of several scopes one
+more for a search of every scope (`EngineState.probe_of`).
 """
 
 from __future__ import annotations

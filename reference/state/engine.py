@@ -27,7 +27,7 @@ from ..indexes.filters import EVERYTHING, MetadataIndex, Within
 from ..indexes.lexical import LexicalIndex
 from ..indexes.vectors import GroupIndex
 from ..judges.base import Conflict
-from ..kernels.grouping import unit_rows
+from ..kernels.grouping import centroids_from_sums
 from ..kernels.rows import count_reads
 from ..store import CellStore
 from .calibration import ProbeSetting
@@ -551,7 +551,7 @@ class EngineState:
             ids = groups.active_ids(scope)
             if not np.array_equal(ids, np.unique(table.group[live if scope is None else by_scope[scope]])):
                 problems.append(f"the live groups of scope {scope} differ from its cells' groups")
-            elif not np.allclose(groups.active_centroids(scope), unit_rows(groups.sums, ids), atol=1e-5):
+            elif not np.allclose(groups.active_centroids(scope), centroids_from_sums(groups.sums, ids), atol=1e-5):
                 problems.append(f"a cached centroid of scope {scope} differs from its group's normalised sum")
         if self.lexical is not None and self.lexical.rows() != set(live.tolist()):
             problems.append("the lexical index holds other cells than the live ones")

@@ -6,19 +6,23 @@ Every public call names the scopes it needs (a search's scope, a write's scopes,
 None: every scope) and holds the engine's lock through `reading` or `writing`. `writing` runs the post-write hook
 (`settle`: the recall estimates the write made due) before it lets the lock go, so no write path can skip it.
 
-With a budget, the scopes a call needs are worked out under the lock (an id's scope from the table, or, for an id
-out of RAM, from the store, which under the lock agrees with RAM) and **pinned**: no call lets a pinned scope go, so
-once loaded it stays until the call that pinned it returns. A call whose scopes are not all in RAM lets the lock go,
-loads them and looks again: each round pins what it found, so the rounds end, whatever the budget (a call over
-budget holds its scopes over budget for its duration; a search of every scope holds them all). Loading follows the
-engine's rule for every change: a scope's cells are read from the store outside the lock (searches in other scopes
-go on) and put in under the write lock only if the scope is still out of RAM and was not let go since they were
-read (its generation), else read again. A scope out of RAM never changes in the store (a write loads its scope
-first), so cells read while it stayed out are current. What a scope derives from its cells (groups as stored,
-lexical postings, entities, episodes, filters) is rebuilt from them as it loads (`EngineState.commit_load`). Letting
-a scope go writes what the store has not been told of its cells yet (access counts, moves) and hands their rows back
-to be filled again (`EngineState.commit_evict`); the estimate of its recall stays, so a scope loaded again is not
-estimated again. Scopes are let go when a load or a write returns, never while a call pins them.
+With a budget:
+
+- **Pinning.** The scopes a call needs are worked out under the lock (an id's scope from the table, or, for an id
+  out of RAM, from the store, which under the lock agrees with RAM) and pinned: no call lets a pinned scope go,
+  so once loaded it stays until the call that pinned it returns.
+- **Rounds.** A call whose scopes are not all in RAM lets the lock go, loads them and looks again; each round pins
+  what it found, so the rounds end whatever the budget (a call over budget holds its scopes over budget for its
+  duration; a search of every scope holds them all).
+- **Loading** follows the engine's rule for every change: a scope's cells are read from the store outside the
+  lock (searches in other scopes go on) and put in under the write lock only if the scope is still out of RAM and
+  was not let go since they were read (its generation), else read again. A scope out of RAM never changes in the
+  store (a write loads its scope first), so cells read while it stayed out are current. What a scope derives from
+  its cells (groups as stored, lexical postings, entities, episodes, filters) is rebuilt as it loads
+  (`EngineState.commit_load`).
+- **Letting go** writes what the store has not been told of its cells yet (access counts, moves) and hands their
+  rows back to be filled again (`EngineState.commit_evict`); the estimate of its recall stays, so a scope loaded
+  again is not estimated again. Scopes are let go when a load or a write returns, never while a call pins them.
 """
 
 from __future__ import annotations

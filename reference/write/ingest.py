@@ -14,6 +14,7 @@ from __future__ import annotations
 import ctypes
 import gc
 import sys
+import threading
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
@@ -391,23 +392,50 @@ def _malloc_trim() -> Any:
     return getattr(loaded, "malloc_trim", None)
 
 
+class _CollectorPause:
+    """The cyclic collector paused while any large write runs: the first to start pauses it if it was running, the
+    last to end resumes it then, so writes that overlap (several memories, several threads) neither resume it early
+    nor leave it paused, and a host that had turned it off finds it off."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._writes = 0
+        self._resume = False
+
+    @contextmanager
+    def paused(self) -> Iterator[None]:
+        with self._lock:
+            if self._writes == 0:
+                self._resume = gc.isenabled()
+                gc.disable()
+            self._writes += 1
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._writes -= 1
+                if self._writes == 0 and self._resume:
+                    gc.enable()
+
+
+_COLLECTOR = _CollectorPause()
+
+
 @contextmanager
 def large_write(large: bool) -> Iterator[None]:
-    """Around a write (`large`: of more than a chunk of cells), pause the cyclic garbage collector during it and
-    hand the pages it freed back to the OS after it (glibc's `malloc_trim`; elsewhere nothing). The collector's
-    full passes over the objects such a write makes are a large share of its time; its cycles, if any, are
-    collected once it resumes. The chunk temporaries (each chunk's scores against every centroid) are freed into
-    the heap, which would keep them resident without the trim."""
+    """Around a write (`large`: of more than a chunk of cells), pause Python's cyclic garbage collector during it
+    and hand the pages it freed back to the OS after it (glibc's `malloc_trim`; elsewhere nothing).
+
+    The collector's full passes over every object of the process are a large share of such a write's time; its
+    cycles, if any, are collected once it resumes. The pause is the process's (`_COLLECTOR`): the collector is
+    paused only if it was running, and resumed when the last of the large writes under way ends, even if one
+    fails. The chunk temporaries (each chunk's scores against every centroid) are freed into the heap, which
+    would keep them resident without the trim."""
     if not large:
         yield
         return
-    collecting = gc.isenabled()
-    gc.disable()
-    try:
+    with _COLLECTOR.paused():
         yield
-    finally:
-        if collecting:
-            gc.enable()
     trim = _malloc_trim()
     if trim is not None:
         trim(0)

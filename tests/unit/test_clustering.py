@@ -152,11 +152,13 @@ def test_a_part_taken_back_remakes_only_the_centroids_of_the_groups_it_changed(m
     part = state.part([0])
     part.state.add_members(np.asarray([2]), rng.normal(size=(1, 8)))
     remade: list[int] = []
-    unit_rows = clustering.unit_rows
-    monkeypatch.setattr(clustering, "unit_rows", lambda sums, ids: remade.append(len(ids)) or unit_rows(sums, ids))
+    centroids = clustering.centroids_from_sums
+    monkeypatch.setattr(
+        clustering, "centroids_from_sums", lambda sums, ids: remade.append(len(ids)) or centroids(sums, ids)
+    )
     state.absorb(part)
     after = state.active_centroids()
     assert remade == [1]
     assert np.allclose(np.delete(after, 2, axis=0), np.delete(before, 2, axis=0))
     assert not np.allclose(after[2], before[2])
-    assert np.allclose(after, unit_rows(state.sums, state.active_ids()))
+    assert np.allclose(after, centroids(state.sums, state.active_ids()))

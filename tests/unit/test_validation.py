@@ -17,9 +17,9 @@ from reference.common.validation import (
     check_importance,
     check_interval,
     check_json_object,
-    check_k,
     check_metadata,
     check_new_ids,
+    check_result_count,
     check_same_length,
     check_scope,
     check_text,
@@ -74,7 +74,7 @@ def test_rows_are_normalised_even_when_huge_or_tiny():
 @pytest.mark.parametrize("bad", [0, -1, 1.5, "3", True, None])
 def test_k_must_be_a_positive_integer(bad):
     with pytest.raises(InvalidInputError, match=r"^k must be a positive integer, got "):
-        check_k(bad)
+        check_result_count(bad)
 
 
 @pytest.mark.parametrize("seconds", [0.5, 60, MAX_INTERVAL_S])
