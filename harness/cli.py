@@ -318,7 +318,7 @@ def _run(args: argparse.Namespace, argv: list[str] | None) -> int:
     if args.command == "run":
         from harness.measure.experiment_registry import data_of, listing, selected
         from harness.measure.plan import RunPlan
-        from harness.run import run_benchmark
+        from harness.benchmark import run_benchmark
 
         if args.list_experiments:
             print(listing())

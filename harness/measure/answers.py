@@ -31,7 +31,7 @@ from harness.measure.answer_judge import (
 from harness.measure.answer_scores import ADVERSARIAL, score
 from harness.measure.experiment_registry import RunContext, experiment
 from harness.measure.reader import Memory, OllamaReader, ollama_model
-from harness.measure.runner import K, built
+from harness.measure.timing import K, built
 from harness.output.results import AnswerRow, ScoredAnswer
 from harness.systems.options import OptionError
 

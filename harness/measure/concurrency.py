@@ -37,8 +37,8 @@ from harness.data.generated import notes_evalset
 from harness.measure.checking import check_hits
 from harness.measure.clients import ClientPool, Connection, Load, Searched, Written, run_threads
 from harness.measure.metrics import latency_stats, threshold_recall
-from harness.measure.runner import K, one_core, open_system, warm
-from harness.measure.servers import ChromaServer, mcp_server
+from harness.measure.timing import K, one_core, open_system, warm
+from harness.measure.server_processes import ChromaServer, mcp_server
 from harness.output.progress import Progress, silent
 from harness.output.results import ConcurrencyRow
 from harness.protocol import Document, Query, SearchHit, vector_of

@@ -42,7 +42,7 @@ from harness.measure.metrics import (
 from harness.measure.plan import DIALOGUE_SYSTEMS, NEEDLE_DOCS, NEEDLES, REGIMES, RunPlan
 from harness.measure.runbooks import agent_loop as loop_runbook
 from harness.measure.runbooks import agent_stream, dialogue_replay, expiring_stream
-from harness.measure.runner import Job, K, built, group_labels, measure_together, query_encoding_ns, ranked_until
+from harness.measure.timing import Job, K, built, group_labels, measure_together, query_encoding_ns, ranked_until
 from harness.measure.streaming import replay, run_streams
 from harness.measure.tenants import run_tenants, tenant_data, tenant_runbook
 from harness.measure.tokens import BUDGETS, token_counter, within_budget

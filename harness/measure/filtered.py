@@ -6,7 +6,7 @@ against exact search over the matching documents, and latency, for every system 
 Every document belongs to one of `OWNERS` owners, an equal share each, assigned at random (seeded, so owners are
 independent of the clusters). A system with `filters` is built once with its owner in each document's metadata,
 one with `scopes` once with its owner as each document's scope. Each case's queries are timed back to back on one
-core, the cases of every system taking turns in an order that rotates from pass to pass (as `runner` times query
+core, the cases of every system taking turns in an order that rotates from pass to pass (as `timing` times query
 settings); every answer is checked, and a hit that the restriction does not match fails its row.
 """
 
@@ -26,7 +26,7 @@ from harness.data.evalset import EvalSet
 from harness.data.generators.vectors import clustered_unit_vectors, exact_top_k
 from harness.measure.checking import check_hits
 from harness.measure.metrics import latency_stats, recall_at_k
-from harness.measure.runner import WARMUP_QUERIES, K, one_core, open_system
+from harness.measure.timing import WARMUP_QUERIES, K, one_core, open_system
 from harness.output.progress import Progress, silent
 from harness.output.results import FilterRow
 from harness.protocol import Document, MemorySystem, Query

@@ -148,7 +148,7 @@ class RunPlan:
     tenant_cells: int = 100
     tenant_systems: tuple[str, ...] = ("reference",)
     passes: int = 5
-    """Timing passes over every system of a regime, interleaved (see `runner.measure_together`)."""
+    """Timing passes over every system of a regime, interleaved (see `timing.measure_together`)."""
     max_passes: int = 12
     """More passes, up to this many, while the timing is unsettled (`confidence.SETTLED`)."""
     slow_down: dict[str, float] = field(default_factory=dict)

@@ -10,7 +10,7 @@ tuned on, to check the floor:
 
     `python -m harness.measure.recall_floor beam:DIR --against FACTOR --probe-margin FLOOR --as-if CELLS --out FILE`
 
-Queries are answered one at a time, back to back, on one CPU (`runner.one_cpu`), MiniLM vectors cached as the
+Queries are answered one at a time, back to back, on one CPU (`timing.one_cpu`), MiniLM vectors cached as the
 real-text experiment caches them (`encoding.encode_corpus`).
 """
 
@@ -29,7 +29,7 @@ import numpy as np
 
 from harness.data.corpus import load_corpus
 from harness.data.encoding import encode_corpus
-from harness.measure.runner import one_core, one_cpu
+from harness.measure.timing import one_core, one_cpu
 from harness.systems.registry import missing_extra
 from reference import CellularMemory, MemoryConfig, calibration
 from reference.encoders import MockEncoder

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.measure.metrics import latency_stats
-from harness.measure.servers import mcp_server
+from harness.measure.server_processes import mcp_server
 from harness.output.progress import Progress, silent
 from harness.output.results import ServingRow
 from reference import CellularMemory

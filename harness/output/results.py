@@ -74,7 +74,7 @@ class Measurement:
     queries: int
     describe: dict[str, Any] = field(default_factory=dict)
     given: str = ""
-    """What each timed search was given (`runner.given`): "vector", the query's vector, encoded before the clock
+    """What each timed search was given (`timing.given`): "vector", the query's vector, encoded before the clock
     started, or "text", which the system turns into what it searches with inside its timed search."""
     pass_latencies_ns: list[list[int]] = field(default_factory=list, repr=False)
     retrieved: list[list[str]] = field(default_factory=list, repr=False)

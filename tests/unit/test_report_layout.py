@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.measure import concurrency, experiments, filtered, plan, runner, tenants, tokens
+from harness.measure import concurrency, experiments, filtered, plan, tenants, timing, tokens
 from harness.output import sections
 from harness.output.report import write_report
 from harness.output.results import Operation, RunResults, StreamCheckpoint, StreamRow
@@ -81,7 +81,7 @@ def test_a_sweep_that_reads_the_same_at_every_setting_says_so(report):
 
 def test_the_captions_read_the_plans_constants(report):
     from harness.measure.plan import FIXED_CLUSTERS, NEEDLE_DOCS, NEEDLES
-    from harness.measure.runner import WARMUP_QUERIES
+    from harness.measure.timing import WARMUP_QUERIES
 
     assert f"{FIXED_CLUSTERS} clustered topics at every N" in report
     assert f"after {WARMUP_QUERIES} untimed warm-up queries" in report
@@ -106,7 +106,7 @@ def test_no_caption_retypes_a_constant_of_what_a_run_measures():
     """A number in a section's text that equals a constant of the plan or of the experiments is that constant
     retyped: it must be read (an f-string), or it goes stale when the plan changes. 1 is every unit and a float32's
     4 bytes are no plan's."""
-    modules = [plan, runner, experiments, filtered, tenants, concurrency, tokens]
+    modules = [plan, timing, experiments, filtered, tenants, concurrency, tokens]
     held = {
         float(value)
         for module in modules

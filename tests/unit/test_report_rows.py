@@ -12,7 +12,7 @@ from harness.output import plots
 from harness.output.results import ConcurrencyRow, RunResults
 from harness.output.sections.services import concurrency
 from harness.output.sections.timed import realtext, realtext_headline, scaling, scaling_headline
-from harness.run import uncommitted
+from harness.benchmark import uncommitted
 from harness.verdicts.claims import UNMEASURED, evaluate
 from tests.results_factory import measured, run_info
 

@@ -8,7 +8,7 @@ from typing import Any
 
 from harness.measure.experiments import RANKED, SESSION, SESSION_DEPTH, TURN
 from harness.measure.plan import NEEDLE_DOCS, NEEDLE_TOP, NEEDLES
-from harness.measure.runner import FOUND_KS, K
+from harness.measure.timing import FOUND_KS, K
 from harness.measure.tokens import BUDGETS
 from harness.output.formats import share
 from harness.output.results import DialogueRow, Measurement, RunResults

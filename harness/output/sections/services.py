@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from harness.measure.filtered import OWNERS
-from harness.measure.runner import K
+from harness.measure.timing import K
 from harness.measure.tenants import DIM, PROBE_WORDS, TURN_CELLS
 from harness.output.formats import figure, share
 from harness.output.results import ConcurrencyRow, FilterRow, RunResults

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import asdict
 from typing import Any
 
-from harness.measure.runner import K
+from harness.measure.timing import K
 from harness.output.formats import percent, share
 from harness.output.results import RunResults, StreamRow
 from harness.output.sections.common import SYSTEM

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from harness.measure.plan import FIXED_CLUSTERS, GROWING_CLUSTER
-from harness.measure.runner import WARMUP_QUERIES, K
+from harness.measure.timing import WARMUP_QUERIES, K
 from harness.output.formats import growth, percent, share
 from harness.output.results import Measurement, RunResults
 from harness.output.sections.common import P50, RECALL, SIZE, SYSTEM
