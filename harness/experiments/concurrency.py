@@ -22,25 +22,31 @@ import bisect
 import math
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, ExitStack, contextmanager, nullcontext
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
+import matplotlib.pyplot as plt
 import numpy as np
 from readerwriterlock import rwlock
 
 from harness.data.encoding import encode_evalset
 from harness.data.evalset import EvalSet
 from harness.data.generated import notes_evalset
+from harness.experiments.definition import DEFAULT_PLAN, Experiment, RunContext
 from harness.measure.checking import check_hits
 from harness.measure.clients import ClientPool, Connection, Load, Searched, Written, run_threads
 from harness.measure.metrics import latency_stats, threshold_recall
-from harness.measure.timing import K, one_core, open_system, warm
 from harness.measure.server_processes import ChromaServer, mcp_server
+from harness.measure.timing import K, one_core, open_system, warm
+from harness.output import plots
+from harness.output.formats import figure, share
 from harness.output.progress import Progress, silent
-from harness.output.results import ConcurrencyRow
+from harness.output.results import ConcurrencyRow, RunResults
+from harness.output.sections.common import SYSTEM
+from harness.output.tables import Table, column
 from harness.protocol import Document, Query, SearchHit, vector_of
 from reference.encoders import MockEncoder
 
@@ -291,3 +297,177 @@ def _row(target: Target, work: Workload, truth: Truth, windows: list[Window], al
         short=sum(len(s.hits) < K for s in every),
         window_qps=rates,
     )
+
+
+SYSTEMS = (
+    "reference",
+    "reference-dense",
+    "flat-numpy",
+    "faiss-hnsw",
+    "flat-chroma",
+    "reference-mcp",
+    "chroma-server",
+)
+"""Many clients at once: the engine by text (as its MCP server searches) and by vector, peers in
+this process; the engine's MCP server and a Chroma server, each searched by client processes."""
+
+
+def run(context: RunContext) -> list[ConcurrencyRow]:
+    """QPS and p50 / p99 of 1–8 clients at once, searches alone and while writing, in process and through servers."""
+    plan = context.plan
+    return concurrency_rows(
+        context.systems_of(CONCURRENCY),
+        cells=plan.concurrency_cells,
+        queries=plan.queries,
+        levels=plan.concurrency_levels,
+        seconds=plan.concurrency_seconds,
+        rate=plan.concurrency_write_rate,
+        windows=plan.concurrency_windows,
+        progress=context.progress,
+    )
+
+
+SECONDS = 150.0
+"""A default run's concurrency, on the machine the defaults were measured on (`harness.experiments.definition`)."""
+
+
+def work(context: RunContext) -> float:
+    plan, default = context.plan, DEFAULT_PLAN
+    share = (len(context.systems_of(CONCURRENCY)) * len(plan.concurrency_levels) * plan.concurrency_seconds) / (
+        len(SYSTEMS) * len(default.concurrency_levels) * default.concurrency_seconds
+    )
+    return SECONDS * share
+
+
+def table(results: RunResults) -> list[Table]:
+    if not results.concurrency:
+        return []
+    plan, cpus = results.run.plan, results.run.machine.cpus
+    fewest, most = min(plan.concurrency_levels), max(plan.concurrency_levels)
+    return [
+        Table(
+            "concurrency",
+            f"Concurrency: {fewest}–{most} clients at once against one system ({cpus} cores here)",
+            f"This machine has {cpus} cores: past that many clients, more clients can only queue. Each level searches "
+            f"for {plan.concurrency_seconds:g} s with every client at once, over {plan.concurrency_cells:,} agents' "
+            f"notes (mock-encoder vectors); then the same while {plan.concurrency_write_rate:g} cells a second are "
+            "written, one a write (`writing`: as achieved). QPS: every client's searches over the time from the "
+            "common start to the last answer; p50 / p99 of each search, its wait for the others included. Clients of "
+            "a system in process are threads, and a system that does not declare `threads` is guarded by a "
+            "readers–writer lock, as a server on it would be; the engine's MCP server (`reference-mcp`, searched by "
+            "text) and a Chroma server (`chroma-server`) are searched by client processes of their own. Recall@10 "
+            "is against exact dense search over the cells written before each search began (`reference` and "
+            f"`reference-mcp` rank text queries by words too); `short`: answers with fewer than {K} hits. Each level "
+            f"searches in {plan.concurrency_windows} windows of time taken in turn with the other levels' (so a burst "
+            "of other load on a shared machine falls in a window of several levels, not in one level): QPS is the "
+            "median window's, `windows` its slowest and fastest window's (far apart: the machine was busy); "
+            "latencies and recall pool every window.",
+            (
+                SYSTEM,
+                column("clients", "clients"),
+                column("clients are", "transport"),
+                column("QPS", "qps"),
+                column("windows", "qps_windows"),
+                column("p50 / p99 (ms)", "p50_ms", "p99_ms"),
+                column("recall@10", "recall_at_10", format=share),
+                column("writing: writes/s", "writing_writes_per_s"),
+                column("writing: QPS", "writing_qps"),
+                column("writing: windows", "writing_qps_windows"),
+                column("writing: p99 (ms)", "writing_p99_ms"),
+                column("writing: recall@10", "writing_recall_at_10", format=share),
+                column("short", "short"),
+            ),
+            _concurrency_rows(results.concurrency),
+            plot="concurrency.png",
+        )
+    ]
+
+
+def _concurrency_rows(rows: list[ConcurrencyRow]) -> list[dict[str, Any]]:
+    """One line per system and level: searches alone beside searches while writing."""
+    writing = {(r.system, r.clients): r for r in rows if r.writes_per_s}
+    table = []
+    for row in rows:
+        if row.writes_per_s:
+            continue
+        during = writing.get((row.system, row.clients))
+        fields: dict[str, Any] = {
+            "system": row.system,
+            "clients": row.clients,
+            "transport": row.transport,
+            "qps": row.qps,
+            "qps_windows": _spread(row.window_qps),
+            "p50_ms": row.p50_ms,
+            "p99_ms": row.p99_ms,
+            "recall_at_10": row.recall_at_10,
+            "short": row.short + (during.short if during else 0),
+        }
+        if during is not None:
+            fields |= {
+                "writing_writes_per_s": during.writes_per_s,
+                "writing_qps": during.qps,
+                "writing_qps_windows": _spread(during.window_qps),
+                "writing_p99_ms": during.p99_ms,
+                "writing_recall_at_10": during.recall_at_10,
+            }
+        table.append(fields)
+    return table
+
+
+def _spread(values: list[float]) -> str:
+    """The slowest and the fastest of a level's windows ("" for a row of one window, or of none recorded)."""
+    return f"{figure(min(values))}–{figure(max(values))}" if len(values) > 1 else ""
+
+
+def figures(out: Path, results: RunResults) -> list[Path]:
+    """QPS and p99 against clients."""
+    return [draw(out / "concurrency.png", results.concurrency)] if results.concurrency else []
+
+
+def draw(path: Path, rows: Sequence[ConcurrencyRow]) -> Path:
+    """QPS and p99 against clients, one colour per system: searches alone above, while writing below (one set of
+    lines per panel), each level's QPS the median window's with a bar from its slowest window to its fastest."""
+    figure, panels = plt.subplots(2, 2, figsize=(12, 8.4), sharex=True)
+    for (qps, p99), writing in zip(panels, (False, True)):
+        drawn = plots.styles([r.system for r in rows])
+        for number, (system, kind) in enumerate(drawn.items()):
+            dodge = 0.06 * (number - (len(drawn) - 1) / 2)  # each system's bars a little apart at a level
+            mine = sorted(
+                (r for r in rows if r.system == system and bool(r.writes_per_s) == writing), key=lambda r: r.clients
+            )
+            if not mine:
+                continue
+            clients = [r.clients for r in mine]
+            qps.plot(clients, [r.qps for r in mine], **kind)
+            spread = [(r.clients, min(r.window_qps), max(r.window_qps)) for r in mine if r.window_qps]
+            if spread:
+                x, low, high = zip(*spread)
+                bars = {"colors": kind["color"], "linewidth": kind["linewidth"] + 2, "alpha": 0.35}
+                qps.vlines([level + dodge for level in x], low, high, **bars)
+            p99.plot(clients, [r.p99_ms for r in mine], **kind)
+        doing = "while writing" if writing else "searches alone"
+        qps.set(ylabel="searches per second (all clients)", yscale="log")
+        p99.set(ylabel="p99 search latency (ms)", yscale="log")
+        qps.set_title(f"Throughput, {doing} (bar: slowest to fastest window)", fontsize=10)
+        p99.set_title(f"Tail latency, {doing}", fontsize=10)
+    levels = sorted({r.clients for r in rows})
+    for axes in panels.flat:
+        axes.set_xticks(levels, [str(level) for level in levels])
+    for axes in panels[1]:
+        axes.set_xlabel("clients at once")
+    for axes in panels.flat:
+        if axes is not panels[0][1]:
+            plots.log_ticks(axes)
+    return plots.save(figure, panels[0][1], path)
+
+
+CONCURRENCY = Experiment(
+    "concurrency",
+    section="concurrency",
+    data=["default"],
+    run=run,
+    systems=SYSTEMS,
+    work=work,
+    tables=(table,),
+    figures=(figures,),
+)

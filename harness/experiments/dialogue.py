@@ -1,304 +1,62 @@
-"""The experiments of a run, registered with the data they run on (`experiment_registry`). Each returns typed
-rows (`harness.output.results`) for claims, report and compare."""
+"""Dialogue memory: evidence recall per question of a dialogue benchmark (`--dataset locomo:FILE`,
+`longmemeval:FILE`), loaded in bulk and replayed online."""
 
 from __future__ import annotations
 
-import time
 from collections import Counter, defaultdict
-from collections.abc import Mapping
-from dataclasses import asdict, replace
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict
 from functools import partial
-from typing import Any, Literal, NamedTuple, cast
+from typing import Any, NamedTuple
 
 import numpy as np
 
-from harness.data.beir import load_beir
-from harness.data.corpus import Corpus
-from harness.data.dialogue import load_dialogue, unanswerable
-from harness.data.encoding import encode_corpus, encode_evalset
+from harness.data.dialogue import unanswerable
+from harness.data.encoding import encode_evalset
 from harness.data.errata import CORRECTED, ORIGINAL, keyed_dialogue
-from harness.data.evalset import EvalSet
-from harness.data.generated import (
-    corpus_evalset,
-    needles_evalset,
-    notes_evalset,
-    stream_evalset,
-    topics_evalset,
-    updates_evalsets,
-    vectors_evalset,
-)
-from harness.measure import work
+from harness.experiments.definition import Experiment, RunContext
 from harness.measure.chance import Chance, chance_at_k, mean_chance
-from harness.measure.experiment_registry import RunContext, experiment
 from harness.measure.metrics import (
-    agreement,
     check_cutoff,
     evidence_scores,
-    group_stats,
     latency_stats,
     recall_at_k,
-    update_scores,
 )
-from harness.measure.plan import DIALOGUE_SYSTEMS, NEEDLE_DOCS, NEEDLES, REGIMES, RunPlan
-from harness.measure.runbooks import agent_loop as loop_runbook
-from harness.measure.runbooks import agent_stream, dialogue_replay, expiring_stream
-from harness.measure.timing import Job, K, built, group_labels, measure_together, query_encoding_ns, ranked_until
-from harness.measure.streaming import replay, run_streams
-from harness.measure.tenants import run_tenants, tenant_data, tenant_runbook
+from harness.measure.replay import replay
+from harness.measure.runbooks import dialogue_replay
+from harness.measure.timing import (
+    Job,
+    K,
+    measure_together,
+    query_encoding_ns,
+    ranked_until,
+)
 from harness.measure.tokens import BUDGETS, token_counter, within_budget
-from harness.output.progress import Progress, Steps, silent
+from harness.output.formats import share
+from harness.output.progress import Steps
 from harness.output.results import (
-    ConcurrencyRow,
     DialogueRow,
-    FilterRow,
-    GroupingRow,
-    JudgeRow,
-    Measurement,
-    ServingRow,
+    RunResults,
     StreamRow,
-    TenantRow,
-    UpdateRow,
 )
-from harness.protocol import ConsolidatingSystem, ScoringSystem
+from harness.output.sections.common import KEY, SYSTEM
+from harness.output.tables import Table, column
 from harness.systems.registry import PEERS, installed
-from harness.verdicts.claims import decides_a_verdict
-from reference.encoders import MockEncoder
 
-SECTION_OF_REGIME = {"fixed": "scaling", "growing": "growing"}
-"""The results section a scaling regime fills."""
-FILTER_PASSES = 3
-"""Timing passes of the filtered searches: no verdict reads them, so fewer than the plan's."""
-
-
-def _timed(plan: RunPlan, jobs: list[Job], progress: Progress = silent, label: str = "measure") -> list[Measurement]:
-    """`jobs` timed together with the plan's passes (and its extra passes while the timing is unsettled)."""
-    return measure_together(jobs, passes=plan.passes, max_passes=plan.max_passes, progress=progress, label=label)
-
-
-def _job(plan: RunPlan, system: str, evalset: EvalSet, encoder: str, *, sweep: bool = False, section: str = "") -> Job:
-    """A job of a section; it decides a verdict when the claims judge its system's latency there."""
-    slow_down = plan.slow_down.get(system, 1.0)
-    return Job(system, evalset, encoder, sweep=sweep, slow_down=slow_down, decides=decides_a_verdict(section, system))
-
-
-@experiment("scaling", section="scaling", data=["default"], work=work.scaling)
-def scaling(context: RunContext) -> list[Measurement]:
-    """Latency and recall vs exact search as memory grows, over clustered vectors (as many topics at every size)."""
-    return _scaling(context.plan, context.plan.systems, context.progress, regime="fixed")
-
-
-@experiment("growing", section="growing", data=["default"], work=work.growing)
-def growing(context: RunContext) -> list[Measurement]:
-    """Latency and recall as memory grows with its topics (clusters of one size, more of them)."""
-    plan = context.plan
-    return _scaling(plan, tuple(s for s in plan.growing_systems if s in plan.systems), context.progress, "growing")
-
-
-def _scaling(plan: RunPlan, systems: tuple[str, ...], progress: Progress, regime: str) -> list[Measurement]:
-    """Latency and recall vs exact for every system at every size of a regime (`plan.REGIMES`), all
-    timed together; in the fixed regime, a query-parameter sweep at the largest size."""
-    jobs = []
-    largest = max(plan.sizes)
-    for size in plan.sizes:
-        evalset = vectors_evalset(
-            size, queries=plan.queries, clusters=REGIMES[regime](size), spread=plan.spread, seed=size
-        )
-        sweep = plan.sweep and size == largest and regime == "fixed"
-        jobs += [
-            _job(plan, system, evalset, "vectors", sweep=sweep, section=SECTION_OF_REGIME[regime])
-            for system in plan.systems_at(size, systems)
-        ]
-    return _timed(plan, jobs, progress, f"scaling ({regime})")
-
-
-@experiment("needles", section="needles", data=["default"], work=work.needles)
-def needles(context: RunContext) -> list[Measurement]:
-    """The published case (a haystack with needles, top 3) over several seeds and encoders."""
-    plan = context.plan
-    results: list[Measurement] = []
-    for encoder_name, encoder in context.encoders.items():
-        for seed in context.progress(plan.needle_seeds, f"needles ({encoder_name})"):
-            evalset = encode_evalset(needles_evalset(NEEDLE_DOCS, NEEDLES, seed=seed), encoder)
-            jobs = [_job(plan, system, evalset, encoder_name) for system in plan.needle_systems]
-            results += _timed(plan, jobs)
-    return results
-
-
-@experiment("grouping", section="grouping", data=["default"], work=work.grouping)
-def grouping(context: RunContext) -> list[GroupingRow]:
-    """ARI / NMI of each grouping system against the true topics of a topic haystack."""
-    rows = []
-    for encoder_name, encoder in context.encoders.items():
-        evalset = encode_evalset(topics_evalset(context.plan.topic_docs, seed=11), encoder)
-        for system in context.progress(context.plan.grouping_systems, f"grouping ({encoder_name})"):
-            options = {"n_clusters": len(evalset.topics)} if system == "kmeans" else {}
-            labels = group_labels(system, evalset, encoder=encoder_name, options=options)
-            if evalset.labels is None:
-                raise ValueError(f"{evalset.name} has no true topics to compare groups with")
-            rows.append(
-                GroupingRow(
-                    system + (f" (k={options['n_clusters']})" if options else ""),
-                    encoder_name,
-                    len(evalset.docs),
-                    agreement(evalset.labels.tolist(), labels),
-                    group_stats(labels),
-                )
-            )
-    return rows
-
-
-@experiment("judges", section="judges", data=["default"], work=work.judges)
-def judges(context: RunContext, *, per_kind: int = 30, seeds: tuple[int, ...] = (0, 1, 2)) -> list[JudgeRow]:
-    """Each available conflict judge's precision and recall on the labelled contradiction pairs."""
-    from harness.data.generators.contradictions import contradiction_pairs
-    from harness.measure.judging import score_judge
-    from reference.judges import OfflineJudge
-
-    rows = []
-    for seed in context.progress(seeds, "conflict judges"):
-        score = score_judge(OfflineJudge(), contradiction_pairs(per_kind, seed=seed))
-        pairs = score.true_positives + score.false_positives + score.false_negatives + score.true_negatives
-        rows.append(
-            JudgeRow(
-                score.judge,
-                seed,
-                pairs,
-                score.precision,
-                score.recall,
-                score.missed_by_kind,
-                score.false_alarms_by_kind,
-            )
-        )
-    return rows
-
-
-@experiment("beir", section="beir", data=["beir"], work=work.dataset)
-def beir(context: RunContext) -> list[Measurement]:
-    """Any BEIR-format directory: recall@10, MRR and nDCG@10 from its qrels, with latency."""
-    assert context.dataset is not None
-    encoder_name, encoder = context.encoder
-    evalset = encode_evalset(load_beir(context.dataset.location), encoder)
-    jobs = [_job(context.plan, system, evalset, encoder_name) for system in context.plan.systems]
-    return _timed(context.plan, jobs, context.progress, f"BEIR {evalset.name}")
-
-
-@experiment("realtext", section="realtext", data=["default", "beam"], work=work.realtext)
-def realtext(context: RunContext) -> list[Measurement]:
-    """Recall against exact search and latency on real text (held-out passages as vector queries)."""
-    plan, corpus, encoder = context.plan, context.corpus, context.text_encoder
-    vectors = encode_corpus(corpus, encoder, progress=context.progress)
-    room = len(corpus.passages) - plan.realtext_queries
-    sizes = sorted({*(n for n in plan.realtext_sizes if n < room), room})
-    jobs = []
-    for size in sizes:
-        evalset = corpus_evalset(corpus, vectors, size, queries=plan.realtext_queries)
-        sweep = plan.sweep and size == sizes[-1]
-        jobs += [
-            _job(plan, system, evalset, encoder.name, sweep=sweep, section="realtext")
-            for system in plan.systems_at(size, plan.realtext_systems)
-        ]
-    measured = _timed(plan, jobs, context.progress, f"real text ({corpus.name})")
-    context.dataset_info = _corpus_info(corpus, measured)
-    return measured
-
-
-def _corpus_info(corpus: Corpus, measured: list[Measurement]) -> dict[str, Any]:
-    """What the header says of a real-text corpus: its source, its passages and how the run used them, the
-    fingerprint of the passages themselves (`Corpus.fingerprint`: the standard library's documentation differs
-    between Python builds), and the SHA-256 of its files (none for text generated from this interpreter)."""
-    largest = max((m.n_docs for m in measured), default=0)
-    held_out = max((m.queries for m in measured), default=0)
-    used = f"{len(corpus.passages):,} ({largest:,} in the largest memory, {held_out} held out as queries)"
-    facts = {"corpus": corpus.source, "passages": used, "fingerprint": corpus.fingerprint}
-    return facts | ({"sha256": corpus.sha256} if corpus.sha256 else {})
-
-
-@experiment("streaming", section="streaming", data=["default", "beam"], work=work.streaming)
-def streaming(context: RunContext) -> list[StreamRow]:
-    """Writes, deletes and searches interleaved over real text in its written order (a streaming runbook)."""
-    plan, corpus, encoder = context.plan, context.corpus, context.text_encoder
-    vectors = encode_corpus(corpus, encoder, progress=context.progress)
-    room = len(corpus.passages) - plan.stream_queries
-    whole = len(corpus.passages) if context.data == "beam" else plan.stream_cells  # BEAM: every passage
-    cells = min(room, context.stream_size or whole)
-    data = stream_evalset(corpus, vectors, cells, queries=plan.stream_queries)
-    options = {"faiss-ivf": {"train_after": max(1, cells // 10)}}  # trained on the first 10 % of the stream
-    book = agent_stream(cells, plan.stream_queries)
-    return run_streams(book, data, plan.stream_systems, encoder.name, context.progress, options)
-
-
-@experiment("expiring-stream", section="streaming", data=["default", "beam"], work=work.expiring_stream)
-def expiring(context: RunContext) -> list[StreamRow]:
-    """Replaces and expiry over real text in its written order (big-ann-benchmarks' expiration-time runbooks)."""
-    plan, corpus, encoder = context.plan, context.corpus, context.text_encoder
-    vectors = encode_corpus(corpus, encoder)
-    cells = min(len(corpus.passages) - plan.stream_queries, context.stream_size or plan.expiry_cells)
-    data = stream_evalset(corpus, vectors, cells, queries=plan.stream_queries)
-    options = {"faiss-ivf": {"train_after": max(1, cells // 10)}}  # trained on the first 10 % of the stream
-    book = expiring_stream(cells, plan.stream_queries)
-    return run_streams(book, data, plan.stream_systems, encoder.name, context.progress, options)
-
-
-@experiment("agent-loop", section="streaming", data=["default"], work=work.agent_loop)
-def agent_loop(context: RunContext) -> list[StreamRow]:
-    """The agent's loop: write a turn, search for it, search again (synthetic notes, the mock encoder)."""
-    plan = context.plan
-    encoder = MockEncoder(384)
-    notes = notes_evalset(plan.loop_cells + plan.loop_rounds, queries=max(2 * plan.loop_rounds, 100))
-    data = encode_evalset(notes, encoder, cache=None)  # hashing is cheaper than the cache
-    book = loop_runbook(plan.loop_cells, plan.loop_rounds, len(data.queries))
-    return run_streams(book, data, plan.loop_systems, encoder.name, context.progress)
-
-
-@experiment("multi-tenant", section="tenants", data=["default"], work=work.tenants)
-def multi_tenant(context: RunContext) -> list[TenantRow]:
-    """Many users in one memory: interleaved writes, then one scope's searches against its cells alone."""
-    plan = context.plan
-    book = tenant_runbook(plan.tenant_scopes, plan.tenant_cells)
-    return run_tenants(book, tenant_data(book), plan.tenant_systems, "vectors", context.progress)
-
-
-@experiment("serving", section="serving", data=["default"], work=work.serving)
-def serving(context: RunContext) -> list[ServingRow]:
-    """Many clients at once making agents' memory calls: the engine in process and through its MCP server."""
-    from harness.measure.serving import serving_rows
-
-    plan = context.plan
-    return serving_rows(plan.serving_systems, plan.serving_clients, plan.serving_calls, context.progress)
-
-
-@experiment("concurrency", section="concurrency", data=["default"], work=work.concurrency)
-def concurrency(context: RunContext) -> list[ConcurrencyRow]:
-    """QPS and p50 / p99 of 1–8 clients at once, searches alone and while writing, in process and through servers."""
-    from harness.measure.concurrency import concurrency_rows
-
-    plan = context.plan
-    return concurrency_rows(
-        plan.concurrency_systems,
-        cells=plan.concurrency_cells,
-        queries=plan.queries,
-        levels=plan.concurrency_levels,
-        seconds=plan.concurrency_seconds,
-        rate=plan.concurrency_write_rate,
-        windows=plan.concurrency_windows,
-        progress=context.progress,
-    )
-
-
-@experiment("filtered", section="filtered", data=["default"], work=work.filtered)
-def filtered(context: RunContext) -> list[FilterRow]:
-    """Recall and latency of searches filtered to 1 % and 99 % of the documents, and in a scope of 1 %."""
-    from harness.measure.filtered import filtered_rows
-
-    plan = context.plan
-    return filtered_rows(
-        plan.filter_systems,
-        cells=plan.filter_cells,
-        queries=plan.queries,
-        spread=plan.spread,
-        passes=min(plan.passes, FILTER_PASSES),
-        progress=context.progress,
-    )
+SYSTEMS = (
+    "reference",
+    "reference-fusion",
+    "reference-episodes",
+    "reference-neighbours",
+    "reference-turns",
+    "reference-undated",
+    "reference-dense",
+    "flat-numpy",
+    "bm25",
+    "hybrid-rrf",
+)
+"""Dialogue memory, with the engine's ablations: fusion alone, + episodes, + neighbours, + turn form (questions
+and speakers), all of them (the engine, each session's date as context), and the engine without the date."""
 
 
 class Answer(NamedTuple):
@@ -326,13 +84,14 @@ are scored)."""
 
 TURN, SESSION, RANKED = "turn", "session", "session (ranked)"
 """The levels of a dialogue table: turns; the sessions of the top-k turns; the first k sessions of a deeper ranking."""
+
+
 BULK, WHEN_DUE, AT_THE_END = "bulk", "online: when due", "online: at the end"
 """How a dialogue memory was filled when a question was asked: every turn first (the published setup); turn
 by turn, the question asked as soon as its last evidence turn is written; turn by turn, asked at the end."""
 
 
-@experiment("dialogue", section="dialogue", data=["dialogue"], work=work.dialogue)
-def dialogue(context: RunContext, *, k: int = K) -> list[DialogueRow]:
+def run(context: RunContext, *, k: int = K) -> list[DialogueRow]:
     """Evidence recall per question of a dialogue benchmark, loaded in bulk and replayed online.
 
     One memory per conversation; each question's retrieved turns scored against its evidence turns
@@ -349,7 +108,7 @@ def dialogue(context: RunContext, *, k: int = K) -> list[DialogueRow]:
         systems = context.systems
     else:
         peers, skipped = installed(PEERS)
-        systems = (*DIALOGUE_SYSTEMS, *peers)
+        systems = (*SYSTEMS, *peers)
     keyed = keyed_dialogue(context.dataset, context.turn_format, context.errata)
     data = keyed.data
     counter = token_counter(encoder)
@@ -566,77 +325,186 @@ def _sessions(turns: list[str], session_of: Mapping[str, str]) -> list[str]:
     return list(dict.fromkeys(session_of[t] for t in turns))
 
 
-@experiment("knowledge-update", section="updates", data=["default", "dialogue"], work=work.knowledge_update)
-def knowledge_update(context: RunContext, *, k: int = K) -> list[UpdateRow]:
-    """Facts that changed: the share whose current version a search ranks above its older ones (top 10).
-
-    Generated dialogues (`generated.updates_evalsets`) in the default run, a LongMemEval file's knowledge-update
-    questions with `--dataset longmemeval:FILE` (a file without them measures nothing). Each conversation is
-    replayed as if its questions were asked now: its turns' times keep their distance from the questions' time,
-    which is the memory's clock (memory-mode recency). Every system answers in similarity mode, a system with
-    memory scoring in memory mode too; a system that sleeps answers again after one sleep pass."""
-    if context.dataset is not None:
-        loaded = load_dialogue(context.dataset, context.turn_format)
-        encoder = context.encoder[1]
-        families = {loaded.name: [s for s in loaded.conversations if s.conversation and s.conversation.versions]}
-    else:
-        encoder = context.text_encoder
-        generated = updates_evalsets(context.plan.update_conversations, turn_format=context.turn_format)
-        families = {f"generated {name}": sets for name, sets in generated.items()}
-    systems = context.systems or context.plan.update_systems
-    rows = []
-    for name, sets in families.items():
-        found: dict[tuple[str, str, bool], list[list[str]]] = defaultdict(list)
-        versions: list[tuple[tuple[str, ...], ...]] = []
-        for evalset in context.progress(sets, f"knowledge updates ({name})"):
-            evalset = _asked_now(encode_evalset(evalset, encoder))
-            assert evalset.conversation is not None
-            versions += [evalset.conversation.versions.get(q.id, ()) for q in evalset.queries]
-            for system in systems:
-                label, answered = _update_answers(system, evalset, encoder.name, k)
-                for key, answers in answered.items():
-                    found[(label, *key)] += answers
-        rows += [
-            UpdateRow(system, f"{name} ({encoder.name})", mode, slept, update_scores(answers, versions, k))
-            for (system, mode, slept), answers in found.items()
-        ]
-    return rows
+SECONDS_PER_MB = 40.0
+"""A dialogue file's evidence retrieval, per megabyte of the file and per system (a file's turns and questions grow
+with its size); a system from outside the registry is planned as a registered one until its first conversation
+is timed (`progress.Steps`)."""
 
 
-def _update_answers(
-    spec: str, evalset: EvalSet, encoder: str, k: int
-) -> tuple[str, dict[tuple[str, bool], list[list[str]]]]:
-    """The system's name and each question's hits from it, by (mode, slept): similarity mode, memory mode where it
-    scores memories, both again after a sleep pass where it sleeps."""
-    answers: dict[tuple[str, bool], list[list[str]]] = {}
-    with built(spec, evalset, encoder=encoder) as system:
-        modes: tuple[Literal["similarity", "memory"], ...] = (
-            ("similarity", "memory") if "memory_scoring" in system.capabilities else ("similarity",)
+def work(context: RunContext) -> float:
+    assert context.dataset is not None
+    megabytes = context.dataset.location.stat().st_size / 1e6
+    return SECONDS_PER_MB * megabytes * len(context.systems or SYSTEMS)
+
+
+def headline(results: RunResults) -> list[Table]:
+    chosen = [r for r in results.dialogue if r.mode == "bulk" and r.subset == "answerable"]
+    rows = [r for level in (TURN, SESSION) for r in chosen if level_of(r) == level]
+    if not rows:
+        return []
+    keyed = _keyed(rows)
+    return [
+        Table(
+            "dialogue-headline",
+            "Dialogue memory: answerable questions, every turn loaded first",
+            f"Evidence retrieval at k = {K}: recall = the share of a question's evidence turns (at session level: "
+            "sessions, those of the top-k turns) found. "
+            + FLAGS
+            + (KEYS if keyed else "")
+            + "Every mode, level and category is under Dialogue memory below.",
+            (SYSTEM, column("level", "level"), *([KEY] if keyed else []), *DIALOGUE[1:]),
+            [dialogue_fields(r) for r in rows],
+            csv=False,
         )
-        for slept in (False, True) if "consolidate" in system.capabilities else (False,):
-            if slept:
-                cast(ConsolidatingSystem, system).consolidate()
-            for mode in modes:
-                answers[mode, slept] = [
-                    [h.doc_id for h in cast(ScoringSystem, system).search(q, k=k, mode=mode)]
-                    if mode == "memory"
-                    else [h.doc_id for h in system.search(q, k=k)]
-                    for q in evalset.queries
-                ]
-        return system.name, answers
-
-
-def _asked_now(evalset: EvalSet) -> EvalSet:
-    """The set with its turns' times moved so that its questions are asked now (the systems' clock)."""
-    assert evalset.conversation is not None
-    asked = evalset.conversation.asked_at
-    if asked is None:
-        return evalset
-    shift = time.time() - asked
-    docs = [
-        replace(d, metadata={**d.metadata, "timestamp": float(d.metadata["timestamp"]) + shift})
-        if "timestamp" in d.metadata
-        else d
-        for d in evalset.docs
     ]
-    return replace(evalset, docs=docs)
+
+
+DIALOGUE = (
+    SYSTEM,
+    column("questions", "questions"),
+    column("unanswerable", "unanswerable"),
+    column("candidates", "candidates"),
+    column("recall@10 / chance", "recall", "chance_recall", format=share),
+    column("recall_any@10 (hit) / chance", "recall_any", "chance_any", format=share),
+    column("recall_all@10 / chance", "recall_all", "chance_all", format=share),
+    column("MRR", "mrr", format=share),
+    column("nDCG@10", "ndcg", format=share),
+    column("search p50 (ms)", "p50_ms"),
+    column("query given", "given"),
+    column("query encoding p50 (ms)", "query_encoding_p50_ms"),
+    column("ingest (ms/turn)", "ingest_ms_per_turn"),
+    column(f"tokens (top {K})", "tokens_at_10"),
+    *(column(f"recall@10 within {budget:,} tokens", f"budget_{budget}", format=share) for budget in BUDGETS),
+)
+
+
+COVERED = "⚠ k ≥ n"
+"""The mark of a row where k reaches the candidates of some question it counts: each of those is found whole."""
+
+
+FLAGS = (
+    f"`/ chance`: what a random ranking of the same candidates scores (exact, `harness.measure.chance`); "
+    f"`candidates`: the fewest–most turns (sessions, at session level) a question was ranked among, marked "
+    f"`{COVERED}` where k = {K} reaches the fewest. `unanswerable`: whether the questions with no answer in the "
+    "memory (LoCoMo's adversarial category, LongMemEval's abstentions) are counted: `in` (every question, as "
+    "published figures count them), `out`, or `only`. "
+)
+
+
+KEYS = (
+    "`key`: the evidence the figures are scored on, the file's own (`original`) or with the corrections of "
+    "`--errata` (`corrected`); each ranking is scored on both. `online: when due` is scored on the original key only: "
+    "its questions are asked as soon as their original evidence is written. "
+)
+
+
+def _keyed(rows: Sequence[DialogueRow]) -> bool:
+    """Whether the rows are scored on more than the original key (a run with `--errata`)."""
+    return any(r.key != "original" for r in rows)
+
+
+def table(results: RunResults) -> list[Table]:
+    if not results.dialogue:
+        return []
+    keyed = _keyed(results.dialogue)
+    return [
+        Table(
+            "dialogue",
+            f"Dialogue memory: one memory per conversation, evidence retrieval at k = {K}",
+            f"recall = share of a question's evidence found; recall_any = hit@{K} (some evidence found); recall_all "
+            "= all of it. "
+            + FLAGS
+            + (KEYS if keyed else "")
+            + "Session level: the sessions of the top-k turns. Questions with no answer in the memory "
+            "(adversarial, abstention) are reported apart; `all questions` includes them as published figures do. "
+            "`memory`: `bulk` loads every turn before the questions (the published setup); `online: when due` "
+            "writes the conversation turn by turn and asks each question as soon as its last evidence turn is "
+            "written (questions due while at most k turns are written are left out: any system finds them all); "
+            "`online: at the end` asks every question of that memory after its last turn. `questions`: how many "
+            "questions the row scores. `search p50`: one search call on one core (an online row's: the searches taken "
+            "between writes), given what `query given` says: `vector`, the question's vector, which the harness "
+            "encoded before the clock started (`query encoding p50`: the run's encoder on one question alone, which "
+            "such a system pays on top), or `text`, which the system turns into what it searches with inside the "
+            "timed search (a system that embeds with its own model pays that there). "
+            f"`session (ranked)`: the first {K} "
+            f"sessions of a deeper ranking (its first {SESSION_DEPTH} turns at least), a session ranked by its best "
+            f"turn. `tokens (top {K})`: the tokens of a question's top {K} hits, counted as the run's header says; "
+            "`within N tokens`: evidence recall when hits are taken in rank order until a context of N tokens is "
+            "spent (memories loaded in bulk, from a deeper ranking). `ingest`: the time to write the memories per "
+            "turn (bulk: each conversation's build; online: its turn-by-turn writes).",
+            (
+                SYSTEM,
+                column("memory", "memory"),
+                column("level", "level"),
+                column("subset", "subset"),
+                *([KEY] if keyed else []),
+                *DIALOGUE[1:],
+            ),
+            [dialogue_fields(r) for r in results.dialogue],
+        )
+    ]
+
+
+def dialogue_fields(row: DialogueRow) -> dict[str, Any]:
+    scores = row.scores
+    return {
+        "system": row.system,
+        "memory": row.mode,
+        "level": row.granularity,
+        "subset": row.subset,
+        "key": row.key,
+        "questions": scores.queries,
+        "recall": scores.recall,
+        "recall_any": scores.recall_any,
+        "recall_all": scores.recall_all,
+        "mrr": scores.mrr,
+        "ndcg": scores.ndcg,
+        "p50_ms": row.latency_p50_ms,
+        "ingest_ms_per_turn": row.ingest_ms_per_turn,
+        "given": row.given,
+        "query_encoding_p50_ms": row.query_encoding_p50_ms,
+        "tokens_at_10": row.tokens_at_10,
+        "unanswerable": unanswerable_counted(row.subset),
+        "candidates": candidates(row),
+        **(
+            {
+                "chance_recall": row.chance.recall,
+                "chance_any": row.chance.recall_any,
+                "chance_all": row.chance.recall_all,
+            }
+            if row.chance
+            else {}
+        ),
+        **{f"budget_{budget}": recall for budget, recall in row.budget_recall.items()},
+    }
+
+
+def level_of(row: DialogueRow) -> str:
+    """A row's level without what its label adds (the haystacks left out)."""
+    return RANKED if row.granularity.startswith(RANKED) else SESSION if row.granularity.startswith(SESSION) else TURN
+
+
+def unanswerable_counted(subset: str) -> str:
+    """Whether a subset counts the questions with no answer in the memory (`run` names the subsets)."""
+    return "in" if subset == "all questions" else "only" if subset.startswith("apart: ") else "out"
+
+
+def candidates(row: DialogueRow) -> str:
+    """The fewest–most candidates of a row's questions, marked where k reaches the fewest."""
+    if row.candidates is None:
+        return ""
+    fewest, most = row.candidates
+    span = f"{fewest:,}" if fewest == most else f"{fewest:,}–{most:,}"
+    return f"{span} {COVERED}" if row.k_covers_candidates else span
+
+
+DIALOGUE = Experiment(
+    "dialogue",
+    section="dialogue",
+    data=["dialogue"],
+    run=run,
+    systems=SYSTEMS,
+    work=work,
+    headlines=(headline,),
+    tables=(table,),
+)

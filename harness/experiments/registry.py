@@ -1,157 +1,138 @@
-"""The registry of experiments, the way mteb registers tasks: each experiment declares its name, the results
-section it fills, the data it runs on and what it measures (its docstring's first line), and a run selects
-experiments from the registry (`selected`) instead of naming them in code.
+"""The registry of experiments, the way mteb registers tasks: every `Experiment` defined in a module of this package
+is found there (`registered`), and one defined elsewhere, such as a user's, is added with `register`. A run selects
+experiments from the registry (`selected`), and the report reads its tables and figures from it (`report_tables`,
+`figures`), instead of naming them in code.
 
-An experiment is a function of the `RunContext`, which holds what every experiment of a run reads: the plan,
-the data asked for, the encoders, the progress display, and the real-text corpus, loaded once for the
-experiments that share it. It also says how long it plans to take (`work`), so that a run can tell its time left
-from its start (`harness.output.progress.RunProgress`).
+The harness's own experiments run in `RUN_ORDER` and are reported in `REPORT_ORDER`; any other runs and is reported
+after them, in the order it was found, so adding one needs no change here.
 """
 
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
-from functools import cached_property
-from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+import pkgutil
+from collections.abc import Sequence
 
 from tabulate import tabulate
 
-from harness.data.corpus import Corpus, load_corpus
-from harness.data.dialogue import SPEAKER_CAPTIONS, TurnFormat
-from harness.data.spec import DatasetSpec
-from harness.measure.plan import RunPlan
-from harness.output.progress import Progress, silent
+import harness.experiments
+from harness.experiments.definition import Data, Draw, Experiment, Render
 from harness.systems.options import OptionError
-from reference.encoders import Encoder
 
-if TYPE_CHECKING:
-    from harness.measure.answers import Answering
+RUN_ORDER = (
+    "answers",
+    "scaling",
+    "growing",
+    "needles",
+    "grouping",
+    "judges",
+    "beir",
+    "realtext",
+    "streaming",
+    "expiring-stream",
+    "agent-loop",
+    "multi-tenant",
+    "serving",
+    "concurrency",
+    "filtered",
+    "dialogue",
+    "knowledge-update",
+    "field-claims",
+)
+"""The order the harness's experiments run in (what one records of its data may be replaced by a later one's)."""
+REPORT_ORDER = (
+    "scaling",
+    "realtext",
+    "streaming",
+    "needles",
+    "grouping",
+    "judges",
+    "dialogue",
+    "beir",
+    "answers",
+    "field-claims",
+    "knowledge-update",
+    "serving",
+    "concurrency",
+    "filtered",
+    "multi-tenant",
+)
+"""The order the report shows the harness's experiments' tables and figures in (those without any left out)."""
 
-Data = Literal["default", "dialogue", "beam", "beir"]
-"""What a run measures: the default run (generated data and a real-text corpus), or one `--dataset`."""
-
-
-@dataclass
-class RunContext:
-    """What the experiments of one run read, and what they record of the data they read (`dataset_info`)."""
-
-    plan: RunPlan
-    encoders: dict[str, Encoder]
-    dataset: DatasetSpec | None = None
-    systems: tuple[str, ...] | None = None
-    """The systems `--systems` chose (None: each experiment's own)."""
-    corpus_spec: str = "stdlib"
-    turn_format: TurnFormat = SPEAKER_CAPTIONS
-    stream_size: int | None = None
-    progress: Progress = silent
-    dataset_info: dict[str, Any] = field(default_factory=dict)
-    chosen: tuple[str, ...] = ()
-    """The experiments this run runs, by name (what one plans may depend on what runs before it)."""
-    errata: Path | None = None
-    """LoCoMo corrections (`--errata`): tables give the original and the corrected key (`harness.data.errata`)."""
-    answering: Answering | None = None
-    """What the answers experiment scores (`--answers`, `--reader`, `--judge`)."""
-
-    def __post_init__(self) -> None:
-        if self.systems:
-            self.plan = self.plan.only(self.systems)
-
-    @property
-    def data(self) -> Data:
-        return data_of(self.dataset)
-
-    @property
-    def encoder(self) -> tuple[str, Encoder]:
-        """The run's first encoder, by name."""
-        return next(iter(self.encoders.items()))
-
-    @property
-    def text_encoder(self) -> Encoder:
-        """The encoder for real text: MiniLM when the run has it."""
-        return self.encoders.get("minilm", self.encoder[1])
-
-    @cached_property
-    def corpus(self) -> Corpus:
-        """The real-text corpus: `--dataset beam:DIR`, else `--corpus`; loaded once."""
-        return load_corpus(str(self.dataset) if self.data == "beam" else self.corpus_spec)
+_ADDED: dict[str, Experiment] = {}
+"""Experiments defined outside this package (`register`)."""
 
 
-def data_of(dataset: DatasetSpec | None) -> Data:
-    """What a run on `--dataset` (None: none given) measures."""
-    if dataset is None:
-        return "default"
-    return "dialogue" if dataset.dialogue else "beam" if dataset.kind == "beam" else "beir"
+def register(experiment: Experiment) -> Experiment:
+    """Add an experiment defined outside this package; a name is registered once."""
+    if experiment.name in _found() or experiment.name in _ADDED:
+        raise ValueError(f"experiment {experiment.name!r} is registered twice")
+    _ADDED[experiment.name] = experiment
+    return experiment
 
 
-@dataclass(frozen=True)
-class Experiment:
-    name: str
-    section: str
-    """The results section its rows go to (two experiments may fill one)."""
-    data: frozenset[Data]
-    """The runs it belongs to."""
-    measures: str
-    run: Callable[[RunContext], list[Any]]
-    work: Callable[[RunContext], float]
-    """Its planned seconds for this run's plan and data on the machine the defaults were measured on (a run learns
-    its own machine's pace as it goes)."""
+def unregister(name: str) -> None:
+    """Take back an experiment added with `register`."""
+    del _ADDED[name]
 
 
-EXPERIMENTS: dict[str, Experiment] = {}
-"""Every registered experiment by name (`registered()` gives them in the order a run runs them)."""
+def _found() -> dict[str, Experiment]:
+    """Every experiment defined in a module of this package, by name, in the order the modules are named."""
+    found: dict[str, Experiment] = {}
+    for module in pkgutil.iter_modules(harness.experiments.__path__, "harness.experiments."):
+        for value in vars(importlib.import_module(module.name)).values():
+            if isinstance(value, Experiment) and value.run.__module__ == module.name:
+                if value.name in found:
+                    raise ValueError(f"experiment {value.name!r} is registered twice")
+                found[value.name] = value
+    return found
 
-MODULES = ("harness.measure.answers", "harness.measure.experiments", "harness.measure.reproduce")
-"""The modules that register the harness's experiments, in the order a run runs theirs (each module's in the order
-it defines them; an experiment registered elsewhere, such as a user's, runs after them)."""
 
+def _ordered(experiments: dict[str, Experiment], order: Sequence[str]) -> list[Experiment]:
+    def place(experiment: Experiment) -> int:
+        return order.index(experiment.name) if experiment.name in order else len(order)
 
-UNPLANNED = 30.0
-"""The planned seconds of an experiment that does not say (`work`)."""
-
-
-def experiment(
-    name: str, *, section: str, data: Sequence[Data], work: Callable[[RunContext], float] = lambda _: UNPLANNED
-) -> Callable[[Callable[[RunContext], list[Any]]], Callable[[RunContext], list[Any]]]:
-    """Register the decorated function as an experiment; its docstring's first line says what it measures, `work`
-    how many seconds it plans to take."""
-
-    def register(run: Callable[[RunContext], list[Any]]) -> Callable[[RunContext], list[Any]]:
-        if name in EXPERIMENTS:
-            raise ValueError(f"experiment {name!r} is registered twice")
-        measures = (run.__doc__ or "").strip().split("\n")[0]
-        EXPERIMENTS[name] = Experiment(name, section, frozenset(data), measures, run, work)
-        return run
-
-    return register
+    return sorted(experiments.values(), key=place)
 
 
 def registered() -> list[Experiment]:
-    """Every experiment, the harness's own imported first, in run order whichever module was imported first."""
-    for module in MODULES:
-        importlib.import_module(module)
-    placed = {name: index for index, name in enumerate(EXPERIMENTS)}
+    """Every experiment, in run order."""
+    return _ordered(_found() | _ADDED, RUN_ORDER)
 
-    def place(chosen: Experiment) -> tuple[int, int]:
-        module = chosen.run.__module__
-        return (MODULES.index(module) if module in MODULES else len(MODULES), placed[chosen.name])
 
-    return sorted(EXPERIMENTS.values(), key=place)
+def reported() -> list[Experiment]:
+    """Every experiment, in report order."""
+    return _ordered(_found() | _ADDED, REPORT_ORDER)
+
+
+def headline_tables() -> list[Render]:
+    """The report's headline tables, in report order."""
+    return [render for experiment in reported() for render in experiment.headlines]
+
+
+def report_tables() -> list[Render]:
+    """The report's detail tables, in report order."""
+    return [render for experiment in reported() for render in experiment.tables]
+
+
+def figures() -> list[Draw]:
+    """The report's figures, in report order."""
+    return [draw for experiment in reported() for draw in experiment.figures]
 
 
 def selected(data: Data, names: Sequence[str] | None = None) -> list[Experiment]:
     """The experiments a run on `data` runs, in run order (`registered`): all of them, or only those `names` picks
     (each must exist and run on this data)."""
-    runnable = [e for e in registered() if data in e.data]
+    every = registered()
+    runnable = [e for e in every if data in e.data]
     if names is None:
         return runnable
+    by_name = {e.name: e for e in every}
     for name in names:
-        if name not in EXPERIMENTS:
-            raise OptionError(f"--experiments: no experiment {name!r}; known: {', '.join(EXPERIMENTS)}")
-        if EXPERIMENTS[name] not in runnable:
-            kinds = ", ".join(sorted(EXPERIMENTS[name].data))
+        if name not in by_name:
+            raise OptionError(f"--experiments: no experiment {name!r}; known: {', '.join(by_name)}")
+        if by_name[name] not in runnable:
+            kinds = ", ".join(sorted(by_name[name].data))
             raise OptionError(f"--experiments: {name!r} runs on {kinds} data, not on this run's ({data})")
     return [e for e in runnable if e.name in names]
 

@@ -119,9 +119,7 @@ SYSTEMS: dict[str, Lazy] = {
     "reference-undated": _lazy(
         "harness.systems.engine", "ReferenceSystem", name="reference-undated", date_context=False
     ),
-    "reference-dense": _lazy(
-        "harness.systems.engine", "ReferenceSystem", name="reference-dense", text_queries=False
-    ),
+    "reference-dense": _lazy("harness.systems.engine", "ReferenceSystem", name="reference-dense", text_queries=False),
     "reference-slept": _lazy(
         "harness.systems.engine",
         "ReferenceSystem",
