@@ -147,8 +147,8 @@ def table(results: RunResults) -> list[Table]:
             "field-readings",
             "The field's retrieval claims, reproduced under each reading of their definitions",
             "Each published figure's protocol run on this run's data (`harness.experiments.field_claims`): the memory "
-            "built as the source's script builds it (one document per session, or per turn with sessions read off the top "
-            "k turns), ranked by exact cosine on the claim's encoder, scored as the share of a question's evidence "
+            "built as the source's script builds it (one document per session, or per turn with sessions read off the "
+            "top k turns), ranked by exact cosine on the claim's encoder, scored as the share of a question's evidence "
             "sessions found (`recall`), some (`recall_any`) or all (`recall_all`), with the unanswerable questions in "
             "or out. A claim is judged only against the reading under its own definition (the verdicts above); "
             "the other readings show which definition a published figure matches. 95% interval: bootstrap over "
