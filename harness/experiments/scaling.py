@@ -191,7 +191,7 @@ def latency_vs_n(path: Path, measurements: Sequence[Measurement]) -> Path:
         rows = sorted((m for m in defaults if m.system == system), key=lambda m: m.n_docs)
         axes.plot([m.n_docs for m in rows], [m.latency.p50_ms for m in rows], **kind)
     axes.set(xscale="log", yscale="log", xlabel="cells (N)", ylabel="p50 of one query (ms, one core)")
-    axes.set_title("Query latency against N (synthetic clusters, k = 10)")
+    axes.set_title(f"Query latency against N (synthetic clusters, k = {K})")
     return plots.save(figure, axes, path)
 
 

@@ -7,8 +7,8 @@ import pytest
 
 pytest.importorskip("mcp", reason="the serve extra: pip install 'magnetic-bench[serve]'")
 
-from harness.measure.plan import SERVING_SYSTEMS
-from harness.measure.serving import TOOLS, ServiceBroke, client_script, drive, serving_rows
+from harness.experiments.serving import SYSTEMS as SERVING_SYSTEMS
+from harness.experiments.serving import TOOLS, ServiceBroke, client_script, drive, serving_rows
 
 
 def test_both_services_are_timed_on_every_tool():

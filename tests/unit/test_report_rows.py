@@ -8,11 +8,14 @@ from dataclasses import replace
 
 import pytest
 
-from harness.output import plots
-from harness.output.results import ConcurrencyRow, RunResults
-from harness.output.sections.services import concurrency
-from harness.output.sections.timed import realtext, realtext_headline, scaling, scaling_headline
 from harness.benchmark import uncommitted
+from harness.experiments.concurrency import draw as draw_concurrency
+from harness.experiments.concurrency import table as concurrency
+from harness.experiments.realtext import headline as realtext_headline
+from harness.experiments.realtext import table as realtext
+from harness.experiments.scaling import headline as scaling_headline
+from harness.experiments.scaling import table as scaling
+from harness.output.results import ConcurrencyRow, RunResults
 from harness.verdicts.claims import UNMEASURED, evaluate
 from tests.results_factory import measured, run_info
 
@@ -106,4 +109,4 @@ def test_a_concurrency_level_shows_its_windows_spread_in_the_table_and_the_plot(
     lines = table.render().splitlines()
     assert "| windows " in lines[0] and "900–2,270" in lines[2] and "531–1,598" in lines[3]
     assert "windows of time taken in turn" in table.caption
-    assert plots.concurrency(tmp_path / "concurrency.png", rows).stat().st_size > 0
+    assert draw_concurrency(tmp_path / "concurrency.png", rows).stat().st_size > 0
