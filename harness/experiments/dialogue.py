@@ -498,7 +498,7 @@ def candidates(row: DialogueRow) -> str:
     return f"{span} {COVERED}" if row.k_covers_candidates else span
 
 
-DIALOGUE = Experiment(
+DIALOGUE_EXPERIMENT = Experiment(
     "dialogue",
     section="dialogue",
     data=["dialogue"],
