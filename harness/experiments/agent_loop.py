@@ -4,15 +4,11 @@ tables, `streaming.py`)."""
 from __future__ import annotations
 
 from harness.data.encoding import encode_evalset
-from harness.data.generated import (
-    notes_evalset,
-)
+from harness.data.generated import notes_evalset
 from harness.experiments.definition import DEFAULT_PLAN, Experiment, RunContext
 from harness.measure.replay import run_streams
 from harness.measure.runbooks import agent_loop as loop_runbook
-from harness.output.results import (
-    StreamRow,
-)
+from harness.output.results import StreamRow
 from reference.encoders import MockEncoder
 
 SYSTEMS = ("reference", "reference-dense", "flat-numpy", "hybrid-rrf")

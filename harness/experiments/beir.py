@@ -6,16 +6,9 @@ from harness.data.beir import load_beir
 from harness.data.encoding import encode_evalset
 from harness.experiments.definition import DATASET_SECONDS, Experiment, RunContext
 from harness.experiments.scaling import SYSTEMS as SCALING_SYSTEMS
-from harness.measure.timing import (
-    K,
-    job,
-    timed,
-)
+from harness.measure.timing import K, job, timed
 from harness.output.formats import share
-from harness.output.results import (
-    Measurement,
-    RunResults,
-)
+from harness.output.results import Measurement, RunResults
 from harness.output.sections.common import P50, SIZE, SYSTEM
 from harness.output.tables import Table, column
 

@@ -16,29 +16,14 @@ from harness.data.encoding import encode_evalset
 from harness.data.errata import CORRECTED, ORIGINAL, keyed_dialogue
 from harness.experiments.definition import Experiment, RunContext
 from harness.measure.chance import Chance, chance_at_k, mean_chance
-from harness.measure.metrics import (
-    check_cutoff,
-    evidence_scores,
-    latency_stats,
-    recall_at_k,
-)
+from harness.measure.metrics import check_cutoff, evidence_scores, latency_stats, recall_at_k
 from harness.measure.replay import replay
 from harness.measure.runbooks import dialogue_replay
-from harness.measure.timing import (
-    Job,
-    K,
-    measure_together,
-    query_encoding_ns,
-    ranked_until,
-)
+from harness.measure.timing import Job, K, measure_together, query_encoding_ns, ranked_until
 from harness.measure.tokens import BUDGETS, token_counter, within_budget
 from harness.output.formats import share
 from harness.output.progress import Steps
-from harness.output.results import (
-    DialogueRow,
-    RunResults,
-    StreamRow,
-)
+from harness.output.results import DialogueRow, RunResults, StreamRow
 from harness.output.sections.common import KEY, SYSTEM
 from harness.output.tables import Table, column
 from harness.systems.registry import PEERS, installed

@@ -4,16 +4,12 @@ section's tables, `streaming.py`)."""
 from __future__ import annotations
 
 from harness.data.encoding import encode_corpus
-from harness.data.generated import (
-    stream_evalset,
-)
+from harness.data.generated import stream_evalset
 from harness.experiments.definition import DEFAULT_PLAN, Experiment, RunContext
 from harness.experiments.streaming import SYSTEMS as STREAM_SYSTEMS
 from harness.measure.replay import run_streams
 from harness.measure.runbooks import expiring_stream
-from harness.output.results import (
-    StreamRow,
-)
+from harness.output.results import StreamRow
 
 
 def run(context: RunContext) -> list[StreamRow]:

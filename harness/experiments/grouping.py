@@ -3,22 +3,12 @@
 from __future__ import annotations
 
 from harness.data.encoding import encode_evalset
-from harness.data.generated import (
-    topics_evalset,
-)
+from harness.data.generated import topics_evalset
 from harness.experiments.definition import DEFAULT_PLAN, Experiment, RunContext
-from harness.measure.metrics import (
-    agreement,
-    group_stats,
-)
-from harness.measure.timing import (
-    group_labels,
-)
+from harness.measure.metrics import agreement, group_stats
+from harness.measure.timing import group_labels
 from harness.output.formats import share
-from harness.output.results import (
-    GroupingRow,
-    RunResults,
-)
+from harness.output.results import GroupingRow, RunResults
 from harness.output.sections.common import SYSTEM
 from harness.output.tables import Table, column
 

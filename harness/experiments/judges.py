@@ -6,10 +6,7 @@ from dataclasses import asdict
 
 from harness.experiments.definition import Experiment, RunContext
 from harness.output.formats import share
-from harness.output.results import (
-    JudgeRow,
-    RunResults,
-)
+from harness.output.results import JudgeRow, RunResults
 from harness.output.tables import Table, column
 
 

@@ -10,29 +10,18 @@ from typing import Literal, cast
 from harness.data.dialogue import load_dialogue
 from harness.data.encoding import encode_evalset
 from harness.data.evalset import EvalSet
-from harness.data.generated import (
-    updates_evalsets,
-)
+from harness.data.generated import updates_evalsets
 from harness.experiments.definition import DATASET_SECONDS, DEFAULT_PLAN, Experiment, RunContext
-from harness.measure.metrics import (
-    update_scores,
-)
-from harness.measure.timing import (
-    K,
-    built,
-)
+from harness.measure.metrics import update_scores
+from harness.measure.timing import K, built
 from harness.output.formats import share
-from harness.output.results import (
-    RunResults,
-    UpdateRow,
-)
+from harness.output.results import RunResults, UpdateRow
 from harness.output.sections.common import SYSTEM
 from harness.output.tables import Table, column
 from harness.protocol import ConsolidatingSystem, ScoringSystem
 
 SYSTEMS = ("reference", "reference-dense", "flat-numpy", "bm25", "hybrid-rrf")
-"""Facts that change: the engine in both scoring modes, before and after sleep,
-beside the systems that rank by similarity alone."""
+"""The engine in both scoring modes, before and after sleep, beside the systems that rank by similarity alone."""
 
 
 def run(context: RunContext, *, k: int = K) -> list[UpdateRow]:

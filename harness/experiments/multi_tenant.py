@@ -6,10 +6,7 @@ from __future__ import annotations
 from harness.experiments.definition import DEFAULT_PLAN, Experiment, RunContext
 from harness.measure.tenants import DIM, PROBE_WORDS, TURN_CELLS, run_tenants, tenant_data, tenant_runbook
 from harness.output.formats import share
-from harness.output.results import (
-    RunResults,
-    TenantRow,
-)
+from harness.output.results import RunResults, TenantRow
 from harness.output.sections.common import SYSTEM
 from harness.output.tables import Table, column
 

@@ -6,21 +6,12 @@ from collections.abc import Sequence
 from typing import Any
 
 from harness.data.encoding import encode_evalset
-from harness.data.generated import (
-    needles_evalset,
-)
+from harness.data.generated import needles_evalset
 from harness.experiments.definition import DEFAULT_PLAN, Experiment, RunContext
 from harness.measure.plan import NEEDLE_DOCS, NEEDLE_TOP, NEEDLES
-from harness.measure.timing import (
-    FOUND_KS,
-    job,
-    timed,
-)
+from harness.measure.timing import FOUND_KS, job, timed
 from harness.output.formats import share
-from harness.output.results import (
-    Measurement,
-    RunResults,
-)
+from harness.output.results import Measurement, RunResults
 from harness.output.sections.common import SYSTEM
 from harness.output.tables import Table, column
 

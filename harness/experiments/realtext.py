@@ -9,21 +9,12 @@ from typing import Any
 
 from harness.data.corpus import Corpus
 from harness.data.encoding import encode_corpus
-from harness.data.generated import (
-    corpus_evalset,
-)
+from harness.data.generated import corpus_evalset
 from harness.experiments.definition import DEFAULT_PLAN, Experiment, RunContext
 from harness.measure.plan import RunPlan
-from harness.measure.timing import (
-    K,
-    job,
-    timed,
-)
+from harness.measure.timing import K, job, timed
 from harness.output import plots
-from harness.output.results import (
-    Measurement,
-    RunResults,
-)
+from harness.output.results import Measurement, RunResults
 from harness.output.sections.timed import (
     BUILD,
     BYTES,

@@ -9,22 +9,13 @@ from pathlib import Path
 
 import matplotlib.pyplot as plt
 
-from harness.data.generated import (
-    vectors_evalset,
-)
+from harness.data.generated import vectors_evalset
 from harness.experiments.definition import DEFAULT_PLAN, Experiment, RunContext
 from harness.measure.plan import FIXED_CLUSTERS, GROWING_CLUSTER, REGIMES, RunPlan
-from harness.measure.timing import (
-    K,
-    job,
-    timed,
-)
+from harness.measure.timing import K, job, timed
 from harness.output import plots
 from harness.output.progress import Progress
-from harness.output.results import (
-    Measurement,
-    RunResults,
-)
+from harness.output.results import Measurement, RunResults
 from harness.output.sections.timed import (
     BUILD,
     BYTES,

@@ -11,21 +11,14 @@ from typing import Any
 import matplotlib.pyplot as plt
 
 from harness.data.encoding import encode_corpus
-from harness.data.generated import (
-    stream_evalset,
-)
+from harness.data.generated import stream_evalset
 from harness.experiments.definition import DEFAULT_PLAN, Experiment, RunContext
 from harness.measure.replay import run_streams
 from harness.measure.runbooks import agent_stream
-from harness.measure.timing import (
-    K,
-)
+from harness.measure.timing import K
 from harness.output import plots
 from harness.output.formats import percent, share
-from harness.output.results import (
-    RunResults,
-    StreamRow,
-)
+from harness.output.results import RunResults, StreamRow
 from harness.output.sections.common import SYSTEM
 from harness.output.tables import Table, column
 
