@@ -77,6 +77,7 @@ class Experiment:
     tables: tuple[Render, ...] = ()
     """Its tables among the report's details."""
     figures: tuple[Draw, ...] = ()
+    """Its figures, which its tables name (`Table.plot`) to be shown beside them."""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "data", frozenset(self.data))
