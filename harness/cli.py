@@ -23,7 +23,7 @@ from reference.common.errors import BackendUnavailableError, MagneticError
 from reference.encoders import ENCODER_NAMES
 
 if TYPE_CHECKING:
-    from harness.measure.answers import Answering
+    from harness.experiments.answers import Answering
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -160,7 +160,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _answer_options(run: argparse.ArgumentParser) -> None:
-    """The options of LoCoMo's corrected key and of the answers experiment (`harness.measure.answers`)."""
+    """The options of LoCoMo's corrected key and of the answers experiment (`harness.experiments.answers`)."""
     run.add_argument(
         "--errata",
         type=Path,
@@ -201,7 +201,7 @@ def _answer_options(run: argparse.ArgumentParser) -> None:
 
 def _answering(args: argparse.Namespace) -> Answering | None:
     """The answers experiment's options, checked before any work (None: it has nothing to score)."""
-    from harness.measure.answers import Answering
+    from harness.experiments.answers import Answering
 
     if args.errata is not None:
         _check_errata(args.dataset, args.errata)
@@ -316,9 +316,10 @@ def _check_writable(out: Path) -> None:
 def _run(args: argparse.Namespace, argv: list[str] | None) -> int:
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, format="%(message)s")
     if args.command == "run":
-        from harness.measure.experiment_registry import data_of, listing, selected
+        from harness.benchmark import run_benchmark
+        from harness.experiments.definition import data_of
+        from harness.experiments.registry import listing, selected
         from harness.measure.plan import RunPlan
-        from harness.run import run_benchmark
 
         if args.list_experiments:
             print(listing())

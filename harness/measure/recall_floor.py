@@ -13,7 +13,7 @@ tuned on, to check the floor:
 
 Several corpora (one BEAM chat each, say) are one memory in the order given, each encoded and cached on its own.
 
-Queries are answered one at a time, back to back, on one CPU (`runner.one_cpu`), MiniLM vectors cached as the
+Queries are answered one at a time, back to back, on one CPU (`timing.one_cpu`), MiniLM vectors cached as the
 real-text experiment caches them (`encoding.encode_corpus`).
 """
 
@@ -34,7 +34,7 @@ from harness.data.corpus import Corpus, load_corpus
 from harness.data.dialogue import load_dialogue
 from harness.data.encoding import CACHE, encode_corpus
 from harness.data.spec import DatasetSpec
-from harness.measure.runner import one_core, one_cpu
+from harness.measure.timing import one_core, one_cpu
 from harness.systems.registry import missing_extra
 from reference import CellularMemory, MemoryConfig
 from reference.encoders import MockEncoder

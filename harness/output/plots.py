@@ -1,5 +1,6 @@
-"""The report's figures: latency against N, recall against latency (a sweep and its Pareto front), and a stream's
-recall and latency as it is written.
+"""What the report's figures share: each system's colour and marker, recall against latency (a sweep and its Pareto
+front, drawn by the scaling and real-text experiments) and how a figure is saved. Each other figure is its
+experiment's (`harness.experiments`).
 
 A system keeps its colour and marker in every figure: the systems the default run draws have colours chosen to
 read apart on white, any other system one of a palette by a checksum of its name (stable across processes,
@@ -15,7 +16,6 @@ from pathlib import Path
 from typing import Any
 
 import matplotlib
-import numpy as np
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
@@ -23,7 +23,7 @@ from matplotlib import ticker
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
-from harness.output.results import ConcurrencyRow, Measurement, StreamRow
+from harness.output.results import Measurement
 
 COLOURS = {
     "reference": "#1f5fa8",
@@ -87,18 +87,6 @@ def styles(systems: Sequence[str]) -> dict[str, dict[str, Any]]:
 ENGINE_LINES = ("-", (0, (5, 2)), (0, (1, 1.5)), "-.")
 
 
-def latency_vs_n(path: Path, measurements: Sequence[Measurement]) -> Path:
-    """p50 against N for every system at its default setting (log-log)."""
-    figure, axes = plt.subplots(figsize=(8.5, 4.8))
-    defaults = [m for m in measurements if not m.params]
-    for system, kind in styles([m.system for m in defaults]).items():
-        rows = sorted((m for m in defaults if m.system == system), key=lambda m: m.n_docs)
-        axes.plot([m.n_docs for m in rows], [m.latency.p50_ms for m in rows], **kind)
-    axes.set(xscale="log", yscale="log", xlabel="cells (N)", ylabel="p50 of one query (ms, one core)")
-    axes.set_title("Query latency against N (synthetic clusters, k = 10)")
-    return _save(figure, axes, path)
-
-
 def recall_vs_latency(path: Path, measurements: Sequence[Measurement], data: str) -> Path:
     """Every setting of every system at the largest size, recall against p50, and the Pareto front; the legend
     names each sweep's parameter and range, and says when its settings all read one point."""
@@ -115,7 +103,7 @@ def recall_vs_latency(path: Path, measurements: Sequence[Measurement], data: str
     )
     axes.set(xscale="log", xlabel="p50 of one query (ms, one core)", ylabel="recall@10 against exact search")
     axes.set_title(f"Recall against latency at N = {largest:,}: {data}")
-    return _save(figure, axes, path)
+    return save(figure, axes, path)
 
 
 def _sweep_words(swept: Sequence[Measurement]) -> str:
@@ -129,106 +117,6 @@ def _sweep_words(swept: Sequence[Measurement]) -> str:
     return f" ({name} {min(values)}–{max(values)}{': one point' if alike else ''})"
 
 
-def streaming(path: Path, rows: Sequence[StreamRow]) -> Path:
-    """Recall along the stream for the systems queried by vector (what the ground truth is; text systems rank
-    by words too), and every system's p50 search at each checkpoint."""
-    figure, (recall, latency) = plt.subplots(1, 2, figsize=(12, 4.8))
-    drawn = {r.system: r for r in rows if r.checkpoints}
-    for system, kind in styles([s for s, r in drawn.items() if r.query == "vector"]).items():
-        checkpoints = drawn[system].checkpoints
-        recall.plot([c.written for c in checkpoints], [c.recall_at_10 for c in checkpoints], **kind)
-    for system, kind in styles(list(drawn)).items():
-        checkpoints = drawn[system].checkpoints
-        latency.plot([c.written for c in checkpoints], [c.search_p50_ms for c in checkpoints], **kind)
-    lowest = min((c.recall_at_10 for r in drawn.values() if r.query == "vector" for c in r.checkpoints), default=1.0)
-    recall.set(
-        xlabel="cells written", ylabel="recall@10 against exact dense search", ylim=(min(0.95, lowest - 0.01), 1.005)
-    )
-    recall.set_title("Recall along the stream (systems queried by vector)", fontsize=10)
-    recall.grid(True, alpha=0.3)
-    if recall.lines:
-        recall.legend(fontsize=7, loc="lower left")
-    latency.set(xlabel="cells written", ylabel="p50 search at the checkpoint (ms, one core)", yscale="log")
-    latency.set_title("Latency along the stream (every system)", fontsize=10)
-    return _save(figure, latency, path)
-
-
-def concurrency(path: Path, rows: Sequence[ConcurrencyRow]) -> Path:
-    """Small multiples, one column per system (`concurrency_figure`)."""
-    figure, _ = concurrency_figure(rows)
-    figure.tight_layout()
-    figure.savefig(path, dpi=120)
-    plt.close(figure)
-    return path
-
-
-CONCURRENCY_COLUMNS = 4
-"""Systems side by side in the concurrency figure before it starts another row of them."""
-
-
-def concurrency_figure(rows: Sequence[ConcurrencyRow]) -> tuple[Figure, list[tuple[Axes, Axes]]]:
-    """For each system, QPS above and p99 below against clients, searches alone (solid) and while writing
-    (dashed): a line through each level's median window, and a band from the level's lowest window to its
-    highest, so that what the machine's noise moved reads as the band's width. Every system's panels share one
-    scale per figure, so columns compare by eye. Returns the figure and each system's panels."""
-    systems = list(dict.fromkeys(r.system for r in rows))
-    across = min(CONCURRENCY_COLUMNS, len(systems))
-    down = -(-len(systems) // across)
-    figure, grid = plt.subplots(2 * down, across, figsize=(3.1 * across, 5.2 * down), sharex=True, squeeze=False)
-    panels = [
-        (grid[2 * (n // across), n % across], grid[2 * (n // across) + 1, n % across]) for n in range(len(systems))
-    ]
-    for system, (qps, p99) in zip(systems, panels):
-        mine = [r for r in rows if r.system == system]
-        qps.set_title(f"{system}\n{mine[0].transport}", fontsize=9)
-        for writing in (False, True):
-            level = sorted((r for r in mine if bool(r.writes_per_s) == writing), key=lambda r: r.clients)
-            if level:
-                _band(qps, level, [r.qps for r in level], [r.window_qps for r in level], writing)
-                tails = [float(np.median(r.window_p99_ms)) if r.window_p99_ms else r.p99_ms for r in level]
-                _band(p99, level, tails, [r.window_p99_ms for r in level], writing)
-    levels = sorted({r.clients for r in rows})
-    for number, (qps, p99) in enumerate(panels):
-        for axes in (qps, p99):
-            axes.set(xscale="log", yscale="log")
-            _log_ticks(axes)
-            axes.set_xticks(levels, [str(level) for level in levels])
-            axes.xaxis.set_minor_locator(ticker.NullLocator())
-        if number % across == 0:
-            qps.set_ylabel("searches per second (all clients)", fontsize=8)
-            p99.set_ylabel("p99 search latency (ms)", fontsize=8)
-        p99.set_xlabel("clients at once")
-    for metric in (0, 1):
-        shared = [pair[metric] for pair in panels]
-        low, high = min(a.get_ylim()[0] for a in shared), max(a.get_ylim()[1] for a in shared)
-        for axes in shared:
-            axes.set_ylim(low, high)
-    used = {id(axes) for pair in panels for axes in pair}
-    for axes in grid.flat:
-        axes.set_visible(id(axes) in used)
-    panels[0][0].legend(fontsize=7, loc="lower right")
-    figure.suptitle("Concurrency: each level's median, and a band from its lowest window to its highest", fontsize=10)
-    return figure, panels
-
-
-def _band(
-    axes: Axes, rows: Sequence[ConcurrencyRow], middle: list[float], windows: list[list[float]], writing: bool
-) -> None:
-    """One line of a system's levels and the band of their windows' lowest and highest figures (a level of one
-    window or none recorded: no width there)."""
-    kind: dict[str, Any] = {
-        "color": colour(rows[0].system),
-        "marker": marker(rows[0].system),
-        "markerfacecolor": "none",
-    }
-    label = f"while writing {rows[0].writes_per_s:.0f}/s" if writing else "searches alone"
-    clients = [r.clients for r in rows]
-    axes.plot(clients, middle, linestyle="--" if writing else "-", label=label, **kind)
-    low = [min(w, default=m) for w, m in zip(windows, middle)]
-    high = [max(w, default=m) for w, m in zip(windows, middle)]
-    axes.fill_between(clients, low, high, color=kind["color"], alpha=0.15 if writing else 0.3, linewidth=0)
-
-
 def pareto(points: Sequence[Measurement]) -> list[Measurement]:
     """Points no other point beats on both latency (lower) and recall (higher)."""
     front, best_recall = [], -1.0
@@ -239,7 +127,7 @@ def pareto(points: Sequence[Measurement]) -> list[Measurement]:
     return front
 
 
-def _log_ticks(axes: Axes) -> None:
+def log_ticks(axes: Axes) -> None:
     """Ticks at 1, 2 and 5 of each decade of a log axis, written plainly (a narrow range has some), and a grid."""
     for axis in (axes.xaxis, axes.yaxis):
         if axis.get_scale() == "log":
@@ -251,9 +139,9 @@ def _log_ticks(axes: Axes) -> None:
     axes.grid(True, which="major", alpha=0.3)
 
 
-def _save(figure: Figure, axes: Axes, path: Path) -> Path:
+def save(figure: Figure, axes: Axes, path: Path) -> Path:
     """The figure written, the legend beside `axes`."""
-    _log_ticks(axes)
+    log_ticks(axes)
     axes.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0)
     figure.tight_layout()
     figure.savefig(path, dpi=120)

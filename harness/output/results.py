@@ -75,7 +75,7 @@ class Measurement:
     queries: int
     describe: dict[str, Any] = field(default_factory=dict)
     given: str = ""
-    """What each timed search was given (`runner.given`): "vector", the query's vector, encoded before the clock
+    """What each timed search was given (`timing.given`): "vector", the query's vector, encoded before the clock
     started, or "text", which the system turns into what it searches with inside its timed search."""
     pass_latencies_ns: list[list[int]] = field(default_factory=list, repr=False)
     retrieved: list[list[str]] = field(default_factory=list, repr=False)
@@ -146,7 +146,8 @@ class DialogueRow:
     scores: EvidenceScores
     latency_p50_ms: float
     mode: str = "bulk"
-    """How the memory was filled when the questions were asked (`experiments.BULK`, `WHEN_DUE`, `AT_THE_END`)."""
+    """How the memory was filled when the questions were asked (`harness.experiments.dialogue`: `BULK`, `WHEN_DUE`,
+    `AT_THE_END`)."""
     tokens_at_10: float = float("nan")
     """Mean tokens per question of its top-10 hits' texts (`harness.measure.tokens`)."""
     budget_recall: dict[int, float] = field(default_factory=dict)
@@ -564,7 +565,7 @@ class RunResults:
     dialogue: list[DialogueRow] = field(default_factory=list)
     answers: list[AnswerRow] = field(default_factory=list)
     field_claims: list[Reading] = field(default_factory=list)
-    """The field's retrieval claims reproduced under each reading of their definitions (`measure.reproduce`)."""
+    """The field's retrieval claims reproduced under each reading of their definitions (`experiments.field_claims`)."""
     updates: list[UpdateRow] = field(default_factory=list)
     streaming: list[StreamRow] = field(default_factory=list)
     grouping: list[GroupingRow] = field(default_factory=list)

@@ -14,7 +14,7 @@ from itertools import cycle
 import pytest
 
 from harness.data.generators.vectors import clustered_unit_vectors
-from harness.measure.servers import ChromaServer
+from harness.measure.server_processes import ChromaServer
 from reference import CellularMemory, MemoryConfig, NamespaceOwnedError
 from reference.common.chroma import server_client
 from reference.encoders import MockEncoder

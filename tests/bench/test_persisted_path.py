@@ -20,7 +20,7 @@ import chromadb
 import pytest
 from chromadb.config import Settings
 
-from harness.measure.runner import one_core
+from harness.measure.timing import one_core
 from reference import CellularMemory
 from reference.cells.table import new_ids
 from reference.encoders import MockEncoder

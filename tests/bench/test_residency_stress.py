@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from harness.measure.servers import ChromaServer
+from harness.measure.server_processes import ChromaServer
 from reference import CellularMemory, MemoryConfig
 from reference.common.chroma import server_client
 from reference.encoders import MockEncoder

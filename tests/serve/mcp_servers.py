@@ -18,7 +18,7 @@ from mcp import Client, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
-from harness.measure.servers import free_port
+from harness.measure.server_processes import free_port
 
 SERVE = [sys.executable, "-m", "harness.cli", "serve", "--encoder", "mock"]
 ENV = {**os.environ, "HF_HUB_OFFLINE": "1", "ANONYMIZED_TELEMETRY": "False"}

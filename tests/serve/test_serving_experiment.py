@@ -10,9 +10,9 @@ import pytest
 
 pytest.importorskip("mcp", reason="the serve extra: pip install 'magnetic-bench[serve]'")
 
+from harness.experiments.serving import SYSTEMS as SERVING_SYSTEMS
+from harness.experiments.serving import TOOLS, ServiceBroke, client_script, in_process, serving_rows
 from harness.measure.clients import drive
-from harness.measure.plan import SERVING_SYSTEMS
-from harness.measure.serving import TOOLS, ServiceBroke, client_script, in_process, serving_rows
 from reference import CellularMemory
 from reference.encoders import MockEncoder
 from reference.integrations.mcp_server import MAX_K

@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 from chromadb.errors import NotFoundError
 
-from harness.measure.servers import ChromaServer
+from harness.measure.server_processes import ChromaServer
 from reference import CellularMemory, LeaseLostError, MemoryConfig, NamespaceOwnedError
 from reference.common.chroma import server_client
 from reference.encoders import MockEncoder

@@ -5,8 +5,8 @@ import time
 
 import pytest
 
+from harness.experiments.concurrency import concurrency_rows
 from harness.measure.clients import drive, searches, writes
-from harness.measure.concurrency import concurrency_rows
 
 
 def test_writes_keep_their_rate_and_searches_run_until_the_stop():

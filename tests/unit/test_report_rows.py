@@ -6,13 +6,18 @@ import re
 import subprocess
 from dataclasses import replace
 
+import matplotlib.pyplot as plt
 import pytest
 
-from harness.output import plots
+from harness.benchmark import uncommitted
+from harness.experiments.concurrency import concurrency_figure
+from harness.experiments.concurrency import draw as draw_concurrency
+from harness.experiments.concurrency import table as concurrency
+from harness.experiments.realtext import headline as realtext_headline
+from harness.experiments.realtext import table as realtext
+from harness.experiments.scaling import headline as scaling_headline
+from harness.experiments.scaling import table as scaling
 from harness.output.results import ConcurrencyRow, RunResults
-from harness.output.sections.services import concurrency
-from harness.output.sections.timed import realtext, realtext_headline, scaling, scaling_headline
-from harness.run import uncommitted
 from harness.verdicts.claims import UNMEASURED, evaluate
 from tests.results_factory import measured, run_info
 
@@ -115,7 +120,7 @@ def test_a_concurrency_level_shows_its_windows_spread_in_the_table_and_the_plot(
     assert first[header.index("p99 windows")] == "2.50–7.25" and second[header.index("p99 windows")] == "4.00–11.0"
     assert not re.search(r"\d", first[header.index("writing: p99 windows")])  # one window: no spread to show
     assert "windows of time taken in turn" in table.caption and "overlap" in table.caption
-    assert plots.concurrency(tmp_path / "concurrency.png", rows).stat().st_size > 0
+    assert draw_concurrency(tmp_path / "concurrency.png", rows).stat().st_size > 0
 
 
 def test_the_concurrency_plot_gives_each_system_its_own_panels_with_a_band_of_its_windows():
@@ -125,7 +130,7 @@ def test_the_concurrency_plot_gives_each_system_its_own_panels_with_a_band_of_it
         for writing in (0.0, 20.0)
         for clients in (1, 2, 4, 8)
     ]
-    figure, panels = plots.concurrency_figure(rows)
+    figure, panels = concurrency_figure(rows)
     try:
         assert [qps.get_title().split()[0] for qps, _ in panels] == ["reference", "flat-numpy", "faiss-hnsw"]
         for qps, p99 in panels:
@@ -136,4 +141,4 @@ def test_the_concurrency_plot_gives_each_system_its_own_panels_with_a_band_of_it
             assert band.max() == 3 * band.min() == 1.5 * max(line)  # from the lowest window to the highest
             assert list(p99.lines[0].get_ydata()) == [2.0] * 4  # the median window's p99, inside its band
     finally:
-        plots.plt.close(figure)
+        plt.close(figure)

@@ -25,9 +25,14 @@ from harness.data.dialogue import TurnFormat, unanswerable
 from harness.data.encoding import encode_evalset
 from harness.data.errata import keyed_dialogue
 from harness.data.evalset import EvalSet
-from harness.measure.experiment_registry import RunContext, experiment
+from harness.experiments.definition import Experiment, RunContext
 from harness.measure.readings import Documents, Metric, Reading, Score, interval, per_question
+from harness.output.formats import share
+from harness.output.results import RunResults
+from harness.output.sections.common import KEY
+from harness.output.tables import Table, column
 from harness.protocol import Document
+from harness.verdicts.field import reading_rows
 from reference.encoders import Encoder
 
 KS = (5, 10)
@@ -75,8 +80,7 @@ def ranked_sessions(evalset: EvalSet, kind: str, documents: Documents, encoder: 
     return ranked
 
 
-@experiment("field-claims", section="field_claims", data=["dialogue"])
-def field_claims(context: RunContext) -> list[Reading]:
+def run(context: RunContext) -> list[Reading]:
     """The field's published retrieval figures reproduced under each reading of their definitions (MiniLM runs)."""
     assert context.dataset is not None
     encoder_name, encoder = context.encoder
@@ -132,3 +136,59 @@ def _note(unscored: int) -> str:
     if not unscored:
         return ""
     return f"{unscored} questions whose evidence names no turn left out (MemPalace's LoCoMo script scores them 1.0)"
+
+
+def table(results: RunResults) -> list[Table]:
+    if not results.field_claims:
+        return []
+    keyed = any(r.key != "original" for r in results.field_claims)
+    return [
+        Table(
+            "field-readings",
+            "The field's retrieval claims, reproduced under each reading of their definitions",
+            "Each published figure's protocol run on this run's data (`harness.experiments.field_claims`): the memory "
+            "built as the source's script builds it (one document per session, or per turn with sessions read off the "
+            "top k turns), ranked by exact cosine on the claim's encoder, scored as the share of a question's evidence "
+            "sessions found (`recall`), some (`recall_any`) or all (`recall_all`), with the unanswerable questions in "
+            "or out. A claim is judged only against the reading under its own definition (the verdicts above); "
+            "the other readings show which definition a published figure matches. 95% interval: bootstrap over "
+            "questions."
+            + (
+                " `key`: each ranking scored on the file's own evidence (`original`) and on the evidence corrected by "
+                "`--errata` (`corrected`); a claim is judged on the original key, on which its figure was published."
+                if keyed
+                else ""
+            ),
+            (
+                column("protocol (documents)", "documents"),
+                column("k", "k"),
+                column("score", "score"),
+                column("unanswerable", "unanswerable"),
+                *([KEY] if keyed else []),
+                column("questions", "questions"),
+                column("figure", "value", format=share),
+                column("95% interval", "low", "high", format=share),
+                column("left out", "note"),
+            ),
+            [
+                {
+                    "dataset": r.dataset,
+                    "documents": r.metric.documents,
+                    "k": r.metric.k,
+                    "score": r.metric.score,
+                    "unanswerable": r.metric.unanswerable,
+                    "questions": r.questions,
+                    "value": r.value,
+                    "low": r.low,
+                    "high": r.high,
+                    "note": r.note,
+                    "key": r.key,
+                    "encoder": r.metric.encoder,
+                }
+                for r in reading_rows(results.field_claims)
+            ],
+        )
+    ]
+
+
+FIELD_CLAIMS = Experiment("field-claims", section="field_claims", data=["dialogue"], run=run, tables=(table,))

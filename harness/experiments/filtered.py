@@ -6,7 +6,7 @@ against exact search over the matching documents, and latency, for every system 
 Every document belongs to one of `OWNERS` owners, an equal share each, assigned at random (seeded, so owners are
 independent of the clusters). A system with `filters` is built once with its owner in each document's metadata,
 one with `scopes` once with its owner as each document's scope. Each case's queries are timed back to back on one
-core, the cases of every system taking turns in an order that rotates from pass to pass (as `runner` times query
+core, the cases of every system taking turns in an order that rotates from pass to pass (as `timing` times query
 settings); every answer is checked, and a hit that the restriction does not match fails its row.
 """
 
@@ -24,11 +24,15 @@ import numpy as np
 
 from harness.data.evalset import EvalSet
 from harness.data.generators.vectors import clustered_unit_vectors, exact_top_k
+from harness.experiments.definition import DEFAULT_PLAN, Experiment, RunContext
 from harness.measure.checking import check_hits
 from harness.measure.metrics import latency_stats, recall_at_k
-from harness.measure.runner import WARMUP_QUERIES, K, one_core, open_system
+from harness.measure.timing import WARMUP_QUERIES, K, one_core, open_system
+from harness.output.formats import share
 from harness.output.progress import Progress, silent
-from harness.output.results import FilterRow
+from harness.output.results import FilterRow, RunResults
+from harness.output.sections.common import SYSTEM
+from harness.output.tables import Table, column
 from harness.protocol import Document, MemorySystem, Query
 
 OWNERS = 100
@@ -188,3 +192,87 @@ def _row(unit: _Unit, cells: int) -> FilterRow:
         p99_ms=stats.p99_ms,
         outside=sum(doc not in unit.matching for found in unit.found for doc in found),
     )
+
+
+SYSTEMS = ("reference", "flat-chroma")
+"""Filtered search: systems that declare `filters` or `scopes`."""
+
+
+FILTER_PASSES = 3
+"""Timing passes of the filtered searches: no verdict reads them, so fewer than the plan's."""
+
+
+def run(context: RunContext) -> list[FilterRow]:
+    """Recall and latency of searches filtered to 1 % and 99 % of the documents, and in a scope of 1 %."""
+    plan = context.plan
+    return filtered_rows(
+        context.systems_of(FILTERED),
+        cells=plan.filter_cells,
+        queries=plan.queries,
+        spread=plan.spread,
+        passes=min(plan.passes, FILTER_PASSES),
+        progress=context.progress,
+    )
+
+
+SECONDS = 60.0
+"""A default run's filtered searches, on the machine the defaults were measured on
+(`harness.experiments.definition`)."""
+
+
+def work(context: RunContext) -> float:
+    plan = context.plan
+    share = plan.filter_cells * len(context.systems_of(FILTERED)) / (DEFAULT_PLAN.filter_cells * len(SYSTEMS))
+    return SECONDS * share
+
+
+def table(results: RunResults) -> list[Table]:
+    if not results.filtered:
+        return []
+    one, rest = f"{100 / OWNERS:g} %", f"{100 - 100 / OWNERS:g} %"
+    return [
+        Table(
+            "filtered",
+            f"Filtered search: metadata filters matching {one} and {rest} of the documents, and a scope of {one}",
+            f"{results.run.plan.filter_cells:,} clustered vectors, each of {OWNERS} owners holding {one} (at random): "
+            "the owner in a document's metadata for systems that declare `filters`, as its scope for those that "
+            "declare `scopes`. Recall@10 against exact search over the matching documents; `outside`: hits the "
+            "restriction does not match (any fails the row). Timed on one core like the scaling table.",
+            (
+                SYSTEM,
+                column("case", "case"),
+                column("restriction", "restriction"),
+                column("matching", "matching"),
+                column("recall@10 vs exact over the matching", "recall_at_10", format=share),
+                column("p50 / p99 (ms)", "p50_ms", "p99_ms"),
+                column("status", "status"),
+            ),
+            [_filter_fields(r) for r in results.filtered],
+        )
+    ]
+
+
+def _filter_fields(row: FilterRow) -> dict[str, Any]:
+    if row.skipped:
+        return {"system": row.system, "case": row.case, "status": f"skipped: {row.skipped}"}
+    return {
+        "system": row.system,
+        "case": row.case,
+        "restriction": row.restriction,
+        "matching": row.matching,
+        "recall_at_10": row.recall_at_10,
+        "p50_ms": row.p50_ms,
+        "p99_ms": row.p99_ms,
+        "status": f"FAILED: {row.outside} hits outside the restriction" if row.outside else "ok",
+    }
+
+
+FILTERED = Experiment(
+    "filtered",
+    section="filtered",
+    data=["default"],
+    run=run,
+    systems=SYSTEMS,
+    work=work,
+    tables=(table,),
+)

@@ -16,14 +16,18 @@ import tempfile
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Generator, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from harness.experiments.definition import DEFAULT_PLAN, Experiment, RunContext
 from harness.measure.clients import Plan, drive_async
 from harness.measure.metrics import latency_stats
-from harness.measure.servers import mcp_server
+from harness.measure.server_processes import mcp_server
 from harness.output.progress import Progress, silent
-from harness.output.results import ServingRow
+from harness.output.results import RunResults, ServingRow
+from harness.output.sections.common import SYSTEM
+from harness.output.tables import Table, column
 from reference import CellularMemory
 from reference.encoders import MockEncoder
 
@@ -203,3 +207,65 @@ def serving_rows(systems: Sequence[str], clients: int, calls: int, progress: Pro
                     )
                 )
     return rows
+
+
+SYSTEMS = ("reference", "reference-mcp")
+"""The engine in process and through its MCP server (`SERVICES`)."""
+
+
+def run(context: RunContext) -> list[ServingRow]:
+    """Many clients at once making agents' memory calls: the engine in process and through its MCP server."""
+    plan = context.plan
+    return serving_rows(context.systems_of(SERVING), plan.serving_clients, plan.serving_calls, context.progress)
+
+
+SECONDS = 60.0
+"""A default run's serving, on the machine the defaults were measured on (`harness.experiments.definition`)."""
+
+
+def work(context: RunContext) -> float:
+    plan = context.plan
+    share = plan.serving_clients * plan.serving_calls * len(context.systems_of(SERVING))
+    return SECONDS * share / (DEFAULT_PLAN.serving_clients * DEFAULT_PLAN.serving_calls * 2)
+
+
+def table(results: RunResults) -> list[Table]:
+    if not results.serving:
+        return []
+    return [
+        Table(
+            "serving",
+            "Serving: many clients at once, the MCP tools in process and through the MCP server",
+            "Each client makes a seeded mix of agents' memory calls in a scope of its own (mostly writes and "
+            "searches; gets, updates, deletes and listings), all clients at once, to the MCP server's own tools: "
+            "in process called directly (each call on a worker thread, as the server runs it), through the server "
+            "each a real `mcp` client over streamable HTTP to `magbench serve --http` (both on an embedded store, "
+            "the mock encoder), so the two differ by the transport alone. Every answer is checked as it comes "
+            "(no hit from another scope, every memory read back as written, nothing lost); `calls/s` counts every "
+            "tool's calls together. A call's latency includes its wait for the others: these are a service's "
+            "latencies, not one core's.",
+            (
+                SYSTEM,
+                column("transport", "transport"),
+                column("clients", "clients"),
+                column("tool", "tool"),
+                column("calls", "calls"),
+                column("p50 (ms)", "p50_ms"),
+                column("p99 (ms)", "p99_ms"),
+                column("calls/s (every tool)", "calls_per_s"),
+            ),
+            [asdict(row) for row in results.serving],
+        )
+    ]
+
+
+SERVING = Experiment(
+    "serving",
+    section="serving",
+    data=["default"],
+    run=run,
+    systems=SYSTEMS,
+    capability=True,
+    work=work,
+    tables=(table,),
+)

@@ -22,25 +22,34 @@ import bisect
 import math
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, ExitStack, contextmanager, nullcontext
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
+import matplotlib.pyplot as plt
 import numpy as np
+from matplotlib import ticker
+from matplotlib.axes import Axes
+from matplotlib.figure import Figure
 from readerwriterlock import rwlock
 
 from harness.data.encoding import encode_evalset
 from harness.data.evalset import EvalSet
 from harness.data.generated import notes_evalset
+from harness.experiments.definition import DEFAULT_PLAN, Experiment, RunContext
 from harness.measure.checking import check_hits
 from harness.measure.clients import ClientPool, Connection, Load, Searched, Written, run_threads
 from harness.measure.metrics import latency_stats, threshold_recall
-from harness.measure.runner import K, one_core, open_system, warm
-from harness.measure.servers import ChromaServer, mcp_server
+from harness.measure.server_processes import ChromaServer, mcp_server
+from harness.measure.timing import K, one_core, open_system, warm
+from harness.output import plots
+from harness.output.formats import figure, share
 from harness.output.progress import Progress, silent
-from harness.output.results import ConcurrencyRow
+from harness.output.results import ConcurrencyRow, RunResults
+from harness.output.sections.common import SYSTEM
+from harness.output.tables import Table, column
 from harness.protocol import Document, Query, SearchHit, vector_of
 from reference.encoders import MockEncoder
 
@@ -293,3 +302,221 @@ def _row(target: Target, work: Workload, truth: Truth, windows: list[Window], al
         window_qps=rates,
         window_p99_ms=tails,
     )
+
+
+SYSTEMS = (
+    "reference",
+    "reference-dense",
+    "flat-numpy",
+    "faiss-hnsw",
+    "flat-chroma",
+    "reference-mcp",
+    "chroma-server",
+)
+"""Many clients at once: the engine by text (as its MCP server searches) and by vector, peers in
+this process; the engine's MCP server and a Chroma server, each searched by client processes."""
+
+
+def run(context: RunContext) -> list[ConcurrencyRow]:
+    """QPS and p50 / p99 of 1–8 clients at once, searches alone and while writing, in process and through servers."""
+    plan = context.plan
+    return concurrency_rows(
+        context.systems_of(CONCURRENCY),
+        cells=plan.concurrency_cells,
+        queries=plan.queries,
+        levels=plan.concurrency_levels,
+        seconds=plan.concurrency_seconds,
+        rate=plan.concurrency_write_rate,
+        windows=plan.concurrency_windows,
+        progress=context.progress,
+    )
+
+
+SECONDS = 150.0
+"""A default run's concurrency, on the machine the defaults were measured on (`harness.experiments.definition`)."""
+
+
+def work(context: RunContext) -> float:
+    plan, default = context.plan, DEFAULT_PLAN
+    share = (len(context.systems_of(CONCURRENCY)) * len(plan.concurrency_levels) * plan.concurrency_seconds) / (
+        len(SYSTEMS) * len(default.concurrency_levels) * default.concurrency_seconds
+    )
+    return SECONDS * share
+
+
+def table(results: RunResults) -> list[Table]:
+    if not results.concurrency:
+        return []
+    plan, cpus = results.run.plan, results.run.machine.cpus
+    fewest, most = min(plan.concurrency_levels), max(plan.concurrency_levels)
+    return [
+        Table(
+            "concurrency",
+            f"Concurrency: {fewest}–{most} clients at once against one system ({cpus} cores here)",
+            f"This machine has {cpus} cores: past that many clients, more clients can only queue. Each level searches "
+            f"for {plan.concurrency_seconds:g} s with every client at once, over {plan.concurrency_cells:,} agents' "
+            f"notes (mock-encoder vectors); then the same while {plan.concurrency_write_rate:g} cells a second are "
+            "written, one a write (`writing`: as achieved). QPS: every client's searches over the time from the "
+            "common start to the last answer; p50 / p99 of each search, its wait for the others included. Clients of "
+            "a system in process are threads, and a system that does not declare `threads` is guarded by a "
+            "readers–writer lock, as a server on it would be; the engine's MCP server (`reference-mcp`, searched by "
+            "text) and a Chroma server (`chroma-server`) are searched by client processes of their own. Recall@10 "
+            "is against exact dense search over the cells written before each search began (`reference` and "
+            f"`reference-mcp` rank text queries by words too); `short`: answers with fewer than {K} hits. Each level "
+            f"searches in {plan.concurrency_windows} windows of time taken in turn with the other levels' (so a burst "
+            "of other load on a shared machine falls in a window of several levels, not in one level): QPS is the "
+            "median window's, `windows` its slowest and fastest window's (far apart: the machine was busy), and "
+            "`p99 windows` the lowest and highest of the windows' p99; latencies and recall pool every window. Two "
+            "levels or systems whose windows overlap differ by no more than this machine's noise.",
+            (
+                SYSTEM,
+                column("clients", "clients"),
+                column("clients are", "transport"),
+                column("QPS", "qps"),
+                column("windows", "qps_windows"),
+                column("p50 / p99 (ms)", "p50_ms", "p99_ms"),
+                column("p99 windows", "p99_windows"),
+                column("recall@10", "recall_at_10", format=share),
+                column("writing: writes/s", "writing_writes_per_s"),
+                column("writing: QPS", "writing_qps"),
+                column("writing: windows", "writing_qps_windows"),
+                column("writing: p99 (ms)", "writing_p99_ms"),
+                column("writing: p99 windows", "writing_p99_windows"),
+                column("writing: recall@10", "writing_recall_at_10", format=share),
+                column("short", "short"),
+            ),
+            _concurrency_rows(results.concurrency),
+            plot="concurrency.png",
+        )
+    ]
+
+
+def _concurrency_rows(rows: list[ConcurrencyRow]) -> list[dict[str, Any]]:
+    """One line per system and level: searches alone beside searches while writing."""
+    writing = {(r.system, r.clients): r for r in rows if r.writes_per_s}
+    table = []
+    for row in rows:
+        if row.writes_per_s:
+            continue
+        during = writing.get((row.system, row.clients))
+        fields: dict[str, Any] = {
+            "system": row.system,
+            "clients": row.clients,
+            "transport": row.transport,
+            "qps": row.qps,
+            "qps_windows": _spread(row.window_qps),
+            "p50_ms": row.p50_ms,
+            "p99_ms": row.p99_ms,
+            "p99_windows": _spread(row.window_p99_ms),
+            "recall_at_10": row.recall_at_10,
+            "short": row.short + (during.short if during else 0),
+        }
+        if during is not None:
+            fields |= {
+                "writing_writes_per_s": during.writes_per_s,
+                "writing_qps": during.qps,
+                "writing_qps_windows": _spread(during.window_qps),
+                "writing_p99_ms": during.p99_ms,
+                "writing_p99_windows": _spread(during.window_p99_ms),
+                "writing_recall_at_10": during.recall_at_10,
+            }
+        table.append(fields)
+    return table
+
+
+def _spread(values: list[float]) -> str:
+    """The lowest and the highest of a level's windows' figures ("" for a row of one window, or of none recorded)."""
+    return f"{figure(min(values))}–{figure(max(values))}" if len(values) > 1 else ""
+
+
+def figures(out: Path, results: RunResults) -> list[Path]:
+    """QPS and p99 against clients."""
+    return [draw(out / "concurrency.png", results.concurrency)] if results.concurrency else []
+
+
+def draw(path: Path, rows: Sequence[ConcurrencyRow]) -> Path:
+    """Small multiples, one column per system (`concurrency_figure`)."""
+    figure, _ = concurrency_figure(rows)
+    figure.tight_layout()
+    figure.savefig(path, dpi=120)
+    plt.close(figure)
+    return path
+
+
+COLUMNS = 4
+"""Systems side by side in the concurrency figure before it starts another row of them."""
+
+
+def concurrency_figure(rows: Sequence[ConcurrencyRow]) -> tuple[Figure, list[tuple[Axes, Axes]]]:
+    """For each system, QPS above and p99 below against clients, searches alone (solid) and while writing
+    (dashed): a line through each level's median window, and a band from the level's lowest window to its
+    highest, so that what the machine's noise moved reads as the band's width. Every system's panels share one
+    scale per figure, so columns compare by eye. Returns the figure and each system's panels."""
+    systems = list(dict.fromkeys(r.system for r in rows))
+    across = min(COLUMNS, len(systems))
+    down = -(-len(systems) // across)
+    figure, grid = plt.subplots(2 * down, across, figsize=(3.1 * across, 5.2 * down), sharex=True, squeeze=False)
+    panels = [
+        (grid[2 * (n // across), n % across], grid[2 * (n // across) + 1, n % across]) for n in range(len(systems))
+    ]
+    for system, (qps, p99) in zip(systems, panels):
+        mine = [r for r in rows if r.system == system]
+        qps.set_title(f"{system}\n{mine[0].transport}", fontsize=9)
+        for writing in (False, True):
+            level = sorted((r for r in mine if bool(r.writes_per_s) == writing), key=lambda r: r.clients)
+            if level:
+                _band(qps, level, [r.qps for r in level], [r.window_qps for r in level], writing)
+                tails = [float(np.median(r.window_p99_ms)) if r.window_p99_ms else r.p99_ms for r in level]
+                _band(p99, level, tails, [r.window_p99_ms for r in level], writing)
+    levels = sorted({r.clients for r in rows})
+    for number, (qps, p99) in enumerate(panels):
+        for axes in (qps, p99):
+            axes.set(xscale="log", yscale="log")
+            plots.log_ticks(axes)
+            axes.set_xticks(levels, [str(level) for level in levels])
+            axes.xaxis.set_minor_locator(ticker.NullLocator())
+        if number % across == 0:
+            qps.set_ylabel("searches per second (all clients)", fontsize=8)
+            p99.set_ylabel("p99 search latency (ms)", fontsize=8)
+        p99.set_xlabel("clients at once")
+    for metric in (0, 1):
+        shared = [pair[metric] for pair in panels]
+        low, high = min(a.get_ylim()[0] for a in shared), max(a.get_ylim()[1] for a in shared)
+        for axes in shared:
+            axes.set_ylim(low, high)
+    used = {id(axes) for pair in panels for axes in pair}
+    for axes in grid.flat:
+        axes.set_visible(id(axes) in used)
+    panels[0][0].legend(fontsize=7, loc="lower right")
+    figure.suptitle("Concurrency: each level's median, and a band from its lowest window to its highest", fontsize=10)
+    return figure, panels
+
+
+def _band(
+    axes: Axes, rows: Sequence[ConcurrencyRow], middle: list[float], windows: list[list[float]], writing: bool
+) -> None:
+    """One line of a system's levels and the band of their windows' lowest and highest figures (a level of one
+    window or none recorded: no width there)."""
+    kind: dict[str, Any] = {
+        "color": plots.colour(rows[0].system),
+        "marker": plots.marker(rows[0].system),
+        "markerfacecolor": "none",
+    }
+    label = f"while writing {rows[0].writes_per_s:.0f}/s" if writing else "searches alone"
+    clients = [r.clients for r in rows]
+    axes.plot(clients, middle, linestyle="--" if writing else "-", label=label, **kind)
+    low = [min(w, default=m) for w, m in zip(windows, middle)]
+    high = [max(w, default=m) for w, m in zip(windows, middle)]
+    axes.fill_between(clients, low, high, color=kind["color"], alpha=0.15 if writing else 0.3, linewidth=0)
+
+
+CONCURRENCY = Experiment(
+    "concurrency",
+    section="concurrency",
+    data=["default"],
+    run=run,
+    systems=SYSTEMS,
+    work=work,
+    tables=(table,),
+    figures=(figures,),
+)

@@ -1,23 +1,74 @@
-"""The streams: each runbook's operations, recall and checkpoints."""
+"""The streaming runbook: writes, deletes and searches interleaved over real text in its written order, and the
+report's tables of every runbook that fills the streaming section (`expiring_stream`, `agent_loop`)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import asdict
+from pathlib import Path
 from typing import Any
 
-from harness.measure.runner import K
+import matplotlib.pyplot as plt
+
+from harness.data.encoding import encode_corpus
+from harness.data.generated import stream_evalset
+from harness.experiments.definition import DEFAULT_PLAN, Experiment, RunContext
+from harness.measure.replay import run_streams
+from harness.measure.runbooks import agent_stream
+from harness.measure.timing import K
+from harness.output import plots
 from harness.output.formats import percent, share
 from harness.output.results import RunResults, StreamRow
 from harness.output.sections.common import SYSTEM
 from harness.output.tables import Table, column
 
+SYSTEMS = (
+    "reference",
+    "reference-dense",
+    "flat-numpy",
+    "bm25",
+    "hybrid-rrf",
+    "faiss-ivf",
+    "faiss-hnsw",
+    "flat-chroma",
+)
+"""The streaming runbook (`runbooks.agent_stream`): faiss-ivf is trained on the first 10 % of the stream."""
+
+
+def run(context: RunContext) -> list[StreamRow]:
+    """Writes, deletes and searches interleaved over real text in its written order (a streaming runbook)."""
+    plan, corpus, encoder = context.plan, context.corpus, context.text_encoder
+    vectors = encode_corpus(corpus, encoder, progress=context.progress)
+    room = len(corpus.passages) - plan.stream_queries
+    whole = len(corpus.passages) if context.data == "beam" else plan.stream_cells  # BEAM: every passage
+    cells = min(room, context.stream_size or whole)
+    data = stream_evalset(corpus, vectors, cells, queries=plan.stream_queries)
+    options = {"faiss-ivf": {"train_after": max(1, cells // 10)}}  # trained on the first 10 % of the stream
+    book = agent_stream(cells, plan.stream_queries)
+    return run_streams(book, data, context.systems_of(STREAMING), encoder.name, context.progress, options)
+
+
+SECONDS = 40.0
+
+
+def work(context: RunContext) -> float:
+    plan = context.plan
+    cells = min(context.stream_size or plan.stream_cells, len(context.corpus.passages) - plan.stream_queries)
+    share = cells * len(context.systems_of(STREAMING)) / (DEFAULT_PLAN.stream_cells * len(SYSTEMS))
+    return SECONDS * share + (0.0 if "realtext" in context.chosen else context.encoding_seconds())
+
+
 QUERIED_BY = column("queried by", "query")
+
+
 STREAM_RECALL = (
     "recall@10 against the exact dense neighbours of each held-out query's vector among the cells live then (a "
     f"hit tied with the {K}th neighbour counts). A system queried by text (`queried by` text or text + vector) "
     "ranks by the query's words as well, so against dense neighbours it reads lower by design: a different "
     "ranking, not lost neighbours (the engine's dense recall is `reference-dense`'s)."
 )
+
+
 OPERATIONS = {
     "write": "write",
     "delete": "delete",
@@ -28,7 +79,7 @@ OPERATIONS = {
 """The timed operations a streaming table shows (p50 / p99 in ms), in order, and what it calls them."""
 
 
-def streaming_headline(results: RunResults) -> list[Table]:
+def headline(results: RunResults) -> list[Table]:
     rows = [r for r in results.streaming if r.runbook == "agent-stream" and not r.skipped]
     if not rows:
         return []
@@ -53,7 +104,7 @@ def streaming_headline(results: RunResults) -> list[Table]:
     ]
 
 
-def streaming(results: RunResults) -> list[Table]:
+def table(results: RunResults) -> list[Table]:
     tables = []
     for runbook in dict.fromkeys(r.runbook for r in results.streaming):
         rows = [r for r in results.streaming if r.runbook == runbook]
@@ -135,3 +186,46 @@ def stream_fields(row: StreamRow) -> dict[str, Any]:
         fields["found_own_at_1"] = row.found_own_at_1
     fields["status"] = f"FAILED: returned {row.deleted_returned} deleted cells" if row.deleted_returned else "ok"
     return fields
+
+
+def figures(out: Path, results: RunResults) -> list[Path]:
+    """The agent stream's recall and latency at its checkpoints."""
+    stream = [r for r in results.streaming if r.runbook == "agent-stream" and r.checkpoints]
+    return [draw(out / "streaming.png", stream)] if stream else []
+
+
+def draw(path: Path, rows: Sequence[StreamRow]) -> Path:
+    """Recall along the stream for the systems queried by vector (what the ground truth is; text systems rank
+    by words too), and every system's p50 search at each checkpoint."""
+    figure, (recall, latency) = plt.subplots(1, 2, figsize=(12, 4.8))
+    drawn = {r.system: r for r in rows if r.checkpoints}
+    for system, kind in plots.styles([s for s, r in drawn.items() if r.query == "vector"]).items():
+        checkpoints = drawn[system].checkpoints
+        recall.plot([c.written for c in checkpoints], [c.recall_at_10 for c in checkpoints], **kind)
+    for system, kind in plots.styles(list(drawn)).items():
+        checkpoints = drawn[system].checkpoints
+        latency.plot([c.written for c in checkpoints], [c.search_p50_ms for c in checkpoints], **kind)
+    lowest = min((c.recall_at_10 for r in drawn.values() if r.query == "vector" for c in r.checkpoints), default=1.0)
+    recall.set(
+        xlabel="cells written", ylabel="recall@10 against exact dense search", ylim=(min(0.95, lowest - 0.01), 1.005)
+    )
+    recall.set_title("Recall along the stream (systems queried by vector)", fontsize=10)
+    recall.grid(True, alpha=0.3)
+    if recall.lines:
+        recall.legend(fontsize=7, loc="lower left")
+    latency.set(xlabel="cells written", ylabel="p50 search at the checkpoint (ms, one core)", yscale="log")
+    latency.set_title("Latency along the stream (every system)", fontsize=10)
+    return plots.save(figure, latency, path)
+
+
+STREAMING = Experiment(
+    "streaming",
+    section="streaming",
+    data=["default", "beam"],
+    run=run,
+    systems=SYSTEMS,
+    work=work,
+    headlines=(headline,),
+    tables=(table,),
+    figures=(figures,),
+)

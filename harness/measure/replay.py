@@ -9,7 +9,7 @@ untimed `Write` keeps every core). Every answer is checked (`checking.check_hits
 counted, and any such hit fails the system's row. A replace writes the new versions with `upsert` where a system
 has it, else as a delete and an add (timed together, as big-ann-benchmarks' systems replace). A system that cannot
 delete skips a runbook that deletes or replaces, with the reason. Before its first runbook in a process, each
-system runs a short untimed warm-up on a throwaway instance (`runner.warm`), so that what a process pays once is
+system runs a short untimed warm-up on a throwaway instance (`timing.warm`), so that what a process pays once is
 not timed as the first system's first steps.
 """
 
@@ -30,7 +30,7 @@ from harness.data.generators.vectors import exact_top_k
 from harness.measure.checking import check_documents, check_hits
 from harness.measure.metrics import threshold_recall
 from harness.measure.runbooks import Checkpoint, FindOwn, Forget, Replace, Runbook, Search, Sleep, Step, Write
-from harness.measure.runner import K, one_core, open_system, warm
+from harness.measure.timing import K, one_core, open_system, warm
 from harness.output.progress import Progress, silent
 from harness.output.results import Operation, StreamCheckpoint, StreamRow
 from harness.protocol import DeletingSystem, Document, MemorySystem, Query, SearchHit, UpdatingSystem, vector_of

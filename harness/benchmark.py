@@ -18,8 +18,9 @@ import psutil
 
 from harness.data.dialogue import SPEAKER_CAPTIONS, TurnFormat
 from harness.data.spec import DatasetSpec
-from harness.measure.answers import Answering
-from harness.measure.experiment_registry import RunContext, selected
+from harness.experiments.answers import Answering
+from harness.experiments.definition import RunContext
+from harness.experiments.registry import selected
 from harness.measure.pace import measure_pace
 from harness.measure.plan import RunPlan
 from harness.output.progress import RunProgress

@@ -34,7 +34,7 @@ from harness.data.evalset import EvalSet
 from harness.data.generated import vectors_evalset
 from harness.measure.checking import check_documents, check_hits
 from harness.measure.metrics import capped_recall_at_k, hits_at_k, mrr, ndcg_at_k, recall_at_k
-from harness.measure.plan import NEEDLE_TOP
+from harness.measure.plan import NEEDLE_TOP, RunPlan
 from harness.output.progress import Progress, silent
 from harness.output.results import Measurement
 from harness.protocol import (
@@ -50,6 +50,7 @@ from harness.protocol import (
 from harness.systems.registry import SystemSpecError, check_declaration, resolve
 from harness.systems.scoped import in_one_scope
 from harness.systems.slowdown import Slowed
+from harness.verdicts.claims import decides_a_verdict
 from harness.verdicts.confidence import unsettled
 from reference.encoders import Encoder
 
@@ -400,3 +401,14 @@ def _score(item: _Built, params: dict[str, Any], retrieved: list[list[str]], tim
 def resident_bytes() -> int:
     """This process's resident memory (psutil: any platform)."""
     return int(psutil.Process().memory_info().rss)
+
+
+def job(plan: RunPlan, system: str, evalset: EvalSet, encoder: str, *, sweep: bool = False, section: str = "") -> Job:
+    """A job of a section; it decides a verdict when the claims judge its system's latency there."""
+    slow_down = plan.slow_down.get(system, 1.0)
+    return Job(system, evalset, encoder, sweep=sweep, slow_down=slow_down, decides=decides_a_verdict(section, system))
+
+
+def timed(plan: RunPlan, jobs: list[Job], progress: Progress = silent, label: str = "measure") -> list[Measurement]:
+    """`jobs` timed together with the plan's passes (and its extra passes while the timing is unsettled)."""
+    return measure_together(jobs, passes=plan.passes, max_passes=plan.max_passes, progress=progress, label=label)
