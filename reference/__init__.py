@@ -12,6 +12,7 @@ from .errors import (
     MagneticError,
     NamespaceOwnedError,
     NotFoundError,
+    ScopeElsewhereError,
     StoreDamagedError,
 )
 from .hit import Hit
@@ -33,6 +34,7 @@ __all__ = [
     "MemoryStats",
     "NamespaceOwnedError",
     "NotFoundError",
+    "ScopeElsewhereError",
     "ScoringWeights",
     "StoreDamagedError",
 ]
