@@ -33,7 +33,7 @@ from pydantic import BaseModel, Field
 
 from ..cells import CellRecord
 from ..config import MemoryConfig
-from ..errors import InvalidInputError, MagneticError, NotFoundError
+from ..errors import InvalidInputError, LeaseLostError, MagneticError, NotFoundError
 from ..hit import Hit
 from ..memory import CellularMemory
 from ..validation import check_encodable
@@ -225,10 +225,24 @@ class MemoryTools:
             raise ToolError(f"this token may not use the memory of {name!r}")
         return name
 
-    def record_in(self, memory_id: str, scope: str) -> CellRecord:
+    def on(self, scope: str, work: Callable[[CellularMemory], T]) -> T:
+        """`work` on the memory of `scope`, its typed errors as tool errors. A call refused because that memory was
+        let go meanwhile (closed, or its shard taken: nothing was written) is routed again, once."""
+        memory = _engine(lambda: self.memory_of(scope))
+        try:
+            return work(memory)
+        except (InvalidInputError, LeaseLostError) as error:
+            again = _engine(lambda: self.memory_of(scope))
+            if again is memory:
+                raise ToolError(f"{type(error).__name__}: {error}") from None
+            return _engine(lambda: work(again))
+        except MagneticError as error:
+            raise ToolError(f"{type(error).__name__}: {error}") from None
+
+    def record_in(self, memory: CellularMemory, memory_id: str, scope: str) -> CellRecord:
         """The memory's record if it is of `scope`; another scope's id reads as unknown, as an absent one does."""
         try:
-            record = self.memory_of(scope).get(memory_id)
+            record = memory.get(memory_id)
         except NotFoundError:
             record = None
         if record is None or record.scope != scope:
@@ -250,8 +264,9 @@ class MemoryTools:
             run_id: RunId = None,
         ) -> Written:
             scope = self.scope(ctx, user_id, agent_id, run_id)
-            memory = _engine(lambda: self.memory_of(scope))
-            ids = _engine(lambda: memory.add(content, kind=kind, importance=importance, metadata=metadata, scope=scope))
+            ids = self.on(
+                scope, lambda m: m.add(content, kind=kind, importance=importance, metadata=metadata, scope=scope)
+            )
             return Written(id=ids[0], scope=scope)
 
         @server.tool(
@@ -271,7 +286,7 @@ class MemoryTools:
             run_id: RunId = None,
         ) -> SearchResults:
             scope = self.scope(ctx, user_id, agent_id, run_id)
-            hits = _engine(lambda: self.memory_of(scope).search(query, k, mode=mode, scope=scope, where=filters))
+            hits = self.on(scope, lambda m: m.search(query, k, mode=mode, scope=scope, where=filters))
             return SearchResults(results=[found(hit) for hit in hits])
 
         @server.tool(description=f"One memory by id. {DATA_NOT_INSTRUCTIONS} {_WHO}")
@@ -279,7 +294,7 @@ class MemoryTools:
             ctx: Context, memory_id: MemoryId, user_id: UserId = None, agent_id: AgentId = None, run_id: RunId = None
         ) -> StoredMemory:
             scope = self.scope(ctx, user_id, agent_id, run_id)
-            return stored(_engine(lambda: self.record_in(memory_id, scope)))
+            return stored(self.on(scope, lambda m: self.record_in(m, memory_id, scope)))
 
         @server.tool(description=f"Replace a memory's content, metadata or both; its old content is kept. {_WHO}")
         def update_memory(
@@ -292,15 +307,14 @@ class MemoryTools:
             run_id: RunId = None,
         ) -> StoredMemory:
             scope = self.scope(ctx, user_id, agent_id, run_id)
-            _engine(lambda: self.memory_of(scope).update(memory_id, text=content, metadata=metadata, scope=scope))
-            return stored(_engine(lambda: self.record_in(memory_id, scope)))
+            return stored(self.on(scope, lambda m: self._update(m, memory_id, content, metadata, scope)))
 
         @server.tool(description=f"Delete one memory for good. {_WHO}")
         def delete_memory(
             ctx: Context, memory_id: MemoryId, user_id: UserId = None, agent_id: AgentId = None, run_id: RunId = None
         ) -> Deleted:
             scope = self.scope(ctx, user_id, agent_id, run_id)
-            return Deleted(deleted=_engine(lambda: self._delete(memory_id, scope)))
+            return Deleted(deleted=self.on(scope, lambda m: self._delete(m, memory_id, scope)))
 
         @server.tool(description=f"The memories of one scope by id, a page at a time. {DATA_NOT_INSTRUCTIONS} {_WHO}")
         def list_memories(
@@ -312,17 +326,22 @@ class MemoryTools:
             run_id: RunId = None,
         ) -> MemoryPage:
             scope = self.scope(ctx, user_id, agent_id, run_id)
-            return _engine(lambda: self._page(scope, limit, cursor))
+            return self.on(scope, lambda m: self._page(m, scope, limit, cursor))
 
-    def _delete(self, memory_id: str, scope: str) -> int:
+    def _update(
+        self, memory: CellularMemory, memory_id: str, text: str | None, metadata: dict[str, Any] | None, scope: str
+    ) -> CellRecord:
+        memory.update(memory_id, text=text, metadata=metadata, scope=scope)
+        return self.record_in(memory, memory_id, scope)
+
+    def _delete(self, memory: CellularMemory, memory_id: str, scope: str) -> int:
         try:
-            return self.memory_of(scope).delete(memory_id, scope=scope)
+            return memory.delete(memory_id, scope=scope)
         except NotFoundError:
             raise NotFoundError(f"no memory {memory_id!r} in {scope!r}") from None
 
-    def _page(self, scope: str, limit: int, cursor: str | None) -> MemoryPage:
+    def _page(self, memory: CellularMemory, scope: str, limit: int, cursor: str | None) -> MemoryPage:
         """Ids in sorted order after `cursor`: a page never repeats or skips a memory that stayed."""
-        memory = self.memory_of(scope)
         ids = sorted(memory.ids(scope=scope))
         start = 0 if cursor is None else next((i for i, id_ in enumerate(ids) if id_ > cursor), len(ids))
         page = ids[start : start + limit]
