@@ -347,6 +347,8 @@ def _run(args: argparse.Namespace, argv: list[str] | None) -> int:
             plan = replace(plan, max_passes=args.max_passes)
         if args.tenants is not None:
             plan = replace(plan, tenant_scopes=args.tenants)
+        if "reference" in variants:  # the multi-tenant runbook runs the engine as --system-option sets it up
+            plan = replace(plan, tenant_systems=(variants["reference"],))
         run_benchmark(
             plan,
             out=args.out,

@@ -58,11 +58,35 @@ class Attempt:
     outcome: str = "pending"  # acknowledged, refused (stored nothing), or unknown (broke before an answer)
 
 
+class Line:
+    """One MCP session to one address, in a task of its own that makes the calls queued for it one at a time: a
+    call that is given up on leaves the session to finish it (or break) without disturbing the client."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self._calls: asyncio.Queue[tuple[str, dict[str, object], asyncio.Future[object]]] = asyncio.Queue()
+        self.task = asyncio.ensure_future(self._serve())
+
+    async def _serve(self) -> None:
+        async with http_client(self.url) as client:
+            while True:
+                tool, arguments, answer = await self._calls.get()
+                try:
+                    answer.set_result(await client.call_tool(tool, arguments))
+                except Exception as error:  # the caller reads it from the future
+                    answer.set_exception(error)
+
+    def call(self, tool: str, arguments: dict[str, object]) -> asyncio.Future[object]:
+        answer: asyncio.Future[object] = asyncio.get_running_loop().create_future()
+        self._calls.put_nowait((tool, arguments, answer))
+        return answer
+
+
 @dataclass
 class Client:
-    """One client: its users' writes and searches, each sent where its scope was last routed, on a session of its
-    own. A call unanswered in `CALL_SECONDS` is left to finish on its own (an answer that comes later still counts)
-    and the scope is tried elsewhere."""
+    """One client: its users' writes and searches, each sent where its scope was last routed. A call unanswered in
+    `CALL_SECONDS` is left to finish on its own (an answer that comes later still counts) and the scope is tried
+    elsewhere."""
 
     number: int
     urls: list[str]
@@ -78,60 +102,59 @@ class Client:
     async def _run(self) -> None:
         users = [f"c{self.number}u{n}" for n in range(USERS)]
         route = {user: self.urls[(self.number + n) % len(self.urls)] for n, user in enumerate(users)}
-        left: set[asyncio.Task[str | None]] = set()
+        lines: dict[str, Line] = {}
+        left: list[Line] = []
         failed: dict[str, float] = {}  # when a call to each address last went unanswered or broke
         step = 0
         while not self.stop.is_set():
             user = users[step % USERS]
             url = route[user]
             step += 1
+            if url not in lines or lines[url].task.done():
+                lines[url] = Line(url)
             if step % 2:
                 attempt = Attempt(f"c{self.number}w{step}", user, url, time.monotonic())
                 self.attempts.append(attempt)
-                call = self._write(attempt, {"content": f"{attempt.tag} for {user}: note {step}", "user_id": user})
+                arguments: dict[str, object] = {"content": f"{attempt.tag} for {user}: note {step}", "user_id": user}
+                answer = lines[url].call("add_memory", arguments)
+                answer.add_done_callback(lambda done, attempt=attempt: self._settle(attempt, done))
             else:
-                call = self._search(url, user)
-            task = asyncio.ensure_future(call)
-            done, _ = await asyncio.wait({task}, timeout=CALL_SECONDS)
-            if not done or task.exception() is not None:  # unanswered, or broke: tried elsewhere for a while
-                if not done:
-                    left.add(task)
-                    task.add_done_callback(lambda t: t.cancelled() or t.exception())
+                answer = lines[url].call("search_memories", {"query": f"note for {user}", "k": 10, "user_id": user})
+            done, _ = await asyncio.wait({answer}, timeout=CALL_SECONDS)
+            if not done or answer.exception() is not None:  # unanswered, or broke: tried elsewhere for a while
+                left.append(lines.pop(url))
                 failed[url] = time.monotonic()
                 trusted = [u for u in self.urls if time.monotonic() - failed.get(u, -SUSPECT) >= SUSPECT]
                 route[user] = trusted[step % len(trusted)] if trusted else url
                 await asyncio.sleep(0.1)
-            elif task.result() and time.monotonic() - failed.get(task.result() or url, -SUSPECT) >= SUSPECT:
-                route[user] = task.result() or url
-            elif task.result() is not None:  # refused, or routed where calls just failed: ask again in a moment
+                continue
+            result = answer.result()
+            if not result.is_error:  # type: ignore[attr-defined]
+                if not step % 2:
+                    self._found(user, result)
+                continue
+            moved = self._refusal(result.content[0].text if result.content else "")  # type: ignore[attr-defined]
+            if moved and time.monotonic() - failed.get(moved, -SUSPECT) >= SUSPECT:
+                route[user] = moved
+            else:  # refused, or routed where calls just failed: ask again in a moment
                 await asyncio.sleep(0.1)
-        if left:
-            await asyncio.wait(left, timeout=BOUND)
+        for line in [*lines.values(), *left]:
+            line.task.cancel()
+        await asyncio.wait([line.task for line in [*lines.values(), *left]], timeout=BOUND)
 
-    async def _write(self, attempt: Attempt, arguments: dict[str, str]) -> str | None:
-        """Send the write and settle its outcome; None when answered, else where to send it ("": here again)."""
-        try:
-            async with http_client(attempt.url) as client:
-                result = await client.call_tool("add_memory", arguments)
-        except Exception:
+    @staticmethod
+    def _settle(attempt: Attempt, answer: asyncio.Future[object]) -> None:
+        """A write's outcome, whenever its answer comes: acknowledged, refused (stored nothing), or unknown."""
+        if answer.cancelled() or answer.exception() is not None:
             attempt.outcome = "unknown"
-            raise
+            return
         attempt.answered = time.monotonic()
-        if not result.is_error:
-            attempt.outcome = "acknowledged"
-            return None
-        attempt.outcome = "refused"
-        return self._refusal(result.content[0].text if result.content else "")
+        attempt.outcome = "refused" if answer.result().is_error else "acknowledged"  # type: ignore[attr-defined]
 
-    async def _search(self, url: str, user: str) -> str | None:
-        async with http_client(url) as client:
-            result = await client.call_tool("search_memories", {"query": f"note for {user}", "k": 10, "user_id": user})
-        if result.is_error:
-            return self._refusal(result.content[0].text if result.content else "")
+    def _found(self, user: str, result: object) -> None:
         self.searches += 1
-        found = [hit["content"] for hit in result.structured_content["results"]]
+        found = [hit["content"] for hit in result.structured_content["results"]]  # type: ignore[attr-defined]
         self.cross_scope += [text for text in found if f" for {user}: " not in text]
-        return None
 
     def _refusal(self, message: str) -> str:
         """Where a refused call is to go ("": call again where it went), noting a refusal of no expected kind."""
