@@ -1,8 +1,9 @@
 """Three `magbench serve --postgres DSN --shards S` processes over one database and 8 MCP clients routed by scope
 (each follows `ScopeElsewhereError` to the address it names), writing and searching at once; one process is killed
 (SIGKILL) and another paused (SIGSTOP) mid-write, then resumed. Afterwards every acknowledged write is in the
-database, no write sent to the paused process and not acknowledged landed after its shards were taken over, no
-search answered with another scope's memory, and the scopes of both were served again after the lease."""
+database, every cell was written by the process that held its shard in that transaction (a trigger notes both: no
+late write of the fenced process landed), no search answered with another scope's memory, and the shards of both
+were taken over soon after the lease."""
 
 from __future__ import annotations
 
@@ -21,9 +22,11 @@ pytest.importorskip("mcp", reason="the serve extra: pip install 'magnetic-bench[
 
 import psycopg
 
+from reference.store.pgdb import Database, make_schema
 from reference.store.shards import owner_of, shard_of
 from tests.serve.mcp_servers import HttpMemoryServer, http_client
 
+pytestmark = pytest.mark.slow
 SHARDS = 12
 LEASE = 3.0
 CALL_SECONDS = 2.0
@@ -176,6 +179,35 @@ def shard_holders(dsn: str) -> dict[int, str]:
     return {int(namespace.split("-")[1]): holder for namespace, holder in rows}
 
 
+WATCH = """
+CREATE TABLE written (id text, writer text, holder text);
+CREATE FUNCTION note_writer() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN
+    INSERT INTO written SELECT NEW.id, current_setting('application_name'), holder
+    FROM magbench_owners WHERE namespace = NEW.namespace;
+    RETURN NEW;
+END $$;
+CREATE TRIGGER note_writer AFTER INSERT ON magbench_cells FOR EACH ROW EXECUTE FUNCTION note_writer();
+"""
+"""Each cell's writer (the connection's application name) and, in the same transaction, the holder of its shard."""
+
+
+def watch_writers(dsn: str) -> None:
+    database = Database(dsn)
+    make_schema(database)
+    database.close()
+    with psycopg.connect(dsn, autocommit=True) as connection:
+        connection.execute(WATCH)
+
+
+def writers(dsn: str) -> list[tuple[str, str, str]]:
+    """Each cell written: its text's tag, the process that wrote it, and the holder of its shard when it did."""
+    with psycopg.connect(dsn, autocommit=True) as connection:
+        rows = connection.execute(
+            "SELECT split_part(c.text, ' ', 1), w.writer, w.holder FROM written w JOIN magbench_cells c USING (id)"
+        ).fetchall()
+    return [(str(tag), str(writer), str(holder)) for tag, writer, holder in rows]
+
+
 def stored(dsn: str) -> dict[str, tuple[str, str, int]]:
     """Every cell of the deployment: its tag, and its shard namespace, scope and order."""
     with psycopg.connect(dsn, autocommit=True) as connection:
@@ -189,7 +221,9 @@ def test_three_processes_eight_clients_one_killed_one_paused(postgres_server):
     dsn = postgres_server.dsn
     arguments = ("--postgres", dsn, "--namespace", "fleet", "--shards", str(SHARDS), "--lease", str(LEASE))
     servers = [HttpMemoryServer(*arguments) for _ in range(3)]
-    for server in servers:
+    watch_writers(dsn)
+    for number, server in enumerate(servers):
+        server.command = ["env", f"PGAPPNAME=serve{number}", *server.command]  # names its connections
         server.start()
     pids = {f"pid {server.process.pid}": server for server in servers}
     urls = [server.url for server in servers]
@@ -258,21 +292,10 @@ def test_three_processes_eight_clients_one_killed_one_paused(postgres_server):
     assert sorted(acknowledged - cells.keys()) == []  # every acknowledged write is in the database
     assert sorted(tag for tag in cells if attempts[tag].outcome == "refused") == []  # a refused write stored nothing
     assert sorted(tag for tag, (_, scope, _) in cells.items() if scope != f"user:{attempts[tag].user}") == []
-    # The paused process's writes: one committed before the pause may be stored unacknowledged, with an order
-    # before the survivor's first write in that shard; none after it.
-    taken_over: dict[str, int] = {}
-    for tag in acknowledged:
-        namespace, _, seq = cells[tag]
-        if attempts[tag].url == survivor.url and attempts[tag].sent > struck:
-            taken_over[namespace] = min(taken_over.get(namespace, seq), seq)
-    late = [
-        tag
-        for tag, (namespace, _, seq) in cells.items()
-        if attempts[tag].url == paused.url
-        and attempts[tag].outcome != "acknowledged"
-        and seq > taken_over.get(namespace, seq)
-    ]
-    assert late == []
+    # A write lands only under its own process's ownership: no fenced process's late write.
+    writer_of = {f"pid {server.process.pid}": f"serve{number}" for number, server in enumerate(servers)}
+    fenced = [row for row in writers(dsn) if row[1] != writer_of.get(f"pid {row[2].rsplit(' ', 1)[-1]}")]
+    assert fenced == [] and len(writers(dsn)) == len(cells)
     assert [text for client in clients for text in client.cross_scope] == []
     assert [message for client in clients for message in client.unexpected] == []
     assert all(client.searches for client in clients)
