@@ -147,6 +147,14 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--port", type=positive_int, default=8765)
     serve.add_argument("--tokens", type=Path, help="JSON file binding each bearer token to the scopes it may use")
     serve.add_argument("--user-id", default="default", help="whose memory a call that names nobody acts on")
+    serve.add_argument(
+        "--shards",
+        type=positive_int,
+        help="with --postgres: one of several processes, each serving the scopes "
+        "routed to it among this many shards (docs/tenants.md#scale-out)",
+    )
+    serve.add_argument("--address", help="with --shards: where callers reach this process (default its HTTP URL)")
+    serve.add_argument("--lease", type=float, help="seconds a dead process holds its namespace (default 5)")
 
     demo = commands.add_parser("demo", help="ingest a generated haystack with needles and search it")
     demo.add_argument("--encoder", choices=ENCODER_NAMES, default="auto")
@@ -437,6 +445,9 @@ def _run(args: argparse.Namespace, argv: list[str] | None) -> int:
             port=args.port,
             tokens=args.tokens,
             default_user=args.user_id,
+            shards=args.shards,
+            address=args.address,
+            lease_seconds=args.lease,
         )
     from harness.demo import run_demo
 

@@ -11,6 +11,7 @@ from .common.errors import (
     MagneticError,
     NamespaceOwnedError,
     NotFoundError,
+    ScopeElsewhereError,
     StoreDamagedError,
 )
 from .groups.concepts import Concept
@@ -33,6 +34,7 @@ __all__ = [
     "MemoryStats",
     "NamespaceOwnedError",
     "NotFoundError",
+    "ScopeElsewhereError",
     "ScoringWeights",
     "StoreDamagedError",
 ]

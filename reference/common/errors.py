@@ -47,3 +47,11 @@ class NamespaceOwnedError(BackendUnavailableError):
 class LeaseLostError(BackendUnavailableError):
     """This process can no longer vouch that it alone serves its namespace: another took it over, or its
     lease could not be renewed in time (`store/lease.py`)."""
+
+
+class ScopeElsewhereError(NamespaceOwnedError):
+    """A scope that another engine process serves (`store/shards.py`): `address` is where to send its calls."""
+
+    def __init__(self, message: str, address: str) -> None:
+        super().__init__(message)
+        self.address = address
