@@ -19,7 +19,7 @@ from harness.output.results import ResultsFileError
 from harness.systems.options import OptionError, parse_options, system_options, with_options
 from harness.systems.registry import SystemSpecError, resolve
 from harness.verdicts.compare import LATENCY_TOLERANCE
-from reference.common.errors import BackendUnavailableError, MagneticError
+from reference import BackendUnavailableError, MagneticError
 from reference.encoders import ENCODER_NAMES
 
 if TYPE_CHECKING:

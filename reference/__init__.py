@@ -14,9 +14,11 @@ from .common.errors import (
     ScopeElsewhereError,
     StoreDamagedError,
 )
-from .groups.concepts import Concept
+from .common.ollama_connection import OllamaConnection
+from .groups.concepts import Concept, concept_of_group
 from .memory import CellularMemory
 from .search.hit import Hit
+from .search.pipeline import Mode as SearchMode
 from .stats import MemoryStats
 
 __all__ = [
@@ -34,7 +36,10 @@ __all__ = [
     "MemoryStats",
     "NamespaceOwnedError",
     "NotFoundError",
+    "OllamaConnection",
     "ScopeElsewhereError",
     "ScoringWeights",
+    "SearchMode",
     "StoreDamagedError",
+    "concept_of_group",
 ]

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from harness.systems.options import OptionError
-from reference.common.ollama_connection import OllamaConnection
+from reference import OllamaConnection
 
 SYSTEM_PROMPT = (
     "You answer a question about a long conversation between two people, using memories retrieved from that "

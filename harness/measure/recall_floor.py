@@ -216,7 +216,7 @@ def corpus_of(spec: str) -> Corpus:
 def passage_vectors(specs: list[str], cache: Path) -> tuple[str, np.ndarray]:
     """The corpora's names and their passages' MiniLM vectors, one memory in the order given: each corpus encoded
     and cached on its own, a passage an earlier corpus gave dropped (ties would make recall against exact ambiguous)."""
-    from reference.encoders.minilm import SentenceTransformerEncoder
+    from reference.encoders import SentenceTransformerEncoder
 
     encoder = SentenceTransformerEncoder()
     names, parts, seen = [], [], set()

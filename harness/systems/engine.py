@@ -28,11 +28,9 @@ from typing import Any
 import numpy as np
 
 from harness.protocol import Document, Query, SearchHit, SystemContext, vector_of
-from reference import CellularMemory, MemoryConfig
-from reference.common.chroma import server_client
+from reference import CellularMemory, MemoryConfig, SearchMode, concept_of_group
 from reference.encoders import MockEncoder
-from reference.groups.concepts import concept_of_group
-from reference.search.pipeline import Mode
+from reference.store import server_client
 
 BASE_CAPABILITIES = frozenset(
     {"text", "vectors", "memory_scoring", "tunable", "groups", "consolidate", "delete"}
@@ -137,7 +135,7 @@ class ReferenceSystem:
         dates = [d.metadata.get("date") for d in docs]
         return [f"[{date}]" for date in dates] if self.date_context and all(dates) else None
 
-    def search(self, query: Query, *, k: int, mode: Mode = "similarity") -> list[SearchHit]:
+    def search(self, query: Query, *, k: int, mode: SearchMode = "similarity") -> list[SearchHit]:
         scope, where = query.scope, query.where
         if self.text_queries and query.text:
             hits = self.memory.search(query.text, k=k, vector=query.vector, mode=mode, scope=scope, where=where)
