@@ -29,9 +29,7 @@ SECONDS = 120.0
 
 
 def work(context: RunContext) -> float:
-    plan = context.plan
-    share = plan.loop_cells * len(context.systems_of(AGENT_LOOP)) / (DEFAULT_PLAN.loop_cells * len(SYSTEMS))
-    return SECONDS * share
+    return context.scaled(SECONDS, AGENT_LOOP, context.plan.loop_cells, DEFAULT_PLAN.loop_cells)
 
 
 AGENT_LOOP = Experiment("agent-loop", section="streaming", data=["default"], run=run, systems=SYSTEMS, work=work)

@@ -338,10 +338,8 @@ SECONDS = 150.0
 
 def work(context: RunContext) -> float:
     plan, default = context.plan, DEFAULT_PLAN
-    share = (len(context.systems_of(CONCURRENCY)) * len(plan.concurrency_levels) * plan.concurrency_seconds) / (
-        len(SYSTEMS) * len(default.concurrency_levels) * default.concurrency_seconds
-    )
-    return SECONDS * share
+    each, default_each = (len(p.concurrency_levels) * p.concurrency_seconds for p in (plan, default))
+    return context.scaled(SECONDS, CONCURRENCY, each, default_each)
 
 
 def table(results: RunResults) -> list[Table]:

@@ -119,6 +119,11 @@ class RunContext:
             return tuple(s for s in own if s in self.systems)
         return self.systems
 
+    def scaled(self, seconds: float, experiment: Experiment, work: float, default_work: float) -> float:
+        """`seconds`, what `experiment` took in the default run, in proportion to this run's share of it: `work`
+        (what the plan asks of each system) times the systems it measures, against `default_work` times its own."""
+        return seconds * work * len(self.systems_of(experiment)) / (default_work * len(experiment.systems))
+
     @property
     def data(self) -> Data:
         return data_of(self.dataset)

@@ -221,9 +221,7 @@ SECONDS = 60.0
 
 
 def work(context: RunContext) -> float:
-    plan = context.plan
-    share = plan.filter_cells * len(context.systems_of(FILTERED)) / (DEFAULT_PLAN.filter_cells * len(SYSTEMS))
-    return SECONDS * share
+    return context.scaled(SECONDS, FILTERED, context.plan.filter_cells, DEFAULT_PLAN.filter_cells)
 
 
 def table(results: RunResults) -> list[Table]:

@@ -42,9 +42,8 @@ SECONDS = 35.0
 
 
 def work(context: RunContext) -> float:
-    plan = context.plan
-    share = plan.topic_docs * len(context.encoders) * len(context.systems_of(GROUPING))
-    return SECONDS * share / (DEFAULT_PLAN.topic_docs * 2 * len(SYSTEMS))
+    each = context.plan.topic_docs * len(context.encoders)
+    return context.scaled(SECONDS, GROUPING, each, DEFAULT_PLAN.topic_docs * len(DEFAULT_PLAN.encoders))
 
 
 def table(results: RunResults) -> list[Table]:

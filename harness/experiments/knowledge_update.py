@@ -105,13 +105,9 @@ SECONDS = 100.0
 def work(context: RunContext) -> float:
     if context.dataset is not None:
         return DATASET_SECONDS
-    plan = context.plan
-    share = (
-        plan.update_conversations
-        * len(context.systems_of(KNOWLEDGE_UPDATE))
-        / (DEFAULT_PLAN.update_conversations * len(SYSTEMS))
+    return context.scaled(
+        SECONDS, KNOWLEDGE_UPDATE, context.plan.update_conversations, DEFAULT_PLAN.update_conversations
     )
-    return SECONDS * share
 
 
 def table(results: RunResults) -> list[Table]:

@@ -24,14 +24,10 @@ SECONDS = 20.0
 
 
 def work(context: RunContext) -> float:
-    plan = context.plan
-    share = (
-        plan.tenant_scopes
-        * plan.tenant_cells
-        * len(context.systems_of(MULTI_TENANT))
-        / (DEFAULT_PLAN.tenant_scopes * DEFAULT_PLAN.tenant_cells * len(SYSTEMS))
+    plan, default = context.plan, DEFAULT_PLAN
+    return context.scaled(
+        SECONDS, MULTI_TENANT, plan.tenant_scopes * plan.tenant_cells, default.tenant_scopes * default.tenant_cells
     )
-    return SECONDS * share
 
 
 def table(results: RunResults) -> list[Table]:

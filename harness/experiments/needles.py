@@ -34,9 +34,9 @@ SECONDS = 15.0
 
 
 def work(context: RunContext) -> float:
-    plan = context.plan
-    share = len(plan.needle_seeds) * len(context.encoders) * len(context.systems_of(NEEDLES_EXPERIMENT))
-    return SECONDS * share / (len(DEFAULT_PLAN.needle_seeds) * 2 * len(SYSTEMS))
+    each = len(context.plan.needle_seeds) * len(context.encoders)
+    default_each = len(DEFAULT_PLAN.needle_seeds) * len(DEFAULT_PLAN.encoders)
+    return context.scaled(SECONDS, NEEDLES_EXPERIMENT, each, default_each)
 
 
 def headline(results: RunResults) -> list[Table]:

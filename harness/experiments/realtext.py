@@ -51,8 +51,7 @@ def run(context: RunContext) -> list[Measurement]:
     """Recall against exact search and latency on real text (held-out passages as vector queries)."""
     plan, corpus, encoder = context.plan, context.corpus, context.text_encoder
     vectors = encode_corpus(corpus, encoder, progress=context.progress)
-    room = len(corpus.passages) - plan.realtext_queries
-    sizes = sorted({*(n for n in plan.realtext_sizes if n < room), room})
+    sizes = _realtext_sizes(plan, len(corpus.passages))
     jobs = []
     for size in sizes:
         evalset = corpus_evalset(corpus, vectors, size, queries=plan.realtext_queries)
@@ -82,15 +81,15 @@ SECONDS = 45.0
 
 def work(context: RunContext) -> float:
     plan, passages = context.plan, len(context.corpus.passages)
-    cells = _realtext_cells(plan, passages) * len(context.systems_of(REALTEXT))
-    default = _realtext_cells(DEFAULT_PLAN, passages) * len(SYSTEMS)
-    return SECONDS * cells / default + context.encoding_seconds()
+    cells, default = (sum(_realtext_sizes(p, passages)) for p in (plan, DEFAULT_PLAN))
+    return context.scaled(SECONDS, REALTEXT, cells, default) + context.encoding_seconds()
 
 
-def _realtext_cells(plan: RunPlan, passages: int) -> int:
-    """Cells of the real-text memories: the plan's sizes that the corpus holds, and all it holds."""
+def _realtext_sizes(plan: RunPlan, passages: int) -> list[int]:
+    """The sizes of the real-text memories, smallest first: the plan's sizes that the corpus holds, and all it
+    holds beside the held-out queries."""
     room = passages - plan.realtext_queries
-    return sum({*(n for n in plan.realtext_sizes if n < room), room})
+    return sorted({*(n for n in plan.realtext_sizes if n < room), room})
 
 
 def headline(results: RunResults) -> list[Table]:

@@ -224,9 +224,9 @@ SECONDS = 60.0
 
 
 def work(context: RunContext) -> float:
-    plan = context.plan
-    share = plan.serving_clients * plan.serving_calls * len(context.systems_of(SERVING))
-    return SECONDS * share / (DEFAULT_PLAN.serving_clients * DEFAULT_PLAN.serving_calls * 2)
+    plan, default = context.plan, DEFAULT_PLAN
+    each, default_each = (p.serving_clients * p.serving_calls for p in (plan, default))
+    return context.scaled(SECONDS, SERVING, each, default_each)
 
 
 def table(results: RunResults) -> list[Table]:

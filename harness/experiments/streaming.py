@@ -3,7 +3,7 @@ report's tables of every runbook that fills the streaming section (`expiring_str
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -14,7 +14,7 @@ from harness.data.encoding import encode_corpus
 from harness.data.generated import stream_evalset
 from harness.experiments.definition import DEFAULT_PLAN, Experiment, RunContext
 from harness.measure.replay import run_streams
-from harness.measure.runbooks import agent_stream
+from harness.measure.runbooks import Runbook, agent_stream
 from harness.measure.timing import K
 from harness.output import plots
 from harness.output.formats import percent, share
@@ -37,25 +37,36 @@ SYSTEMS = (
 
 def run(context: RunContext) -> list[StreamRow]:
     """Writes, deletes and searches interleaved over real text in its written order (a streaming runbook)."""
+    passages = len(context.corpus.passages)
+    whole = passages if context.data == "beam" else context.plan.stream_cells  # BEAM: every passage
+    return replay_text(context, STREAMING, text_stream_cells(context, whole), agent_stream)
+
+
+def text_stream_cells(context: RunContext, whole: int) -> int:
+    """The cells a runbook over the real-text corpus writes: `whole`, or `--stream-size`, at most the passages the
+    held-out queries leave."""
+    return min(len(context.corpus.passages) - context.plan.stream_queries, context.stream_size or whole)
+
+
+def replay_text(
+    context: RunContext, experiment: Experiment, cells: int, runbook: Callable[[int, int], Runbook]
+) -> list[StreamRow]:
+    """`experiment`'s systems through `runbook(cells, queries)` over the real-text corpus in its written order."""
     plan, corpus, encoder = context.plan, context.corpus, context.text_encoder
     vectors = encode_corpus(corpus, encoder, progress=context.progress)
-    room = len(corpus.passages) - plan.stream_queries
-    whole = len(corpus.passages) if context.data == "beam" else plan.stream_cells  # BEAM: every passage
-    cells = min(room, context.stream_size or whole)
     data = stream_evalset(corpus, vectors, cells, queries=plan.stream_queries)
     options = {"faiss-ivf": {"train_after": max(1, cells // 10)}}  # trained on the first 10 % of the stream
-    book = agent_stream(cells, plan.stream_queries)
-    return run_streams(book, data, context.systems_of(STREAMING), encoder.name, context.progress, options)
+    book = runbook(cells, plan.stream_queries)
+    return run_streams(book, data, context.systems_of(experiment), encoder.name, context.progress, options)
 
 
 SECONDS = 40.0
 
 
 def work(context: RunContext) -> float:
-    plan = context.plan
-    cells = min(context.stream_size or plan.stream_cells, len(context.corpus.passages) - plan.stream_queries)
-    share = cells * len(context.systems_of(STREAMING)) / (DEFAULT_PLAN.stream_cells * len(SYSTEMS))
-    return SECONDS * share + (0.0 if "realtext" in context.chosen else context.encoding_seconds())
+    cells = text_stream_cells(context, context.plan.stream_cells)
+    encoding = 0.0 if "realtext" in context.chosen else context.encoding_seconds()
+    return context.scaled(SECONDS, STREAMING, cells, DEFAULT_PLAN.stream_cells) + encoding
 
 
 QUERIED_BY = column("queried by", "query")
