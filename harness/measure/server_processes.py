@@ -10,7 +10,7 @@ import subprocess
 import sys
 import time
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -21,6 +21,27 @@ def free_port() -> int:
         probe.bind(("127.0.0.1", 0))
         port: int = probe.getsockname()[1]
         return port
+
+
+def connect(host: str, port: int) -> None:
+    """An `OSError` unless a server accepts a connection at `host`:`port` (`await_answer`'s probe)."""
+    socket.create_connection((host, port), timeout=0.5).close()
+
+
+def await_answer(process: subprocess.Popen[bytes], probe: Callable[[], object], name: str, timeout: float) -> None:
+    """Returns once `probe` runs without an `OSError` (the server `process` answers); a `RuntimeError` if the process
+    exits first (with the end of its stderr when that is piped) or `timeout` seconds pass (the caller stops it)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            error = process.stderr.read().decode(errors="replace")[-2000:].strip() if process.stderr else ""
+            raise RuntimeError(f"{name} exited with {process.returncode}" + (f": {error}" if error else ""))
+        try:
+            probe()
+            return
+        except OSError:
+            time.sleep(0.1)
+    raise RuntimeError(f"{name} did not answer within {timeout:.0f} s")
 
 
 class ChromaServer:
@@ -50,17 +71,15 @@ class ChromaServer:
     def start(self, timeout: float = 60.0) -> ChromaServer:
         env = {**os.environ, "ANONYMIZED_TELEMETRY": "False"}
         self._process = subprocess.Popen(self._command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self._process.poll() is not None:
-                raise RuntimeError(f"chroma run exited with {self._process.returncode}")
-            try:
-                urllib.request.urlopen(f"http://{self.address}/api/v2/heartbeat", timeout=1).close()
-                return self
-            except OSError:
-                time.sleep(0.1)
-        self.stop()
-        raise RuntimeError(f"chroma run did not answer on {self.address} within {timeout:.0f} s")
+        heartbeat = f"http://{self.address}/api/v2/heartbeat"
+        try:
+            await_answer(
+                self._process, lambda: urllib.request.urlopen(heartbeat, timeout=1).close(), "chroma run", timeout
+            )
+        except RuntimeError:
+            self.stop()
+            raise
+        return self
 
     def stop(self) -> None:
         if self._process is not None and self._process.poll() is None:
@@ -86,18 +105,7 @@ def mcp_server(directory: Path, timeout: float = 120.0) -> Iterator[str]:
     command = [sys.executable, "-m", "harness.cli", "serve", "--http", "--port", str(port), "--encoder", "mock"]
     process = subprocess.Popen([*command, "--db", str(directory)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     try:
-        deadline = time.monotonic() + timeout
-        while True:
-            if process.poll() is not None:
-                error = process.stderr.read().decode(errors="replace") if process.stderr else ""
-                raise RuntimeError(f"magbench serve exited with {process.returncode}: {error.strip()}")
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
-                break
-            except OSError:
-                if time.monotonic() > deadline:
-                    raise RuntimeError(f"magbench serve did not listen within {timeout:.0f} s") from None
-                time.sleep(0.1)
+        await_answer(process, lambda: connect("127.0.0.1", port), "magbench serve", timeout)
         yield f"http://127.0.0.1:{port}/mcp"
     finally:
         process.terminate()
