@@ -30,7 +30,8 @@ def connect(host: str, port: int) -> None:
 
 def await_answer(process: subprocess.Popen[bytes], probe: Callable[[], object], name: str, timeout: float) -> None:
     """Returns once `probe` runs without an `OSError` (the server `process` answers); a `RuntimeError` if the process
-    exits first (with the end of its stderr when that is piped) or `timeout` seconds pass (the caller stops it)."""
+    exits first (with the end of its stderr when that is piped) or `timeout` seconds pass (then it is killed, so a
+    server that never answered is not left running)."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if process.poll() is not None:
@@ -41,6 +42,8 @@ def await_answer(process: subprocess.Popen[bytes], probe: Callable[[], object], 
             return
         except OSError:
             time.sleep(0.1)
+    process.kill()
+    process.wait()
     raise RuntimeError(f"{name} did not answer within {timeout:.0f} s")
 
 
@@ -72,13 +75,7 @@ class ChromaServer:
         env = {**os.environ, "ANONYMIZED_TELEMETRY": "False"}
         self._process = subprocess.Popen(self._command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
         heartbeat = f"http://{self.address}/api/v2/heartbeat"
-        try:
-            await_answer(
-                self._process, lambda: urllib.request.urlopen(heartbeat, timeout=1).close(), "chroma run", timeout
-            )
-        except RuntimeError:
-            self.stop()
-            raise
+        await_answer(self._process, lambda: urllib.request.urlopen(heartbeat, timeout=1).close(), "chroma run", timeout)
         return self
 
     def stop(self) -> None:

@@ -33,11 +33,7 @@ class HttpMemoryServer:
 
     def start(self, timeout: float = 600.0) -> HttpMemoryServer:
         self.process = subprocess.Popen(self.command, env=ENV, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-        try:
-            await_answer(self.process, lambda: connect(self.host, self.port), "magbench serve", timeout)
-        except RuntimeError:
-            self.kill()
-            raise
+        await_answer(self.process, lambda: connect(self.host, self.port), "magbench serve", timeout)
         return self
 
     def stop(self) -> None:
