@@ -181,6 +181,12 @@ class MemoryConfig:
     A setting that does something only under others (marked `applies` on its field) is refused when changed
     from its default where it would do nothing; the message names what it applies to. The settings marked
     query-time may change on an open memory (`CellularMemory.set_search_options`).
+
+    Example:
+        ```python
+        config = MemoryConfig(target_recall=0.97, resident_cells=200_000)
+        memory = CellularMemory(path="memory", config=config)
+        ```
     """
 
     grouping: Grouping = "adaptive"
