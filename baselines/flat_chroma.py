@@ -9,7 +9,7 @@ from typing import Any
 import chromadb
 from chromadb.config import Settings
 
-from harness.protocol import Document, Query, SearchHit, SystemContext, check_k
+from harness.protocol import Document, Query, SearchHit, SystemContext, check_k, check_where
 
 from .vectors import stack_unit, vector_of
 
@@ -52,7 +52,7 @@ class FlatChroma:
         result = self._collection.query(
             query_embeddings=vector_of(query)[None, :],
             n_results=k,
-            where=dict(query.where) if query.where else None,
+            where=None if query.where is None else check_where(query.where),
             include=["distances"],
         )
         distances = result["distances"]

@@ -20,11 +20,10 @@ import threading
 from collections.abc import Sequence
 from typing import Any, ClassVar, cast
 
-from harness.protocol import Document, Query, SearchHit, SystemContext, check_k
+from harness.protocol import Document, Query, SearchHit, SystemContext, check_k, check_where, fold, is_number
 from harness.systems.registry import missing_extra
 
 from .vectors import refuse_other_scopes, stack_unit, vector_of
-from .where import fold, is_number
 
 
 def _forget_the_data_folder() -> None:
@@ -180,7 +179,10 @@ def sql(value: str) -> str:
 def where_sql(where: Any) -> str:
     """A `Query.where` as SQL over the JSON metadata column."""
     return fold(
-        where, _clause, lambda parts: "(" + " AND ".join(parts) + ")", lambda parts: "(" + " OR ".join(parts) + ")"
+        check_where(where),
+        _clause,
+        lambda parts: "(" + " AND ".join(parts) + ")",
+        lambda parts: "(" + " OR ".join(parts) + ")",
     )
 
 

@@ -22,11 +22,10 @@ from typing import Any
 
 import numpy as np
 
-from harness.protocol import Document, Query, SearchHit, SystemContext, check_k
+from harness.protocol import Document, Query, SearchHit, SystemContext, check_k, check_where, fold, is_number
 from harness.systems.registry import SystemSpecError, missing_extra
 
 from .vectors import refuse_other_scopes, stack_unit, vector_of
-from .where import fold, is_number
 
 try:
     from langchain_core.documents import Document as LangChainDocument
@@ -172,8 +171,8 @@ class LangChainStore:
             where = {SCOPE_KEY: query.scope} if where is None else {"$and": [{SCOPE_KEY: query.scope}, where]}
         assert where is not None
         if self._filter_style == "where":
-            return where
-        matches = fold(where, _predicate, _all, _any)
+            return check_where(where)
+        matches = fold(check_where(where), _predicate, _all, _any)
         return lambda document: matches(document.metadata)
 
 

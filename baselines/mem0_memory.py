@@ -30,11 +30,10 @@ from typing import Any, Literal
 
 import numpy as np
 
-from harness.protocol import Document, Query, SearchHit, SystemContext, check_k
+from harness.protocol import Document, Query, SearchHit, SystemContext, check_k, check_where, fold
 from harness.systems.registry import missing_extra
 
 from .vectors import refuse_other_scopes, unit_matrix, vector_of
-from .where import fold
 
 os.environ["MEM0_TELEMETRY"] = "False"
 os.environ.setdefault("MEM0_DIR", str(Path(tempfile.gettempdir()) / "magbench-mem0"))
@@ -204,4 +203,4 @@ def mem0_filter(where: Mapping[str, Any]) -> dict[str, Any]:
             raise ValueError(f"metadata key {key!r} is mem0's own")
         return {key: {operator.removeprefix("$"): value}}
 
-    return fold(where, clause, lambda parts: {"AND": list(parts)}, lambda parts: {"OR": list(parts)})
+    return fold(check_where(where), clause, lambda parts: {"AND": list(parts)}, lambda parts: {"OR": list(parts)})

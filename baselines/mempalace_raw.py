@@ -16,7 +16,7 @@ import threading
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from harness.protocol import Document, Query, SearchHit, SystemContext, check_k
+from harness.protocol import Document, Query, SearchHit, SystemContext, check_k, check_where
 from harness.systems.registry import missing_extra
 
 from .vectors import refuse_other_scopes, unit_matrix, vector_of
@@ -94,7 +94,7 @@ class MemPalaceRaw:
 
     def search(self, query: Query, *, k: int) -> list[SearchHit]:
         k = check_k(k)
-        clauses = [dict(query.where)] if query.where else []
+        clauses = [] if query.where is None else [check_where(query.where)]
         if query.scope is not None:
             clauses.append({SCOPE_KEY: query.scope})
         where = None if not clauses else clauses[0] if len(clauses) == 1 else {"$and": clauses}

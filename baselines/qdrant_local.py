@@ -15,11 +15,10 @@ import uuid
 from collections.abc import Sequence
 from typing import Any
 
-from harness.protocol import Document, Query, SearchHit, SystemContext, check_k
+from harness.protocol import Document, Query, SearchHit, SystemContext, check_k, check_where, fold, is_number
 from harness.systems.registry import missing_extra
 
 from .vectors import refuse_other_scopes, stack_unit, vector_of
-from .where import fold, is_number
 
 try:
     from qdrant_client import QdrantClient, models
@@ -125,7 +124,10 @@ def field_is(key: str, value: Any) -> models.FieldCondition:
 def where_filter(where: Any) -> models.Filter:
     """A `Query.where` as a Qdrant filter over the payload's metadata."""
     return fold(
-        where, _clause, lambda parts: models.Filter(must=list(parts)), lambda parts: models.Filter(should=list(parts))
+        check_where(where),
+        _clause,
+        lambda parts: models.Filter(must=list(parts)),
+        lambda parts: models.Filter(should=list(parts)),
     )
 
 

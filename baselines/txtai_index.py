@@ -16,12 +16,11 @@ from typing import Any
 
 import numpy as np
 
-from harness.protocol import Document, Query, SearchHit, SystemContext, check_k
+from harness.protocol import Document, Query, SearchHit, SystemContext, check_k, check_where, fold
 from harness.systems.registry import missing_extra
 
 from .given import GivenVectors
 from .vectors import refuse_other_scopes, unit_matrix, vector_of
-from .where import fold
 
 try:
     from txtai import Embeddings
@@ -123,4 +122,6 @@ def _sql(where: Any, parameters: dict[str, Any]) -> str:
             return f"[{key}] {sql[operator]} {names[0]}"
         return f"[{key}] {'in' if operator == '$in' else 'not in'} ({', '.join(names)})"
 
-    return fold(where, clause, lambda parts: f"({' and '.join(parts)})", lambda parts: f"({' or '.join(parts)})")
+    return fold(
+        check_where(where), clause, lambda parts: f"({' and '.join(parts)})", lambda parts: f"({' or '.join(parts)})"
+    )

@@ -11,8 +11,8 @@ from collections.abc import Callable, Iterator
 
 from reference import CellularMemory, MagneticError
 from reference.agent import MemoryAgent, OllamaLLM
-from reference.chroma import server_client
 from reference.encoders import make_encoder
+from reference.store import server_client
 
 HELP = """commands:
   /help                          this list

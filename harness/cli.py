@@ -21,11 +21,11 @@ from harness.systems.options import OptionError, parse_options, system_options, 
 from harness.systems.registry import SystemSpecError, resolve
 from harness.verdicts.compare import LATENCY_TOLERANCE
 from harness.verdicts.perf_compare import RATIO_TOLERANCE
+from reference import BackendUnavailableError, MagneticError
 from reference.encoders import ENCODER_NAMES
-from reference.errors import BackendUnavailableError, MagneticError
 
 if TYPE_CHECKING:
-    from harness.measure.answers import Answering
+    from harness.experiments.answers import Answering
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -158,6 +158,14 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--port", type=positive_int, default=8765)
     serve.add_argument("--tokens", type=Path, help="JSON file binding each bearer token to the scopes it may use")
     serve.add_argument("--user-id", default="default", help="whose memory a call that names nobody acts on")
+    serve.add_argument(
+        "--shards",
+        type=positive_int,
+        help="with --postgres: one of several processes, each serving the scopes "
+        "routed to it among this many shards (docs/tenants.md#scale-out)",
+    )
+    serve.add_argument("--address", help="with --shards: where callers reach this process (default its HTTP URL)")
+    serve.add_argument("--lease", type=float, help="seconds a dead process holds its namespace (default 5)")
 
     demo = commands.add_parser("demo", help="ingest a generated haystack with needles and search it")
     demo.add_argument("--encoder", choices=ENCODER_NAMES, default="auto")
@@ -171,7 +179,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _answer_options(run: argparse.ArgumentParser) -> None:
-    """The options of LoCoMo's corrected key and of the answers experiment (`harness.measure.answers`)."""
+    """The options of LoCoMo's corrected key and of the answers experiment (`harness.experiments.answers`)."""
     run.add_argument(
         "--errata",
         type=Path,
@@ -212,7 +220,7 @@ def _answer_options(run: argparse.ArgumentParser) -> None:
 
 def _answering(args: argparse.Namespace) -> Answering | None:
     """The answers experiment's options, checked before any work (None: it has nothing to score)."""
-    from harness.measure.answers import Answering
+    from harness.experiments.answers import Answering
 
     if args.errata is not None:
         _check_errata(args.dataset, args.errata)
@@ -328,9 +336,10 @@ def _check_writable(out: Path) -> None:
 def _run(args: argparse.Namespace, argv: list[str] | None) -> int:
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, format="%(message)s")
     if args.command == "run":
-        from harness.measure.experiment_registry import data_of, listing, selected
+        from harness.benchmark import run_benchmark
+        from harness.experiments.definition import data_of
+        from harness.experiments.registry import listing, selected
         from harness.measure.plan import RunPlan
-        from harness.run import run_benchmark
 
         if args.list_experiments:
             print(listing())
@@ -450,6 +459,9 @@ def _run(args: argparse.Namespace, argv: list[str] | None) -> int:
             port=args.port,
             tokens=args.tokens,
             default_user=args.user_id,
+            shards=args.shards,
+            address=args.address,
+            lease_seconds=args.lease,
         )
     from harness.demo import run_demo
 

@@ -8,8 +8,8 @@ from tabulate import tabulate
 
 from harness.data.generators.needles import needle_set
 from reference import CellularMemory
-from reference.chroma import server_client
 from reference.encoders import make_encoder
+from reference.store import server_client
 
 
 def run_demo(*, encoder_name: str, size: int, path: str | None, server: str | None, seed: int) -> int:

@@ -1,9 +1,8 @@
 """MagneticBench's reference engine: cellular agent memory with online concept groups."""
 
-from .cells import CellRecord as Cell
-from .concepts import Concept
-from .config import MemoryConfig, ScoringWeights
-from .errors import (
+from .cells.table import CellRecord as Cell
+from .common.config import MemoryConfig, ScoringWeights
+from .common.errors import (
     BackendUnavailableError,
     DimensionMismatchError,
     EncoderMismatchError,
@@ -12,10 +11,14 @@ from .errors import (
     MagneticError,
     NamespaceOwnedError,
     NotFoundError,
+    ScopeElsewhereError,
     StoreDamagedError,
 )
-from .hit import Hit
+from .common.ollama_connection import OllamaConnection
+from .groups.concepts import Concept, concept_of_group
 from .memory import CellularMemory
+from .search.hit import Hit
+from .search.pipeline import Mode as SearchMode
 from .stats import MemoryStats
 
 __all__ = [
@@ -33,6 +36,10 @@ __all__ = [
     "MemoryStats",
     "NamespaceOwnedError",
     "NotFoundError",
+    "OllamaConnection",
+    "ScopeElsewhereError",
     "ScoringWeights",
+    "SearchMode",
     "StoreDamagedError",
+    "concept_of_group",
 ]

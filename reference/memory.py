@@ -1,9 +1,9 @@
 """`CellularMemory`: the public API of the engine and the orchestration of its parts.
 
-What the engine holds is `state.EngineState`; writing is `ingest.py` (a cell superseded in place:
-`supersession.py`), search and ranking are `search.py` (a call's queries and hits: `queries.py`), a sleep pass is
-`sleep.py`, input checks are `validation.py`. This module validates a call, takes the lock, and hands the state to
-the part that does the work.
+What the engine holds is `state/engine.py`'s `EngineState`; writing is `write/ingest.py` (a cell updated in place:
+`write/updates.py`), search and ranking are `search/pipeline.py` (a call's queries and hits: `search/queries.py`), a
+sleep pass is `sleep/passes.py`, input checks are `common/validation.py`. This module validates a call, takes the
+lock, and hands the state to the part that does the work.
 """
 
 from __future__ import annotations
@@ -14,27 +14,11 @@ from dataclasses import replace
 from datetime import datetime
 from typing import Any, Unpack
 
-from . import calibration, ingest, sleep, supersession
-from .cells import CellRecord, CellTable
-from .clustering import GroupState, LeaderClustering
-from .concepts import Concept, concepts_of
-from .config import SEARCH_OPTIONS, MemoryConfig
-from .consolidation import ConsolidationReport
-from .encoders import Encoder, make_encoder
-from .entities import EntityIndex
-from .errors import InvalidInputError, NotFoundError
-from .hit import Hit
-from .index import group_index
-from .judges import Conflict, ConflictJudge, OfflineJudge
-from .lexical import LexicalIndex
-from .queries import SearchRestriction, check_batch, checked_restriction, encoded_queries, hits_of
-from .residency import Residency
-from .scoring import Clock, system_clock
-from .search import Mode, SearchPipeline
-from .state import EngineState
-from .stats import MemoryStats, memory_stats
-from .store import StoreIdentity, open_store
-from .validation import (
+from .cells.entities import EntityIndex
+from .cells.table import CellRecord, CellTable
+from .common.config import SEARCH_OPTIONS, MemoryConfig
+from .common.errors import InvalidInputError, NotFoundError
+from .common.validation import (
     check_ids,
     check_interval,
     check_metadata,
@@ -43,6 +27,24 @@ from .validation import (
     check_texts,
     unit_vector,
 )
+from .encoders import Encoder, make_encoder
+from .groups.clustering import GroupState, LeaderClustering
+from .groups.concepts import Concept, concepts_of
+from .indexes.lexical import LexicalIndex
+from .indexes.vectors import group_index
+from .judges import Conflict, ConflictJudge, OfflineJudge
+from .score.scoring import Clock, system_clock
+from .search.hit import Hit
+from .search.pipeline import Mode, SearchPipeline
+from .search.queries import SearchRestriction, check_batch, checked_restriction, encoded_queries, hits_of
+from .sleep import passes as sleep
+from .sleep.regrouping import ConsolidationReport
+from .state import calibration
+from .state.engine import EngineState
+from .state.residency import Residency
+from .stats import MemoryStats, memory_stats
+from .store import StoreIdentity, open_store
+from .write import ingest, updates
 
 DEFAULT_CONFIG = MemoryConfig()
 
@@ -50,11 +52,29 @@ DEFAULT_CONFIG = MemoryConfig()
 class CellularMemory:
     """Cells (text + unit vector) grouped online under centroids and searched group-first.
 
-    `path=None` and no `client`: in memory, nothing persisted. `path="dir"`: embedded Chroma.
-    `client=...`: any chromadb client (e.g. `chromadb.HttpClient` for a Chroma server).
-    `dsn="postgresql://..."`: a PostgreSQL database (extra `postgres`; `docs/tenants.md`).
-    A store remembers which encoder made its vectors and refuses another one (`EncoderMismatchError`);
-    `check_encoder=False` opens it anyway.
+    Args:
+        path: a folder for an embedded Chroma store (persisted); with no `client` or `dsn` either, the memory
+            lives in this process only.
+        encoder: what embeds texts (`reference.encoders`); None picks one (`make_encoder("auto")`).
+        config: the engine's settings (`MemoryConfig`).
+        client: any chromadb client, e.g. `chromadb.HttpClient` for a Chroma server.
+        clock: the time source for timestamps, recency and episodes (tests pass a fake one).
+        judge: what sleep asks whether two cells contradict each other (default: `OfflineJudge`).
+        check_encoder: a store remembers which encoder made its vectors; False opens it with another one.
+        dsn: a PostgreSQL connection string (extra `postgres`; `docs/tenants.md`).
+
+    Raises:
+        InvalidInputError: more than one of `path`, `client` and `dsn`, or `resident_cells` without a store.
+        EncoderMismatchError: the store's vectors were made by another encoder (and `check_encoder` is True).
+        NamespaceOwnedError: another live process owns the store's namespace.
+        BackendUnavailableError: the Chroma server or database cannot be reached.
+
+    Example:
+        ```python
+        with CellularMemory(path="memory") as memory:
+            memory.add(["Alice lives in Lisbon"], scope="user:alice", metadata={"source": "chat"})
+            hits = memory.search("where does Alice live?", k=3, scope="user:alice", where={"source": "chat"})
+        ```
     """
 
     def __init__(
@@ -127,13 +147,35 @@ class CellularMemory:
     ) -> list[str]:
         """Store texts as cells (all or nothing) and return their ids.
 
-        `context` (one string, or one per text: e.g. a session date "[8 May 2023]") is prepended to
-        each text for the encoder and the lexical index, and kept in `metadata["context"]`; the
-        cell's text stays as given. `episode` (one name, or one per text: e.g. a conversation's session)
-        groups cells written together; without it the episode is inferred from the time between writes
-        (`episodes.py`). `scope` (one name, or one per text: "user:alice") says whose memory a cell is:
-        searches, deletes and sleep in a scope see only its cells. An id already stored is an error,
-        unless `upsert=True`: then that cell is replaced (as by `update`, its old text kept in its history).
+        A write of more than `config.ingest_chunk` texts pauses Python's cyclic garbage collector while it runs
+        (for the process; resumed after it if it was running: `ingest.large_write`).
+
+        Args:
+            texts: one text or a list of them (non-blank strings).
+            vectors: their embeddings, one row per text (the encoder is then not called); any dimension other
+                than the memory's is refused.
+            kind: the kind of memory, one of `config.kind_importance` ("episodic", "fact"); it sets the default
+                importance.
+            importance: a number in [0, 1], or one per text, weighing memory-mode scores; None: the kind's.
+            metadata: one mapping for every text, or one per text, of JSON's types (what `where` filters on).
+            timestamps: one per text, epoch seconds or datetimes; None: now (`clock`).
+            ids: one per text, new ones; None: generated.
+            context: one string, or one per text (e.g. a session date "[8 May 2023]"), prepended to each text
+                for the encoder and the lexical index and kept in `metadata["context"]`; the text stays as given.
+            episode: one name, or one per text (e.g. a conversation's session), grouping cells written together;
+                None: inferred from the time between writes (`episodes.py`).
+            scope: one name, or one per text ("user:alice"): whose memory a cell is. Searches, deletes and
+                sleep in a scope see only its cells.
+            upsert: replace a cell already stored under an id (as `update` does, its old text kept in its
+                history) instead of refusing it.
+
+        Returns:
+            The cells' ids, in the order of `texts`.
+
+        Raises:
+            InvalidInputError: a bad text, vector, id, kind, importance, metadata, timestamp, episode or scope,
+                lists of different lengths, or (without `upsert`) an id already stored; nothing is written.
+            DimensionMismatchError: vectors of another dimension.
         """
         texts = check_texts(texts)
         count = len(texts)
@@ -162,14 +204,28 @@ class CellularMemory:
         metadata: Mapping[str, Any] | None = None,
         scope: str | None = None,
     ) -> CellRecord:
-        """Replace a cell in place: its text (re-embedded, unless `vector` is given too), its vector or its
-        metadata; the rest (kind, importance, timestamp, episode, scope) stays. Its old text is kept in its
-        history. With `scope`, the cell must be of that scope. Searches never return the old version once this
-        returns; returns the new record.
+        """Replace a cell in place; the rest (kind, importance, timestamp, episode, scope) stays, and its old
+        text is kept in its history. Searches never return the old version once this returns.
 
         The new version is made from the cell as read (encoding outside the lock) and written only if the cell
         is still that version; if another write changed it meanwhile, it is made again from what that write left,
-        so concurrent updates of different fields all hold. A cell deleted meanwhile stays deleted."""
+        so concurrent updates of different fields all hold. A cell deleted meanwhile stays deleted.
+
+        Args:
+            cell_id: the cell's id.
+            text: its new text (re-embedded, unless `vector` is given too).
+            vector: its new vector.
+            metadata: its new metadata (replacing the old mapping whole).
+            scope: the scope the cell must be of.
+
+        Returns:
+            The new record.
+
+        Raises:
+            InvalidInputError: no text, vector or metadata given, or one of them bad.
+            NotFoundError: no such cell (in `scope`, when given).
+            DimensionMismatchError: a vector of another dimension.
+        """
         if not isinstance(cell_id, str):
             raise InvalidInputError(f"update takes one id (a str), got {type(cell_id).__name__}")
         if text is None and vector is None and metadata is None:
@@ -179,14 +235,25 @@ class CellularMemory:
         new_text = None if text is None else check_text(text)
         new_metadata = None if metadata is None else check_metadata(metadata)
         given = None if vector is None else unit_vector(vector, dim=self.dim, what="vector")
-        return supersession.update(
+        return updates.update(
             self._state, self._resident, self._clustering, cell_id, scope=scope, text=new_text,
             metadata=new_metadata, vector=given, encoder=self.encoder, clock=self.clock,
         )  # fmt: skip
 
     def delete(self, ids: str | Sequence[str] | None = None, *, scope: str | None = None) -> int:
-        """Delete cells by id (all or nothing: an unknown id deletes nothing), or, with only `scope`, every
-        cell of that scope; with both, the ids must be of that scope. Returns how many were deleted."""
+        """Delete cells by id, or every cell of a scope.
+
+        Args:
+            ids: one id or a list; all or nothing (an unknown id deletes nothing).
+            scope: alone, delete every cell of this scope; with `ids`, the scope they must all be of.
+
+        Returns:
+            How many cells were deleted.
+
+        Raises:
+            InvalidInputError: neither `ids` nor `scope`, or a bad one.
+            NotFoundError: an unknown id, or one of another scope; nothing was deleted.
+        """
         if ids is None and scope is None:
             raise InvalidInputError("delete needs ids, a scope, or both")
         wanted = None if ids is None else list(dict.fromkeys(check_ids(ids)))
@@ -206,14 +273,18 @@ class CellularMemory:
 
     def apply_supersessions(self) -> list[Conflict]:
         """Apply the contradictions sleep recorded as updates: the newer cell keeps its text and takes the
-        older one's (and its history) into its history; the older cell goes. Returns what was applied. Covers every
-        scope (with `resident_cells`, one scope at a time: a conflict never spans two)."""
+        older one's (and its history) into its history; the older cell goes. Covers every scope (with
+        `resident_cells`, one scope at a time: a conflict never spans two).
+
+        Returns:
+            The conflicts applied.
+        """
         applied = []
         for hold in self._resident.each_scope():
             with self._resident.writing(hold):
                 code = None if hold is None else self._state.table.known_scope(hold[0])
                 if hold is None or code is not None:
-                    applied += supersession.apply_recorded(self._state, self._clustering, self.clock(), code)
+                    applied += updates.apply_recorded(self._state, self._clustering, self.clock(), code)
         return applied
 
     # ---- reading -------------------------------------------------------------------------
@@ -227,12 +298,26 @@ class CellularMemory:
         vector: Any = None,
         **within: Unpack[SearchRestriction],
     ) -> list[Hit]:
-        """The best `k` cells for a text or a vector; scores are higher-is-better, sorted, ids unique.
+        """The best `k` cells for a text or a vector.
 
-        With a text query, `vector` (its embedding, if you already have it) skips the encoder; the
-        text still feeds the entity index. `scope` searches one scope's cells only (None: every scope);
-        `where` filters on metadata as Chroma's `where` does (`filters.py`), `since` / `until` on the cells'
-        timestamps (inclusive); a filtered search has `k` hits whenever `k` cells match.
+        Args:
+            query: a text (encoded, and read for entities and words) or a vector.
+            k: how many hits at most, a positive integer.
+            mode: "similarity" ranks by cosine (fused with the lexical rank for texts); "memory" also weighs
+                importance, recency and access (`MemoryConfig.weights`).
+            vector: with a text query, its embedding if you already have it (the encoder is then not called).
+            scope: search this scope's cells only (None: every scope).
+            where: a metadata filter in Chroma's `where` syntax (`where_syntax`).
+            since: the earliest timestamp (inclusive), epoch seconds or a datetime.
+            until: the latest timestamp (inclusive).
+
+        Returns:
+            Up to `k` hits, best first, ids unique, scores higher-is-better; `k` of them whenever `k` cells match
+            the restriction (in memory mode, `score_threshold` may drop weak ones).
+
+        Raises:
+            InvalidInputError: a bad query, `k`, mode, scope, filter or time bound.
+            DimensionMismatchError: a vector of another dimension.
         """
         vectors = None if vector is None else [vector]
         return self.search_batch([query], k, mode=mode, vectors=vectors, **within)[0]
@@ -249,7 +334,19 @@ class CellularMemory:
         since: float | datetime | None = None,
         until: float | datetime | None = None,
     ) -> list[list[Hit]]:
-        """`search` for many queries; texts without given `vectors` are encoded in one batch."""
+        """`search` for many queries at once (one lock, texts without given `vectors` encoded in one batch).
+
+        Args:
+            queries: texts or vectors, mixed as you like.
+            k, mode, scope, where, since, until: as for `search`, the same for every query.
+            vectors: one embedding (or None) per query, for texts whose embedding you already have.
+
+        Returns:
+            One list of hits per query, in the order of `queries`.
+
+        Raises:
+            InvalidInputError, DimensionMismatchError: as for `search`.
+        """
         k = check_batch(queries, k, mode, vectors)
         restriction = checked_restriction(scope, where, since, until)
         units, query_entities = encoded_queries(queries, vectors, self.encoder, self.dim)
@@ -265,14 +362,24 @@ class CellularMemory:
             return hits_of(state.table, found)
 
     def get(self, cell_id: str) -> CellRecord:
-        """The full record of one cell."""
+        """The full record of one cell (text, vector, group, kind, importance, timestamp, access count, metadata,
+        conflicts, episode, scope, history).
+
+        Raises:
+            InvalidInputError: not one id (a str).
+            NotFoundError: no such cell.
+        """
         if not isinstance(cell_id, str):
             raise InvalidInputError(f"get takes one id (a str), got {type(cell_id).__name__}")
         with self._resident.reading((), check_ids(cell_id)):
             return self._state.record(int(self._state.rows_of([cell_id])[0]))
 
     def get_many(self, ids: Sequence[str]) -> list[CellRecord]:
-        """The records of these cells, in the order asked; unknown ids are skipped."""
+        """The records of these cells, in the order asked; unknown ids are skipped.
+
+        Raises:
+            InvalidInputError: one id (a str: use `get`) or a bad one.
+        """
         if isinstance(ids, str):
             raise InvalidInputError("get_many takes a list of ids; get(id) reads one")
         wanted = check_ids(ids) if len(ids) else []
@@ -288,14 +395,22 @@ class CellularMemory:
         return isinstance(cell_id, str) and self._resident.holds(cell_id)
 
     def count(self, *, scope: str | None = None) -> int:
-        """How many cells the memory holds (in `scope`, when given), in RAM or not."""
+        """How many cells the memory holds (in `scope`, when given), in RAM or not.
+
+        Raises:
+            InvalidInputError: a bad scope name.
+        """
         name = None if scope is None else check_scope(scope)
         with self._resident.reading(()):
             return self._resident.count(name)
 
     def ids(self, *, scope: str | None = None) -> list[str]:
         """Every cell id (of `scope`, when given), in insertion order (with `resident_cells`: each scope's; every
-        scope is loaded for the call)."""
+        scope is loaded for the call).
+
+        Raises:
+            InvalidInputError: a bad scope name.
+        """
         scope = None if scope is None else check_scope(scope)
         with self._resident.reading(None if scope is None else [scope]):
             table = self._state.table
@@ -324,7 +439,12 @@ class CellularMemory:
             self._state.check_invariants()
 
     def set_search_options(self, **changes: Any) -> None:
-        """Change query-time settings (e.g. `group_top_k`, `entity_boost`, `use_entities`, `min_score`)."""
+        """Change query-time settings (`config.SEARCH_OPTIONS`: e.g. `group_top_k`, `entity_boost`,
+        `use_entities`, `min_score`); the next search uses them.
+
+        Raises:
+            InvalidInputError: a name that is not a query-time setting, or a value `MemoryConfig` refuses.
+        """
         unknown = set(changes) - SEARCH_OPTIONS
         if unknown:
             raise InvalidInputError(f"not a query-time option: {sorted(unknown)}; use {sorted(SEARCH_OPTIONS)}")
@@ -345,14 +465,24 @@ class CellularMemory:
         labels: Mapping[str, Hashable] | None = None,
         scope: str | None = None,
     ) -> ConsolidationReport:
-        """One sleep pass (of `scope` alone, when given: at the cost of its cells): regroup (merge, move cells to
-        their nearest centroid, split), then judge changed groups for conflicts. `labels` (cell id → true class)
-        adds ARI before and after.
+        """One sleep pass: regroup (merge, move cells to their nearest centroid, split), then judge changed groups
+        for conflicts.
 
         The plan is made under the read lock (searches go on); only applying it takes the write
         lock. Groups that gained cells or changed since the last pass are judged; conflicts are
-        recorded on both cells (nothing is deleted) and judge failures are reported. Without `scope`, with
-        `resident_cells`: a pass over the scopes in RAM (a scope out of RAM is slept by name: it loads).
+        recorded on both cells (nothing is deleted) and judge failures are reported.
+
+        Args:
+            judge: the judge of this pass (default: the memory's).
+            labels: cell id → true class, to add ARI before and after to the report.
+            scope: sleep this scope alone (at the cost of its cells). Without it, with `resident_cells`, the
+                pass covers the scopes in RAM (a scope out of RAM is slept by name: it loads).
+
+        Returns:
+            What the pass changed and found (`ConsolidationReport`).
+
+        Raises:
+            InvalidInputError: `labels` not a mapping, or a bad scope name.
         """
         if labels is not None and not isinstance(labels, Mapping):
             raise InvalidInputError(f"labels must map cell ids to classes, got {type(labels).__name__}")
@@ -365,7 +495,16 @@ class CellularMemory:
             return report
 
     def start_sleep(self, interval: float, *, judge: ConflictJudge | None = None) -> None:
-        """Consolidate every `interval` seconds (at most a week) on a background thread until `stop_sleep()`."""
+        """Consolidate every `interval` seconds on a background thread until `stop_sleep()`; a pass's errors are
+        kept in `sleep_errors`, its reports in `sleep_reports`.
+
+        Args:
+            interval: seconds between passes, positive and at most a week.
+            judge: the judge of the passes (default: the memory's).
+
+        Raises:
+            InvalidInputError: a bad interval.
+        """
         interval = check_interval(interval)
         self._state.check_open()
         self._sleeper.start(interval, lambda: self.consolidate(judge))

@@ -5,10 +5,10 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from .calibration import CONFIDENCE
-from .config import MemoryConfig
-from .consolidation import GroupSizes
-from .state import EngineState
+from .common.config import MemoryConfig
+from .sleep.regrouping import GroupSizes
+from .state.calibration import CONFIDENCE
+from .state.engine import EngineState
 
 
 @dataclass(frozen=True)

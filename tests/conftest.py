@@ -73,7 +73,7 @@ def dead_port() -> int:
 @pytest.fixture(scope="module")
 def chroma_server(tmp_path_factory):
     """A Chroma server for the module (each xdist worker starts its own, on its own port and folder)."""
-    from harness.measure.servers import ChromaServer
+    from harness.measure.server_processes import ChromaServer
 
     with ChromaServer(tmp_path_factory.mktemp("chroma-server")) as server:
         yield server

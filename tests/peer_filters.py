@@ -1,4 +1,4 @@
-"""Metadata and `where` filters on which every peer must agree with Chroma's semantics (`baselines.where`): a
+"""Metadata and `where` filters on which every peer must agree with Chroma's semantics (`where_syntax`): a
 key missing matches no condition, `$ne` / `$nin` need the key, a boolean is never a number, 2 and 2.0 are equal,
 "3" and 3 are not, keys may hold dots, quotes and non-ASCII letters."""
 
@@ -42,6 +42,15 @@ CASES: list[tuple[dict[str, Any], set[int]]] = [
     ({"colour": "violet"}, set()),
 ]
 
+
+def nested(levels: int) -> dict[str, Any]:
+    """A filter whose `$and` nests `levels` deep (deeper than any walk of it could recurse, when `levels` is large)."""
+    where: dict[str, Any] = {"rank": 1}
+    for _ in range(levels):
+        where = {"$and": [where]}
+    return where
+
+
 MALFORMED: list[Any] = [
     {"rank": {"$gt": "a"}},
     {"$xor": [{"rank": 1}]},
@@ -50,6 +59,10 @@ MALFORMED: list[Any] = [
     {"rank": float("nan")},
     {"rank": {"$lt": float("inf")}},
     {"colour": ["red"]},
+    {"rank": 2**63},
+    {"rank": {"$gte": -(2**63) - 1}},
+    {"rank": {"$in": [1, 2**64]}},
+    nested(5000),
 ]
 
 

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 from harness.data.dialogue import LocomoQuestion
 from harness.measure.answer_scores import ADVERSARIAL, normalise
-from reference.ollama_connection import OllamaConnection
+from reference import OllamaConnection
 
 PUBLISHED, STRICT = "published", "strict"
 LENIENCY_LIMIT = 0.10

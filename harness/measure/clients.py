@@ -42,9 +42,10 @@ class Written(NamedTuple):
     id: str
 
 
-Plan = Generator[tuple[int, int], tuple[int, Any], list[Any]]
+Plan = Generator[tuple[int, Any], tuple[int, Any], list[Any]]
 """A client's work: it yields (not before this monotonic ns, the item to call with) and is sent (when the call
-began, its answer); it returns what it recorded. One plan runs in a thread (`drive`) or in a process (`drive_async`)."""
+began, its answer); it returns what it recorded. One loop runs every plan (`drive_async`), in a thread (`drive`)
+or a process's event loop; the serving experiment's scripts are plans too."""
 
 
 def searches(queries: int, first: int, start_ns: int, stop_ns: int) -> Plan:
@@ -75,24 +76,36 @@ def writes(first: int, count: int, rate: float, start_ns: int, stop_ns: int) -> 
     return done
 
 
-def drive(plan: Plan, call: Callable[[int], Any]) -> list[Any]:
-    """Run a plan in this thread."""
+def drive(plan: Plan, call: Callable[[Any], Any]) -> list[Any]:
+    """Run a plan in this thread: `drive_async` with a call and a sleep that block, so it never suspends and runs
+    to its end on its first step, with no event loop (a system's call may start one of its own)."""
+
+    async def answer(item: Any) -> Any:
+        return call(item)
+
+    async def pause(seconds: float) -> None:
+        time.sleep(seconds)
+
+    running = drive_async(plan, answer, pause)
     try:
-        due, item = next(plan)
-        while True:
-            time.sleep(max(0.0, (due - time.monotonic_ns()) / 1e9))
-            began = time.monotonic_ns()
-            due, item = plan.send((began, call(item)))
+        running.send(None)
     except StopIteration as end:
         return list(end.value)
+    running.close()
+    raise RuntimeError("a plan driven in a thread waited on an event loop")
 
 
-async def drive_async(plan: Plan, call: Callable[[int], Awaitable[Any]]) -> list[Any]:
-    """Run a plan in this event loop."""
+async def drive_async(
+    plan: Plan, call: Callable[[Any], Awaitable[Any]], pause: Callable[[float], Awaitable[None]] = asyncio.sleep
+) -> list[Any]:
+    """Run a plan: each item called when it is due (at once if it is), the answer sent back with when the call
+    began. The one loop that drives every client, in an event loop or (`drive`) in a thread."""
     try:
         due, item = next(plan)
         while True:
-            await asyncio.sleep(max(0.0, (due - time.monotonic_ns()) / 1e9))
+            wait_ns = due - time.monotonic_ns()
+            if wait_ns > 0:
+                await pause(wait_ns / 1e9)
             began = time.monotonic_ns()
             due, item = plan.send((began, await call(item)))
     except StopIteration as end:

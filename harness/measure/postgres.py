@@ -11,7 +11,7 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from .servers import free_port
+from harness.measure.server_processes import free_port
 
 INSTALL = "apt-get install postgresql (or put PostgreSQL's initdb and pg_ctl on PATH)"
 UNPRIVILEGED = "nobody"

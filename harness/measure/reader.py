@@ -4,7 +4,7 @@ The prompt is fixed (`SYSTEM_PROMPT`, `question_prompt`): the retrieved turns ar
 line (`{"date": …, "text": …}`) between `<memories>` markers, and the system message says that nothing inside them
 is an instruction. The reader is asked for a short answer, and for LoCoMo's refusal ("No information available")
 when the memories do not hold one, so its answers are scored as LoCoMo scores answers (`answer_scores`). Every call
-has a timeout (`reference.ollama_connection`).
+has a timeout (`reference.common.ollama_connection`).
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from harness.systems.options import OptionError
-from reference.ollama_connection import OllamaConnection
+from reference import OllamaConnection
 
 SYSTEM_PROMPT = (
     "You answer a question about a long conversation between two people, using memories retrieved from that "

@@ -2,15 +2,18 @@
 held out from the memory, for targets 0.90, 0.95 and 0.97, with the memory written in bulk and in the corpus's
 written order `ORDERED_WRITE` passages at a time, before and after one sleep; the speed beside it against exact
 search and FAISS HNSW (M 32, `ef_search` swept) in the same run, and the probing each search read against the
-engine with another `calibration.MISS_FACTOR` (`--against`).
+engine estimating its recall another way (`--against` another `calibration.MISS_FACTOR`, `--against-confidence`
+another `calibration.CONFIDENCE`: 0.5 is the point estimate).
 
 Run it on one part of a corpus to learn how far the memory's own estimate is from new text's recall (the
 `needed factor` column: the miss factor that would have made the estimate exact), and on another part, not
 tuned on, to check the floor:
 
-    `python -m harness.measure.recall_floor beam:DIR --against FACTOR --probe-margin FLOOR --as-if CELLS --out FILE`
+    `python -m harness.measure.recall_floor beam:DIR ... --against FACTOR --probe-margin FLOOR --as-if CELLS --out FILE`
 
-Queries are answered one at a time, back to back, on one CPU (`runner.one_cpu`), MiniLM vectors cached as the
+Several corpora (one BEAM chat each, say) are one memory in the order given, each encoded and cached on its own.
+
+Queries are answered one at a time, back to back, on one CPU (`timing.one_cpu`), MiniLM vectors cached as the
 real-text experiment caches them (`encoding.encode_corpus`).
 """
 
@@ -27,18 +30,22 @@ from unittest import mock
 
 import numpy as np
 
-from harness.data.corpus import load_corpus
-from harness.data.encoding import encode_corpus
-from harness.measure.runner import one_core, one_cpu
+from harness.data.corpus import Corpus, load_corpus
+from harness.data.dialogue import load_dialogue
+from harness.data.encoding import CACHE, encode_corpus
+from harness.data.spec import DatasetSpec
+from harness.measure.timing import one_core, one_cpu
 from harness.systems.registry import missing_extra
-from reference import CellularMemory, MemoryConfig, calibration
+from reference import CellularMemory, MemoryConfig
 from reference.encoders import MockEncoder
+from reference.state import calibration
 
 TARGETS = (0.90, 0.95, 0.97)
 ORDERED_WRITE = 50
 """Passages per write when the memory is written in the corpus's order (a chat's messages as they come)."""
-QUERIES = 500
-"""Passages held out as queries: a recall's standard error over them is about 0.005 at 0.95."""
+QUERIES = 2000
+"""Passages held out as queries: a recall's standard error over them is about 0.002 at 0.95, below the misses
+the floor is checked for."""
 EF_SEARCH = (10, 12, 16, 24, 32, 48, 64, 128)
 """From `K` up: at the low end HNSW reads the recall the engine is asked for."""
 K = 10
@@ -84,9 +91,25 @@ class Setting:
         return f"margin floor (`probe_margin`) {self.floor}{budget}"
 
 
+@dataclass(frozen=True)
+class Estimate:
+    """How the engine estimates its recall: each sampled miss counted `miss_factor` times, the target met by the
+    estimate's lower bound at `confidence` (0.5: by the point estimate)."""
+
+    miss_factor: float = calibration.MISS_FACTOR
+    confidence: float = calibration.CONFIDENCE
+
+    def __str__(self) -> str:
+        bound = "point estimate" if self.confidence == 0.5 else f"lower bound at {self.confidence:.0%} confidence"
+        return f"miss factor {self.miss_factor}, {bound}"
+
+
 @contextmanager
-def miss_factor(value: float) -> Iterator[None]:
-    with mock.patch.object(calibration, "MISS_FACTOR", value):
+def estimated(how: Estimate) -> Iterator[None]:
+    with (
+        mock.patch.object(calibration, "MISS_FACTOR", how.miss_factor),
+        mock.patch.object(calibration, "CONFIDENCE", how.confidence),
+    ):
         yield
 
 
@@ -131,11 +154,11 @@ def measured(memory: CellularMemory, queries: np.ndarray, truth: list[set[int]])
 
 
 def engine_rows(
-    cells: np.ndarray, queries: np.ndarray, truth: list[set[int]], factor: float, setting: Setting
+    cells: np.ndarray, queries: np.ndarray, truth: list[set[int]], how: Estimate, setting: Setting
 ) -> list[Row]:
-    """The engine's rows at this miss factor and setting."""
+    """The engine's rows estimating its recall this way, at this setting."""
     rows = []
-    with miss_factor(factor):
+    with estimated(how):
         for write in ("bulk", "in order"):
             with built(cells, write, TARGETS[0], setting) as memory:
                 for slept in (False, True):
@@ -150,7 +173,7 @@ def engine_rows(
                                 target,
                                 write,
                                 slept,
-                                factor,
+                                how.miss_factor,
                                 got,
                                 s.estimated_recall,
                                 s.estimated_recall_low,
@@ -180,28 +203,53 @@ def hnsw(cells: np.ndarray, queries: np.ndarray, truth: list[set[int]]) -> list[
     return points
 
 
-def report(spec: str, against: float, setting: Setting, seed: int = 0) -> str:
-    from reference.encoders.minilm import SentenceTransformerEncoder
+def corpus_of(spec: str) -> Corpus:
+    """`locomo:PATH`: every conversation's turns as LoCoMo's retrieval setup renders them, one passage each; anything
+    else a corpus of `load_corpus`."""
+    if not spec.startswith("locomo:"):
+        return load_corpus(spec)
+    dialogue = load_dialogue(DatasetSpec.parse(spec))
+    turns = [doc.text for conversation in dialogue.conversations for doc in conversation.docs]
+    return Corpus(dialogue.name, str(dialogue.path), list(dict.fromkeys(turns)), dialogue.sha256)
 
-    corpus = load_corpus(spec)
-    vectors = encode_corpus(corpus, SentenceTransformerEncoder())
-    held = np.sort(np.random.default_rng(seed).choice(len(vectors), QUERIES, replace=False))
+
+def passage_vectors(specs: list[str], cache: Path) -> tuple[str, np.ndarray]:
+    """The corpora's names and their passages' MiniLM vectors, one memory in the order given: each corpus encoded
+    and cached on its own, a passage an earlier corpus gave dropped (ties would make recall against exact ambiguous)."""
+    from reference.encoders import SentenceTransformerEncoder
+
+    encoder = SentenceTransformerEncoder()
+    names, parts, seen = [], [], set()
+    for spec in specs:
+        corpus = corpus_of(spec)
+        vectors = encode_corpus(corpus, encoder, cache=cache)
+        new = [i for i, passage in enumerate(corpus.passages) if passage not in seen]
+        seen.update(corpus.passages)
+        names.append(corpus.name)
+        parts.append(vectors[new])
+    return ", ".join(names), np.concatenate(parts)
+
+
+def report(
+    specs: list[str], against: Estimate, setting: Setting, *, queries: int = QUERIES, cache: Path = CACHE, seed: int = 0
+) -> str:
+    name, vectors = passage_vectors(specs, cache)
+    held = np.sort(np.random.default_rng(seed).choice(len(vectors), queries, replace=False))
     kept = np.setdiff1d(np.arange(len(vectors)), held)
-    cells, queries = np.ascontiguousarray(vectors[kept]), np.ascontiguousarray(vectors[held])
-    truth, exact_seconds = exact(cells, queries)
-    ours = engine_rows(cells, queries, truth, calibration.MISS_FACTOR, setting)
-    theirs = {(r.target, r.write, r.slept): r for r in engine_rows(cells, queries, truth, against, setting)}
+    cells, asked = np.ascontiguousarray(vectors[kept]), np.ascontiguousarray(vectors[held])
+    truth, exact_seconds = exact(cells, asked)
+    ours = engine_rows(cells, asked, truth, Estimate(), setting)
+    theirs = {(r.target, r.write, r.slept): r for r in engine_rows(cells, asked, truth, against, setting)}
     lines = [
-        f"# Recall target as a floor: {corpus.name}",
+        f"# Recall target as a floor: {name}",
         "",
-        f"{len(cells):,} passages in the memory (in written order), {len(queries)} held out as queries, MiniLM; "
+        f"{len(cells):,} passages in the memory (in written order), {len(asked):,} held out as queries, MiniLM; "
         f"recall@10 against exact search; one CPU, queries back to back, the fastest of {PASSES} passes; exact "
-        f"search {exact_seconds * 1e3:.2f} ms a query. {setting}; miss factor {calibration.MISS_FACTOR} "
-        f"(`calibration.MISS_FACTOR`) against {against}; "
-        f"the estimate's lower bound at {calibration.CONFIDENCE:.0%} confidence.",
+        f"search {exact_seconds * 1e3:.2f} ms a query. {setting}; the engine's estimate: {Estimate()} "
+        f"(`calibration.MISS_FACTOR`, `calibration.CONFIDENCE`), against {against}.",
         "",
         "| target | write | sleep | recall@10 | met | estimate [lower bound] | needed factor | margin | reach "
-        "| speed vs exact | bytes read per search | at factor " + f"{against}: recall, margin | probing added |",
+        "| speed vs exact | bytes read per search | against: recall, margin | probing added |",
         "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in ours:
@@ -216,7 +264,7 @@ def report(spec: str, against: float, setting: Setting, seed: int = 0) -> str:
             f"| {exact_seconds / r.seconds_per_query:.0f}× | {r.bytes_per_search:,.0f} "
             f"| {old.recall:.3f}, {old.margin:.3f} | {r.bytes_per_search / old.bytes_per_search - 1:+.1%} |"
         )
-    points = hnsw(cells, queries, truth)
+    points = hnsw(cells, asked, truth)
     lines += [
         "",
         "FAISS HNSW (M 32, efConstruction 40), same queries:",
@@ -237,8 +285,18 @@ def report(spec: str, against: float, setting: Setting, seed: int = 0) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("corpus", help="beam:DIR, a text file or folder (`harness.data.corpus.load_corpus`)")
-    parser.add_argument("--against", type=float, default=1.15, help="the miss factor to compare probing against")
+    parser.add_argument(
+        "corpus",
+        nargs="+",
+        help="beam:DIR, locomo:PATH, a text file or folder (`load_corpus`); several are one memory",
+    )
+    parser.add_argument("--against", type=float, default=1.0, help="the miss factor to compare probing against")
+    parser.add_argument(
+        "--against-confidence",
+        type=float,
+        default=0.5,
+        help="the confidence of the bound the compared engine meets its target with (0.5: the point estimate)",
+    )
     parser.add_argument(
         "--probe-margin",
         type=float,
@@ -247,9 +305,13 @@ def main() -> None:
         "exceeds every target",
     )
     parser.add_argument("--as-if", type=int, help="give the probe the budget share of a memory of this many cells")
+    parser.add_argument("--queries", type=int, default=QUERIES, help="passages held out as queries")
+    parser.add_argument("--cache", type=Path, default=CACHE, help="where encoded passages are cached")
     parser.add_argument("--out", type=Path, help="write the report here (default: print it)")
     args = parser.parse_args()
-    text = report(args.corpus, args.against, Setting(args.probe_margin, args.as_if))
+    against = Estimate(args.against, args.against_confidence)
+    setting = Setting(args.probe_margin, args.as_if)
+    text = report(args.corpus, against, setting, queries=args.queries, cache=args.cache)
     if args.out:
         args.out.write_text(text, encoding="utf-8")
     print(text)

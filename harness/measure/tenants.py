@@ -24,7 +24,7 @@ from harness.data.evalset import EvalSet
 from harness.data.generators.topics import topic_haystack
 from harness.data.generators.vectors import clustered_unit_vectors
 from harness.measure.checking import ContractViolation, check_hits
-from harness.measure.runner import K, one_core, open_system, resident_bytes, warm
+from harness.measure.timing import K, one_core, open_system, resident_bytes, warm
 from harness.output.progress import Progress, silent
 from harness.output.results import TenantRow
 from harness.protocol import Document, MemorySystem, Query, SearchHit

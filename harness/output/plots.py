@@ -1,5 +1,6 @@
-"""The report's figures: latency against N, recall against latency (a sweep and its Pareto front), and a stream's
-recall and latency as it is written.
+"""What the report's figures share: each system's colour and marker, recall against latency (a sweep and its Pareto
+front, drawn by the scaling and real-text experiments) and how a figure is saved. Each other figure is its
+experiment's (`harness.experiments`).
 
 A system keeps its colour and marker in every figure: the systems the default run draws have colours chosen to
 read apart on white, any other system one of a palette by a checksum of its name (stable across processes,
@@ -22,7 +23,7 @@ from matplotlib import ticker
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
-from harness.output.results import ConcurrencyRow, Measurement, StreamRow
+from harness.output.results import Measurement
 
 COLOURS = {
     "reference": "#1f5fa8",
@@ -86,18 +87,6 @@ def styles(systems: Sequence[str]) -> dict[str, dict[str, Any]]:
 ENGINE_LINES = ("-", (0, (5, 2)), (0, (1, 1.5)), "-.")
 
 
-def latency_vs_n(path: Path, measurements: Sequence[Measurement]) -> Path:
-    """p50 against N for every system at its default setting (log-log)."""
-    figure, axes = plt.subplots(figsize=(8.5, 4.8))
-    defaults = [m for m in measurements if not m.params]
-    for system, kind in styles([m.system for m in defaults]).items():
-        rows = sorted((m for m in defaults if m.system == system), key=lambda m: m.n_docs)
-        axes.plot([m.n_docs for m in rows], [m.latency.p50_ms for m in rows], **kind)
-    axes.set(xscale="log", yscale="log", xlabel="cells (N)", ylabel="p50 of one query (ms, one core)")
-    axes.set_title("Query latency against N (synthetic clusters, k = 10)")
-    return _save(figure, axes, path)
-
-
 def recall_vs_latency(path: Path, measurements: Sequence[Measurement], data: str) -> Path:
     """Every setting of every system at the largest size, recall against p50, and the Pareto front; the legend
     names each sweep's parameter and range, and says when its settings all read one point."""
@@ -114,7 +103,7 @@ def recall_vs_latency(path: Path, measurements: Sequence[Measurement], data: str
     )
     axes.set(xscale="log", xlabel="p50 of one query (ms, one core)", ylabel="recall@10 against exact search")
     axes.set_title(f"Recall against latency at N = {largest:,}: {data}")
-    return _save(figure, axes, path)
+    return save(figure, axes, path)
 
 
 def _sweep_words(swept: Sequence[Measurement]) -> str:
@@ -128,67 +117,6 @@ def _sweep_words(swept: Sequence[Measurement]) -> str:
     return f" ({name} {min(values)}–{max(values)}{': one point' if alike else ''})"
 
 
-def streaming(path: Path, rows: Sequence[StreamRow]) -> Path:
-    """Recall along the stream for the systems queried by vector (what the ground truth is; text systems rank
-    by words too), and every system's p50 search at each checkpoint."""
-    figure, (recall, latency) = plt.subplots(1, 2, figsize=(12, 4.8))
-    drawn = {r.system: r for r in rows if r.checkpoints}
-    for system, kind in styles([s for s, r in drawn.items() if r.query == "vector"]).items():
-        checkpoints = drawn[system].checkpoints
-        recall.plot([c.written for c in checkpoints], [c.recall_at_10 for c in checkpoints], **kind)
-    for system, kind in styles(list(drawn)).items():
-        checkpoints = drawn[system].checkpoints
-        latency.plot([c.written for c in checkpoints], [c.search_p50_ms for c in checkpoints], **kind)
-    lowest = min((c.recall_at_10 for r in drawn.values() if r.query == "vector" for c in r.checkpoints), default=1.0)
-    recall.set(
-        xlabel="cells written", ylabel="recall@10 against exact dense search", ylim=(min(0.95, lowest - 0.01), 1.005)
-    )
-    recall.set_title("Recall along the stream (systems queried by vector)", fontsize=10)
-    recall.grid(True, alpha=0.3)
-    if recall.lines:
-        recall.legend(fontsize=7, loc="lower left")
-    latency.set(xlabel="cells written", ylabel="p50 search at the checkpoint (ms, one core)", yscale="log")
-    latency.set_title("Latency along the stream (every system)", fontsize=10)
-    return _save(figure, latency, path)
-
-
-def concurrency(path: Path, rows: Sequence[ConcurrencyRow]) -> Path:
-    """QPS and p99 against clients, one colour per system: searches alone above, while writing below (one set of
-    lines per panel), each level's QPS the median window's with a bar from its slowest window to its fastest."""
-    figure, panels = plt.subplots(2, 2, figsize=(12, 8.4), sharex=True)
-    for (qps, p99), writing in zip(panels, (False, True)):
-        drawn = styles([r.system for r in rows])
-        for number, (system, kind) in enumerate(drawn.items()):
-            dodge = 0.06 * (number - (len(drawn) - 1) / 2)  # each system's bars a little apart at a level
-            mine = sorted(
-                (r for r in rows if r.system == system and bool(r.writes_per_s) == writing), key=lambda r: r.clients
-            )
-            if not mine:
-                continue
-            clients = [r.clients for r in mine]
-            qps.plot(clients, [r.qps for r in mine], **kind)
-            spread = [(r.clients, min(r.window_qps), max(r.window_qps)) for r in mine if r.window_qps]
-            if spread:
-                x, low, high = zip(*spread)
-                bars = {"colors": kind["color"], "linewidth": kind["linewidth"] + 2, "alpha": 0.35}
-                qps.vlines([level + dodge for level in x], low, high, **bars)
-            p99.plot(clients, [r.p99_ms for r in mine], **kind)
-        doing = "while writing" if writing else "searches alone"
-        qps.set(ylabel="searches per second (all clients)", yscale="log")
-        p99.set(ylabel="p99 search latency (ms)", yscale="log")
-        qps.set_title(f"Throughput, {doing} (bar: slowest to fastest window)", fontsize=10)
-        p99.set_title(f"Tail latency, {doing}", fontsize=10)
-    levels = sorted({r.clients for r in rows})
-    for axes in panels.flat:
-        axes.set_xticks(levels, [str(level) for level in levels])
-    for axes in panels[1]:
-        axes.set_xlabel("clients at once")
-    for axes in panels.flat:
-        if axes is not panels[0][1]:
-            _log_ticks(axes)
-    return _save(figure, panels[0][1], path)
-
-
 def pareto(points: Sequence[Measurement]) -> list[Measurement]:
     """Points no other point beats on both latency (lower) and recall (higher)."""
     front, best_recall = [], -1.0
@@ -199,7 +127,7 @@ def pareto(points: Sequence[Measurement]) -> list[Measurement]:
     return front
 
 
-def _log_ticks(axes: Axes) -> None:
+def log_ticks(axes: Axes) -> None:
     """Ticks at 1, 2 and 5 of each decade of a log axis, written plainly (a narrow range has some), and a grid."""
     for axis in (axes.xaxis, axes.yaxis):
         if axis.get_scale() == "log":
@@ -211,9 +139,9 @@ def _log_ticks(axes: Axes) -> None:
     axes.grid(True, which="major", alpha=0.3)
 
 
-def _save(figure: Figure, axes: Axes, path: Path) -> Path:
+def save(figure: Figure, axes: Axes, path: Path) -> Path:
     """The figure written, the legend beside `axes`."""
-    _log_ticks(axes)
+    log_ticks(axes)
     axes.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0)
     figure.tight_layout()
     figure.savefig(path, dpi=120)

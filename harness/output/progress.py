@@ -1,7 +1,8 @@
 """Progress a user can see, with the time the whole run has left.
 
 A run knows its work before it starts: each experiment's planned seconds (`Experiment.work`: what it took on the
-machine the defaults were measured on, scaled by the plan's sizes, systems and streams). As experiments finish,
+machine the defaults were measured on, scaled by the plan's sizes, systems and streams), at the pace a probe
+measures before the run (`harness.measure.pace`: a shared machine's load moves it most). As experiments finish,
 the run learns how much slower or faster this machine goes than planned (`pace`: seconds taken over seconds planned, an
 experiment still running counted once it has taken longer than planned), and the time left is the work not yet
 done at that pace. Within an experiment whose work comes in like steps (a dialogue file's conversations,
@@ -23,6 +24,8 @@ from contextlib import contextmanager
 from typing import Any, TypeVar
 
 from tqdm import tqdm
+
+from harness.measure.pace import PLANNED_PACE, Pace
 
 T = TypeVar("T")
 HEARTBEAT = 30.0
@@ -52,9 +55,12 @@ class RunProgress:
         *,
         clock: Callable[[], float] = time.perf_counter,
         unplanned: Sequence[str] = (),
+        start_pace: Pace = PLANNED_PACE,
     ) -> None:
         self.planned = dict(planned)
         """Each experiment's planned seconds, in the order the run runs them."""
+        self.start_pace = start_pace
+        """This machine's pace measured before the run (`measure_pace`): the pace the run starts from."""
         self.clock = clock
         self.started = clock()
         self.taken: dict[str, float] = {}
@@ -93,7 +99,7 @@ class RunProgress:
                 taken, planned = taken + running, planned + plan * share
             elif running > plan:  # it has taken at least this long
                 taken, planned = taken + running, planned + plan
-        return (taken + PRIOR) / (planned + PRIOR)
+        return (taken + PRIOR * self.start_pace.median) / (planned + PRIOR)
 
     def time_left(self) -> float:
         """Seconds the run has left: what the running experiment has left and the experiments still to come, at
@@ -108,12 +114,22 @@ class RunProgress:
             left += expected - running - self.planned.get(name, 0.0) * pace
         return max(left, 0.0)
 
+    def plan_text(self) -> str:
+        """The run's planned time at the pace measured before it, and the range a shared machine's load moves it."""
+        expected, low, high = self.start_pace.span(sum(self.planned.values()))
+        return (
+            f"plan: about {duration(expected)} ({duration(low)}–{duration(high)}): this machine goes "
+            f"×{self.start_pace.median:.2f} the pace the plan was measured at, as a probe reads it now; the range is "
+            "the probe's spread and how far a shared machine's load moves during a run"
+        )
+
     def summary(self, load_average: tuple[float, ...] | None = None) -> str:
-        """What the run took against its plan, and how loaded the machine was."""
+        """What the run took against its plan at the pace measured before it, and how loaded the machine was."""
         took = self.clock() - self.started
-        planned = sum(self.planned.values())
+        expected, low, high = self.start_pace.span(sum(self.planned.values()))
         load = f"; load average {' / '.join(f'{x:.1f}' for x in load_average)} (1, 5, 15 min)" if load_average else ""
-        return f"the run took {duration(took)} against {duration(planned)} planned{load}"
+        span = f"{duration(low)}–{duration(high)}"
+        return f"the run took {duration(took)} against {duration(expected)} planned ({span}){load}"
 
     def left_text(self) -> str:
         unknown = f"; {', '.join(self.unplanned)} planned as a registered system" if self.unplanned else ""

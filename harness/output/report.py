@@ -2,7 +2,7 @@
 the PNG figures. Every figure in them comes from the run's measurements.
 
 `report.md` reads from the top: what was run, the reading and the verdicts, the headline tables (a section's
-largest size), then the details (every table of every section, `sections`), the peers measured against the
+largest size), then the details (every table of every experiment, `harness.experiments`), the peers measured against the
 engine's targets, each claim in full, and how the run was timed.
 """
 
@@ -15,10 +15,9 @@ from pathlib import Path
 import numpy as np
 from tabulate import tabulate
 
-from harness.output import plots
+from harness.experiments.registry import figures, headline_tables, report_tables
 from harness.output.reading import claim_list, kinds, meanings, reading, verdict_table
 from harness.output.results import RunResults
-from harness.output.sections import HEADLINES, SECTIONS
 from harness.output.tables import Table, write_csv
 from harness.verdicts.claims import decides_a_verdict
 
@@ -32,8 +31,8 @@ VERDICT_TITLES = {
 def write_report(out: Path, results: RunResults) -> Path:
     """Everything of one run into `out/`; returns the path of report.md."""
     out.mkdir(parents=True, exist_ok=True)
-    details = [table for render in SECTIONS for table in render(results)]
-    headlines = [table for render in HEADLINES for table in render(results)]
+    details = [table for render in report_tables() for table in render(results)]
+    headlines = [table for render in headline_tables() for table in render(results)]
     for table in headlines + details:
         if table.csv and table.rows:
             write_csv(out / f"{table.name}.csv", table.rows)
@@ -48,20 +47,8 @@ def write_report(out: Path, results: RunResults) -> Path:
 
 
 def draw(out: Path, results: RunResults) -> list[Path]:
-    """The figures this run's measurements make."""
-    drawn = []
-    if any(not m.params for m in results.scaling):
-        drawn.append(plots.latency_vs_n(out / "latency_vs_n.png", results.scaling))
-    if any(m.params for m in results.scaling):
-        drawn.append(plots.recall_vs_latency(out / "recall_vs_latency.png", results.scaling, "synthetic clusters"))
-    if results.realtext:
-        drawn.append(plots.recall_vs_latency(out / "realtext_recall_vs_latency.png", results.realtext, "real text"))
-    stream = [r for r in results.streaming if r.runbook == "agent-stream" and r.checkpoints]
-    if stream:
-        drawn.append(plots.streaming(out / "streaming.png", stream))
-    if results.concurrency:
-        drawn.append(plots.concurrency(out / "concurrency.png", results.concurrency))
-    return drawn
+    """The figures this run's measurements make (each experiment's, `Experiment.figures`)."""
+    return [path for figure in figures() for path in figure(out, results)]
 
 
 def summary_table(results: RunResults) -> str:
@@ -180,7 +167,18 @@ def timing_lines(results: RunResults) -> list[str]:
             "- noisy measurements whose latency decides no verdict: "
             + ", ".join(f"{count} in {section}" for section, count in others.items())
         )
-    machine = results.run.machine
+    run = results.run
+    if run.took and run.pace is not None:
+        pace = run.pace
+        lines.append(
+            f"- each experiment's seconds, planned at the pace a probe measured before the run (×{pace.median:.2f} "
+            f"the plan's, ×{pace.low:.2f}–{pace.high:.2f} over its passes) → taken: "
+            + ", ".join(
+                f"{name} {run.planned.get(name, 0.0) * pace.median:,.0f} → {took:,.0f}"
+                for name, took in run.took.items()
+            )
+        )
+    machine = run.machine
     packages = ", ".join(f"{name} {version}" for name, version in machine.packages.items() if version)
     lines.append(f"- machine: {machine.processor}, {machine.cpus} CPUs; {packages}")
     return lines

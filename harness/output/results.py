@@ -16,6 +16,7 @@ from pydantic import TypeAdapter, ValidationError
 
 from harness.measure.chance import Chance
 from harness.measure.metrics import Agreement, EvidenceScores, GroupStats, LatencyStats, UpdateScores, latency_stats
+from harness.measure.pace import Pace
 from harness.measure.plan import RunPlan
 from harness.measure.readings import Reading
 from harness.verdicts.confidence import REFUTED, best_of_passes, noisy
@@ -74,7 +75,7 @@ class Measurement:
     queries: int
     describe: dict[str, Any] = field(default_factory=dict)
     given: str = ""
-    """What each timed search was given (`runner.given`): "vector", the query's vector, encoded before the clock
+    """What each timed search was given (`timing.given`): "vector", the query's vector, encoded before the clock
     started, or "text", which the system turns into what it searches with inside its timed search."""
     pass_latencies_ns: list[list[int]] = field(default_factory=list, repr=False)
     retrieved: list[list[str]] = field(default_factory=list, repr=False)
@@ -145,7 +146,8 @@ class DialogueRow:
     scores: EvidenceScores
     latency_p50_ms: float
     mode: str = "bulk"
-    """How the memory was filled when the questions were asked (`experiments.BULK`, `WHEN_DUE`, `AT_THE_END`)."""
+    """How the memory was filled when the questions were asked (`harness.experiments.dialogue`: `BULK`, `WHEN_DUE`,
+    `AT_THE_END`)."""
     tokens_at_10: float = float("nan")
     """Mean tokens per question of its top-10 hits' texts (`harness.measure.tokens`)."""
     budget_recall: dict[int, float] = field(default_factory=dict)
@@ -356,6 +358,8 @@ class ConcurrencyRow:
     """Answers with fewer than 10 hits."""
     window_qps: list[float] = field(default_factory=list)
     """Each window's QPS (`qps` is their median): how far a shared machine moved the level."""
+    window_p99_ms: list[float] = field(default_factory=list)
+    """Each window's p99 (`p99_ms` pools every window's searches): how far a shared machine moved the tail."""
 
 
 @dataclass(frozen=True)
@@ -505,7 +509,10 @@ class RunInfo:
     took: dict[str, float] = field(default_factory=dict)
     """Seconds each experiment took."""
     planned: dict[str, float] = field(default_factory=dict)
-    """Seconds each experiment planned (`Experiment.work`)."""
+    """Seconds each experiment planned (`Experiment.work`), at the pace the plan was measured at."""
+    pace: Pace | None = None
+    """This machine's pace against the plan's, measured before the run (`measure_pace`): an experiment's planned
+    seconds times its median are what the run expected it to take."""
     systems: tuple[str, ...] | None = None
     """The systems `--systems` chose (None: each experiment's own)."""
 
@@ -558,7 +565,7 @@ class RunResults:
     dialogue: list[DialogueRow] = field(default_factory=list)
     answers: list[AnswerRow] = field(default_factory=list)
     field_claims: list[Reading] = field(default_factory=list)
-    """The field's retrieval claims reproduced under each reading of their definitions (`measure.reproduce`)."""
+    """The field's retrieval claims reproduced under each reading of their definitions (`experiments.field_claims`)."""
     updates: list[UpdateRow] = field(default_factory=list)
     streaming: list[StreamRow] = field(default_factory=list)
     grouping: list[GroupingRow] = field(default_factory=list)

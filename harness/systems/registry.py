@@ -76,7 +76,7 @@ _TEXT_STAGES = {
     "neighbours": ("neighbour_weight",),
     "turn form": ("asking_penalty", "speaker_weight"),
 }
-"""The settings of each stage of a text query after fusion (`reference.search`)."""
+"""The settings of each stage of a text query after fusion (`reference.search.pipeline`)."""
 
 
 def _fusion_and(*stages: str) -> dict[str, float]:
@@ -85,10 +85,10 @@ def _fusion_and(*stages: str) -> dict[str, float]:
 
 
 SYSTEMS: dict[str, Lazy] = {
-    "reference": _lazy("harness.systems.reference", "ReferenceSystem"),
+    "reference": _lazy("harness.systems.engine", "ReferenceSystem"),
     # a Chroma query per group is a call into Chroma: fewer, larger groups, a deeper floor
     "reference-chroma": Lazy(
-        "harness.systems.reference",
+        "harness.systems.engine",
         "ReferenceSystem",
         {
             "name": "reference-chroma",
@@ -101,36 +101,34 @@ SYSTEMS: dict[str, Lazy] = {
         hands_off=True,
     ),
     "reference-persistent": _lazy(
-        "harness.systems.reference", "ReferenceSystem", name="reference-persistent", persist=True
+        "harness.systems.engine", "ReferenceSystem", name="reference-persistent", persist=True
     ),
     "reference-no-entities": _lazy(
-        "harness.systems.reference", "ReferenceSystem", name="reference-no-entities", use_entities=False
+        "harness.systems.engine", "ReferenceSystem", name="reference-no-entities", use_entities=False
     ),
-    "reference-fusion": _lazy("harness.systems.reference", "ReferenceSystem", name="reference-fusion", **_fusion_and()),
+    "reference-fusion": _lazy("harness.systems.engine", "ReferenceSystem", name="reference-fusion", **_fusion_and()),
     "reference-episodes": _lazy(
-        "harness.systems.reference", "ReferenceSystem", name="reference-episodes", **_fusion_and("episodes")
+        "harness.systems.engine", "ReferenceSystem", name="reference-episodes", **_fusion_and("episodes")
     ),
     "reference-neighbours": _lazy(
-        "harness.systems.reference", "ReferenceSystem", name="reference-neighbours", **_fusion_and("neighbours")
+        "harness.systems.engine", "ReferenceSystem", name="reference-neighbours", **_fusion_and("neighbours")
     ),
     "reference-turns": _lazy(
-        "harness.systems.reference", "ReferenceSystem", name="reference-turns", **_fusion_and("turn form")
+        "harness.systems.engine", "ReferenceSystem", name="reference-turns", **_fusion_and("turn form")
     ),
     "reference-undated": _lazy(
-        "harness.systems.reference", "ReferenceSystem", name="reference-undated", date_context=False
+        "harness.systems.engine", "ReferenceSystem", name="reference-undated", date_context=False
     ),
-    "reference-dense": _lazy(
-        "harness.systems.reference", "ReferenceSystem", name="reference-dense", text_queries=False
-    ),
+    "reference-dense": _lazy("harness.systems.engine", "ReferenceSystem", name="reference-dense", text_queries=False),
     "reference-slept": _lazy(
-        "harness.systems.reference",
+        "harness.systems.engine",
         "ReferenceSystem",
         name="reference-slept",
         text_queries=False,
         sleep_after_add=True,
     ),
     "reference-concepts": _lazy(
-        "harness.systems.reference",
+        "harness.systems.engine",
         "ReferenceSystem",
         name="reference-concepts",
         text_queries=False,
@@ -138,7 +136,7 @@ SYSTEMS: dict[str, Lazy] = {
         concept_labels=True,
     ),
     "reference-prototype": _lazy(
-        "harness.systems.reference", "ReferenceSystem", name="reference-prototype", preset="prototype"
+        "harness.systems.engine", "ReferenceSystem", name="reference-prototype", preset="prototype"
     ),
     "flat-numpy": _lazy("baselines.flat_numpy", "FlatNumpy"),
     "flat-chroma": Lazy("baselines.flat_chroma", "FlatChroma", hands_off=True),

@@ -56,7 +56,7 @@ DECIDING: dict[str, tuple[str, ...]] = {
     "growing": ("reference", "faiss-ivf"),
     "realtext": (*REALTEXT_ENGINES, "flat-numpy", "faiss-ivf", "faiss-hnsw"),
 }
-"""The systems whose latency in a timed section decides a verdict below (the runner times more passes while
+"""The systems whose latency in a timed section decides a verdict below (the harness times more passes while
 any of them is unsettled)."""
 
 

@@ -1,22 +1,24 @@
 """`magbench compare A B`: what changed between two runs, failing only on a regression beyond noise.
 
-Compared per (section, system, dataset, encoder, size, parameters), over every timed section the runs
-share (`RunResults.TIMED_SECTIONS`). A shared machine runs a whole run faster or slower, and a run times
-the systems measured on the same data together, interleaved: so a system's latency is judged against
-its *drift*, the median B/A ratio of the other systems' medians on the same data in that section (1 when
-there are none; a drift below 1 counts as 1: a quieter machine does not make a steady system a
-regression). Latency is a regression only when B's median (a system that hands each search between a library's
-threads, `registry.hands_off`: its `HAND_OFF_PERCENTILE`) exceeds A's times the drift by more than
-`latency_tolerance` (relative) and `LATENCY_FLOOR_MS` (absolute), *and* the slowdown lies outside
-both runs' noise: with several timing passes, B's fastest pass (divided by the drift) is slower than
-A's slowest pass; with one pass, a one-sided Mann–Whitney U test on the per-query latencies gives
-p < `alpha`. The drift keeps a busier machine from failing a run, the noise rule keeps a jittery one
-from failing it, and the effect size keeps a tiny but real difference from failing it. Recall@10 is a
-regression when B is lower by more than `recall_tolerance` (absolute). A measurement timed over fewer than
-`MIN_QUERIES_PER_PASS` queries per pass is compared on recall only, and a latency regression must be shared by the
-system's other measurements in the section (`_shared_by_the_system`). Verdicts that flipped are
-listed, and a difference between the two runs' machines or data is named: latency across machines, and any
-figure across data, is not comparable.
+Compared per (section, system, dataset, encoder, size, parameters), over every timed section the runs share
+(`RunResults.TIMED_SECTIONS`).
+
+- **Drift.** A shared machine runs a whole run faster or slower, and a run times the systems measured on the same
+  data together, interleaved: so a system's latency is judged against its drift, the median B/A ratio of the
+  other systems' medians on the same data in that section (1 when there are none; a drift below 1 counts as 1: a
+  quieter machine does not make a steady system a regression).
+- **Latency** is a regression only when B's median (a system that hands each search between a library's threads,
+  `registry.hands_off`: its `HAND_OFF_PERCENTILE`) exceeds A's times the drift by more than `latency_tolerance`
+  (relative) and `LATENCY_FLOOR_MS` (absolute), *and* the slowdown lies outside both runs' noise: with several
+  timing passes, B's fastest pass (divided by the drift) is slower than A's slowest pass; with one pass, a
+  one-sided Mann–Whitney U test on the per-query latencies gives p < `alpha`. The drift keeps a busier machine
+  from failing a run, the noise rule a jittery one, and the effect size a tiny but real difference.
+- **Recall@10** is a regression when B is lower by more than `recall_tolerance` (absolute).
+- A measurement timed over fewer than `MIN_QUERIES_PER_PASS` queries per pass is compared on recall only, and a
+  latency regression must be shared by the system's other measurements in the section (`_shared_by_the_system`).
+
+Verdicts that flipped are listed, and a difference between the two runs' machines or data is named: latency across
+machines, and any figure across data, is not comparable.
 """
 
 from __future__ import annotations

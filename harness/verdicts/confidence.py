@@ -10,7 +10,7 @@ positions for measurements timed on the same queries; its 95% interval is the 2.
 interval that reaches into the bar's indifference zone (`MARGIN`, which absorbs what moves between runs)
 gives INCONCLUSIVE, not a verdict that a rerun could flip. A bootstrap within one run cannot see what moves
 between runs (the arena's layout, the machine's state), so a positive figure's interval is widened by
-`BETWEEN_RUNS`, measured across identical runs. The runner times more passes while the pass medians are
+`BETWEEN_RUNS`, measured across identical runs. The harness times more passes while the pass medians are
 unsettled (`unsettled`), so that a loaded machine gets more chances at an unloaded pass.
 """
 

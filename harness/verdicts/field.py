@@ -1,5 +1,5 @@
 """The field's published claims as data, beside the seed's (`claims.py`), with verdicts from the readings a run
-reproduced (`harness.measure.reproduce`).
+reproduced (`harness.experiments.field_claims`).
 
 Each claim is one published figure: the system, the dataset and split, the metric's whole definition
 (`readings.Metric`: what the memory stores, what counts as found, the score, k, which questions count, the encoder),

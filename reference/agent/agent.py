@@ -22,10 +22,10 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from ..errors import InvalidInputError, MagneticError
-from ..hit import Hit
+from ..common.errors import InvalidInputError, MagneticError
+from ..common.validation import check_importance, check_text
 from ..memory import CellularMemory
-from ..validation import check_importance, check_text
+from ..search.hit import Hit
 from .llm import LLM, LLMReply, ToolCall
 from .personas import PERSONAS
 from .tools.base import BaseTool, ToolResult, discover_tools

@@ -6,8 +6,8 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from ..errors import BackendUnavailableError
-from ..ollama_connection import OllamaConnection
+from ..common.errors import BackendUnavailableError
+from ..common.ollama_connection import OllamaConnection
 
 
 @dataclass(frozen=True)

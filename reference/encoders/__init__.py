@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 
-from ..errors import BackendUnavailableError, InvalidInputError
+from ..common.errors import BackendUnavailableError, InvalidInputError
 from .base import Encoder
 from .minilm import SentenceTransformerEncoder
 from .mock import MockEncoder

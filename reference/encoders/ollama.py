@@ -6,8 +6,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ..errors import BackendUnavailableError
-from ..ollama_connection import OllamaConnection
+from ..common.errors import BackendUnavailableError
+from ..common.ollama_connection import OllamaConnection
 
 
 class OllamaEncoder:

@@ -6,16 +6,18 @@ Agents built on LangChain or LangGraph use it as they use Chroma's integration:
     store.add_documents(documents, scope="user:alice")
     store.similarity_search("where does Alice live?", k=4, scope="user:alice", filter={"source": "chat"})
 
-Documents added under ids the store holds replace them (an upsert, as the standard suite expects), within
-their scope: an id held in another scope is refused (`InvalidInputError`), never replaced; deleting ids it does
-not hold is no error, nor is deleting with `scope=` ids another scope holds (they stay, answered as unknown ids
-are). `max_marginal_relevance_search` diversifies the best `fetch_k` with LangChain's own MMR over the stored
-vectors. Keyword arguments reach the engine: `scope=` (whose memory: a user, an
-agent, a run) for adds, searches and deletes, `filter=` (Chroma's `where` syntax over metadata), `since=` /
-`until=` (timestamps) for searches, `episode=` for adds; other keyword arguments of the constructor are
-`MemoryConfig` fields. The memory is opened on the first call that has an embedding in hand (its dimension
-comes from the embedding model); `close()` releases it. Relevance scores are the engine's scores: a cosine for
-vector searches, a fused score in [0, 1] for text searches.
+- Documents added under ids the store holds replace them (an upsert, as the standard suite expects), within their
+  scope: an id held in another scope is refused (`InvalidInputError`), never replaced.
+- Deleting ids it does not hold is no error, nor is deleting with `scope=` ids another scope holds (they stay,
+  answered as unknown ids are).
+- `max_marginal_relevance_search` diversifies the best `fetch_k` with LangChain's own MMR over the stored vectors.
+- Keyword arguments reach the engine: `scope=` (whose memory: a user, an agent, a run) for adds, searches and
+  deletes, `filter=` (Chroma's `where` syntax over metadata), `since=` / `until=` (timestamps) for searches,
+  `episode=` for adds; other keyword arguments of the constructor are `MemoryConfig` fields.
+- The memory is opened on the first call that has an embedding in hand (its dimension comes from the embedding
+  model); `close()` releases it.
+- Relevance scores are the engine's scores: a cosine for vector searches, a fused score in [0, 1] for text
+  searches.
 """
 
 from __future__ import annotations
@@ -30,15 +32,15 @@ from langchain_core.embeddings import Embeddings
 from langchain_core.vectorstores import VectorStore
 from langchain_core.vectorstores.utils import maximal_marginal_relevance
 
-from ..cells import new_ids
-from ..config import MemoryConfig
-from ..errors import InvalidInputError
-from ..hit import Hit
+from ..cells.table import new_ids
+from ..common.config import MemoryConfig
+from ..common.errors import InvalidInputError
+from ..common.validation import check_result_count
 from ..memory import CellularMemory
-from ..validation import check_k
+from ..search.hit import Hit
 
 
-class _EmbeddingsEncoder:
+class EmbeddingsEncoder:
     """A LangChain embedding model as the engine's encoder (documents embedded as documents)."""
 
     def __init__(self, embedding: Embeddings, dim: int) -> None:
@@ -147,7 +149,7 @@ class CellularVectorStore(VectorStore):
         self, query: str | None, vector: Sequence[float], k: int, fetch_k: int, lambda_mult: float, **kwargs: Any
     ) -> list[Document]:
         """LangChain's `maximal_marginal_relevance` over the stored vectors of the best `fetch_k` documents."""
-        check_k(k)
+        check_result_count(k)
         if isinstance(fetch_k, bool) or not isinstance(fetch_k, int) or fetch_k < 1:
             raise InvalidInputError(f"fetch_k must be a positive integer, got {fetch_k!r}")
         if isinstance(lambda_mult, bool) or not isinstance(lambda_mult, int | float) or not 0 <= lambda_mult <= 1:
@@ -215,7 +217,7 @@ class CellularVectorStore(VectorStore):
         """The memory, opened for embeddings of `dim` on first use."""
         with self._opening:
             if self._memory is None:
-                encoder = _EmbeddingsEncoder(self._embedding, dim)
+                encoder = EmbeddingsEncoder(self._embedding, dim)
                 self._memory = CellularMemory(path=self._path, encoder=encoder, config=self._config)
             return self._memory
 

@@ -5,24 +5,28 @@
     store.search(("users",), query="where does Alice live?", filter={"kind": "fact"}, limit=4)
     graph = builder.compile(store=store)   # nodes take `store: BaseStore`, or call `langgraph.config.get_store()`
 
-`path=None` keeps the memory in this process; `path="dir"` is an embedded store, persisted. A namespace is an
-engine scope; an item is a cell whose id names its namespace and key, holding the value whole as JSON text
-(JSON's types: integers of any size, tuples come back as lists, at most `MAX_DEPTH` levels with the value the
-first), its `created_at` (kept when the key is written again) and its `updated_at`. A refused value is named by
-its key and namespace and the path inside it (`value['a'][0]`); keys of any length are held.
+How items are held:
 
-As in LangGraph's `InMemoryStore`, the reads of a batch see the store as it was before the batch's writes, and
-of several puts of one key in a batch the last wins. `index=` (`dims`; `embed`: an `Embeddings`, a function or
-a provider string; `fields`: JSON paths, by default the whole value) embeds those fields of each put
-(`put(..., index=False)`: none, `index=[paths]`: these); each text found is one vector of the item, and writing
-the key again replaces them. A search with a query ranks the items by the cosine of their best vector (the
-engine's vector search), then the items without vectors (score None). Without a query, or without an index, a
-search returns the items most recently updated first (the order of LangGraph's SQLite store). `filter=` matches
-value fields as `InMemoryStore` does (equality, nested mappings and lists, `$eq $ne $gt $gte $lt $lte`; a key of
-the filter names a field even when it starts with `$`: `{"$and": ...}` is the field "$and", not a conjunction); a range
-takes a number and never matches a value that is not one, where `InMemoryStore` raises. `list_namespaces` lists
-the namespaces that hold items. Other keyword arguments of the constructor are `MemoryConfig` fields. Calls
-from several threads are safe; TTLs are not supported.
+- a namespace is an engine scope; an item is a cell whose id names its namespace and key;
+- the cell holds the value whole as JSON text (JSON's types: integers of any size, tuples come back as lists, at
+  most `MAX_DEPTH` levels with the value the first), its `created_at` (kept when the key is written again) and
+  its `updated_at`;
+- a refused value is named by its key and namespace and the path inside it (`value['a'][0]`); keys of any length
+  are held.
+
+As in LangGraph's `InMemoryStore`, the reads of a batch see the store as it was before the batch's writes, and of
+several puts of one key in a batch the last wins. Search:
+
+- with a query, items rank by the cosine of their best vector (the engine's vector search), then the items
+  without vectors follow (score None);
+- without a query, or without an index, items come most recently updated first (LangGraph's SQLite store's order);
+- `filter=` matches value fields as `InMemoryStore` does (equality, nested mappings and lists,
+  `$eq $ne $gt $gte $lt $lte`); a filter key names a field even when it starts with `$` (`{"$and": ...}` is the
+  field "$and"); a range takes a finite number and never matches a value that is not one, where `InMemoryStore`
+  raises.
+
+`list_namespaces` lists the namespaces that hold items. Calls from several threads are safe; TTLs are not
+supported.
 """
 
 from __future__ import annotations
@@ -30,6 +34,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
+import math
 import operator
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -57,13 +62,13 @@ from langgraph.store.base import (
     validate_op_namespace,
 )
 
-from ..cells import CellRecord
-from ..config import MemoryConfig
+from ..cells.table import CellRecord
+from ..common.config import MemoryConfig
+from ..common.errors import DimensionMismatchError, InvalidInputError
+from ..common.validation import MAX_DEPTH, MAX_EPISODE_CHARS, MAX_TEXT_CHARS, check_json_object, check_text
 from ..encoders import Encoder
-from ..errors import DimensionMismatchError, InvalidInputError
 from ..memory import CellularMemory
-from ..validation import MAX_EPISODE_CHARS, MAX_TEXT_CHARS, check_json_object, check_text
-from .langchain import _EmbeddingsEncoder
+from .langchain import EmbeddingsEncoder
 
 Namespace = tuple[str, ...]
 DEFAULTS: dict[str, Any] = {"namespace": "langgraph", "lexical": False}
@@ -110,7 +115,30 @@ class _Unindexed:
 
 
 class CellularStore(BaseStore):
-    """A `CellularMemory` behind LangGraph's `BaseStore` interface, sync and async (thread-safe)."""
+    """A `CellularMemory` behind LangGraph's `BaseStore` interface, sync and async (thread-safe).
+
+    `put`, `get`, `search`, `delete`, `list_namespaces` and their async forms are `BaseStore`'s, each one
+    operation of `batch`; what differs from `InMemoryStore` is in the module's docstring.
+
+    Args:
+        index: None (nothing embedded; searches order by time) or LangGraph's index configuration: `dims`, `embed`
+            (an `Embeddings`, a function, or a provider string) and `fields` (JSON paths, by default the whole
+            value); each text found at those paths of a put is one vector of the item (`put(..., index=False)`:
+            none, `index=[paths]`: these), and writing the key again replaces them.
+        path: None keeps the memory in this process; a folder is an embedded store, persisted.
+        **options: `MemoryConfig` fields (by default its own namespace, "langgraph", and no lexical index).
+
+    Raises:
+        InvalidInputError: a bad index configuration or option.
+        EncoderMismatchError, DimensionMismatchError: a store at `path` made with another embedding model.
+
+    Example:
+        ```python
+        with CellularStore(index={"dims": 384, "embed": embeddings, "fields": ["text"]}, path="memory") as store:
+            store.put(("users", "alice"), "home", {"text": "Alice lives in Lisbon"})
+            [item] = store.search(("users",), query="where does Alice live?", limit=1)
+        ```
+    """
 
     def __init__(self, *, index: IndexConfig | None = None, path: str | None = None, **options: Any) -> None:
         self.index_config = index
@@ -119,17 +147,32 @@ class CellularStore(BaseStore):
         encoder: Encoder = _Unindexed()
         if index is not None:
             dims, self.embeddings, self._fields = _index(index)
-            encoder = _EmbeddingsEncoder(self.embeddings, dims)
+            encoder = EmbeddingsEncoder(self.embeddings, dims)
         self._dim = encoder.dim
         self._memory = CellularMemory(path=path, encoder=encoder, config=MemoryConfig(**{**DEFAULTS, **options}))
         self._writing = threading.Lock()
+        self._keys = _Keys(self._memory.ids())
 
     def batch(self, ops: Iterable[Op]) -> list[Result]:
+        """Run `GetOp`, `PutOp`, `SearchOp` and `ListNamespacesOp` operations: every one checked before any runs,
+        the reads against the store as it was, then the puts as one engine write (all or nothing).
+
+        Returns:
+            One result per operation, in order (an `Item` or None, None, a list of `SearchItem`, a list of
+            namespaces).
+
+        Raises:
+            InvalidInputError: a bad operation (its namespace, key, value, filter, page or paths); nothing runs.
+            InvalidNamespaceError: a namespace LangGraph refuses (empty, a label with ".", the root "langgraph").
+            NotImplementedError: a put with a TTL.
+            DimensionMismatchError: the embedding model returned vectors of another dimension.
+        """
         checked = _checked(ops)
         plan = self._plan(checked)
         return self._run(checked, plan, self._embedded(plan))
 
     async def abatch(self, ops: Iterable[Op]) -> list[Result]:
+        """`batch`, embedding with the model's async methods and running the engine's work on a thread."""
         checked = _checked(ops)
         plan = self._plan(checked)
         embedded = await self._aembedded(plan)
@@ -219,9 +262,11 @@ class CellularStore(BaseStore):
                     cells.texts, vectors=cells.vectors, ids=cells.ids, metadata=cells.metadata,
                     scope=cells.scopes, upsert=True,
                 )  # fmt: skip
+            self._keys.add([put for put in puts if put.value is not None])
             unused = [cell_id for cell_id in unused if cell_id in self._memory]
             if unused:
                 self._memory.delete(unused)
+            self._keys.remove([put for put in puts if put.value is None])
 
     # ---- reading -------------------------------------------------------------------------
 
@@ -266,7 +311,7 @@ class CellularStore(BaseStore):
             k *= 2
 
     def _namespaces(self, op: ListNamespacesOp) -> list[Namespace]:
-        held = {parsed[0] for cell_id in self._memory.ids() if (parsed := _parsed(cell_id)) is not None}
+        held = self._keys.namespaces()
         matching = [ns for ns in held if all(_path_matches(c, ns) for c in op.match_conditions or ())]
         if op.max_depth is not None:
             matching = list({ns[: op.max_depth] for ns in matching})
@@ -274,14 +319,50 @@ class CellularStore(BaseStore):
 
     def _item_ids(self, prefix: Namespace) -> list[str]:
         """The ids of the items in every namespace that starts with `prefix`."""
-        return [
-            cell_id
-            for cell_id in self._memory.ids()
-            if (parsed := _parsed(cell_id)) is not None and parsed[0][: len(prefix)] == prefix
-        ]
+        return self._keys.item_ids(prefix)
 
     def _records(self, ids: list[str]) -> dict[str, CellRecord]:
         return {record.id: record for record in self._memory.get_many(ids)} if ids else {}
+
+
+class _Keys:
+    """Namespace → the keys of its items: what a search's namespace prefix and `list_namespaces` read, so that
+    neither scans every cell id. Built from the memory's ids when the store opens, then kept by its writes."""
+
+    def __init__(self, cell_ids: Iterable[str]) -> None:
+        self._keys: dict[Namespace, set[str]] = {}
+        self._lock = threading.Lock()
+        """Guards the mapping: searches read it while a write changes it."""
+        for cell_id in cell_ids:
+            parsed = _parsed(cell_id)
+            if parsed is not None:
+                self._keys.setdefault(parsed[0], set()).add(parsed[1])
+
+    def namespaces(self) -> list[Namespace]:
+        """The namespaces that hold items."""
+        with self._lock:
+            return list(self._keys)
+
+    def item_ids(self, prefix: Namespace) -> list[str]:
+        """The first-cell ids of the items of every namespace that starts with `prefix`."""
+        with self._lock:
+            held = [(ns, list(keys)) for ns, keys in self._keys.items() if ns[: len(prefix)] == prefix]
+        return [_cell_id(ns, key) for ns, keys in held for key in keys]
+
+    def add(self, puts: Iterable[_Put]) -> None:
+        """Items the memory now holds."""
+        with self._lock:
+            for put in puts:
+                self._keys.setdefault(put.namespace, set()).add(put.key)
+
+    def remove(self, puts: Iterable[_Put]) -> None:
+        """Items the memory no longer holds (a namespace left without items is no longer listed)."""
+        with self._lock:
+            for put in puts:
+                keys = self._keys.get(put.namespace, set())
+                keys.discard(put.key)
+                if not keys:
+                    self._keys.pop(put.namespace, None)
 
 
 class _Cells:
@@ -583,18 +664,32 @@ def _check_filter(filter: Any) -> None:
         _check_condition(key, wanted)
 
 
-def _check_condition(field: str, wanted: Any) -> None:
+def _check_condition(field: str, wanted: Any, depth: int = 1) -> None:
+    """A filter's condition on a field; nested at most `MAX_DEPTH` levels, as a value is (a deeper one could match
+    no value, and a walk of it could exhaust the stack)."""
+    if depth > MAX_DEPTH:
+        raise InvalidInputError(f"filter on {field!r:.200} nests deeper than {MAX_DEPTH} levels")
     if isinstance(wanted, list | tuple):
         for part in wanted:
-            _check_condition(field, part)
+            _check_condition(field, part, depth + 1)
     elif isinstance(wanted, Mapping) and _is_operators(wanted):
         for name, operand in wanted.items():
             if name not in OPERATORS:
                 raise InvalidInputError(f"filter on {field!r}: unknown operator {name!r}; use {sorted(OPERATORS)}")
-            if name in RANGES and (isinstance(operand, bool) or not isinstance(operand, int | float)):
-                raise InvalidInputError(f"filter on {field!r}: {name} compares numbers, got {operand!r:.50}")
+            if name in RANGES and not _finite_number(operand):
+                raise InvalidInputError(f"filter on {field!r}: {name} compares finite numbers, got {operand!r:.50}")
     elif isinstance(wanted, Mapping):
         for key, part in wanted.items():
             if not isinstance(key, str):
                 raise InvalidInputError(f"filter on {field!r}: keys of nested conditions are strings, got {key!r}")
-            _check_condition(f"{field}.{key}", part)
+            _check_condition(f"{field}.{key}", part, depth + 1)
+
+
+def _finite_number(value: Any) -> bool:
+    """A number (not a bool) that a range compares as a finite float."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return False
+    try:
+        return math.isfinite(float(value))
+    except OverflowError:
+        return False

@@ -31,12 +31,13 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.transport_security import TransportSecuritySettings
 from pydantic import BaseModel, Field
 
-from ..cells import CellRecord
-from ..config import MemoryConfig
-from ..errors import InvalidInputError, MagneticError, NotFoundError
-from ..hit import Hit
+from ..cells.table import CellRecord
+from ..common.config import MemoryConfig
+from ..common.errors import InvalidInputError, LeaseLostError, MagneticError, NotFoundError
+from ..common.validation import check_encodable
 from ..memory import CellularMemory
-from ..validation import check_encodable
+from ..search.hit import Hit
+from .sharding import ShardedMemories
 
 OWNERS = (("user_id", "user"), ("agent_id", "agent"), ("run_id", "run"))
 """The arguments that name whose memory a call acts on, and each one's label in the scope's name."""
@@ -54,6 +55,8 @@ BEARER_TOKEN = re.compile(r"[A-Za-z0-9._~+/-]+=*")
 """What an `Authorization: Bearer` header can carry (RFC 6750's b64token): a token of other characters (a space,
 a non-ASCII letter) never reaches the server as written."""
 T = TypeVar("T")
+MemoryOf = CellularMemory | Callable[[str], CellularMemory]
+"""One memory, or the memory that serves each scope."""
 
 
 def scope_name(owners: Mapping[str, str | None], default_user: str) -> str:
@@ -208,10 +211,12 @@ MemoryId = Annotated[str, Field(min_length=1, description="a memory's id, as add
 
 
 class MemoryTools:
-    """The tools' work on one memory; each call's scope is checked against its caller's grants first."""
+    """The tools' work on one memory (or on the memory of each scope's shard, `sharding.py`); each call's scope is
+    checked against its caller's grants first."""
 
-    def __init__(self, memory: CellularMemory, *, grants: Grants | None, default_user: str) -> None:
-        self.memory, self.grants, self.default_user = memory, grants, default_user
+    def __init__(self, memory: MemoryOf, *, grants: Grants | None, default_user: str) -> None:
+        self.memory_of = memory if callable(memory) else lambda _scope: memory
+        self.grants, self.default_user = grants, default_user
 
     def scope(self, ctx: Context, user_id: str | None, agent_id: str | None, run_id: str | None) -> str:
         owners = {"user_id": user_id, "agent_id": agent_id, "run_id": run_id}
@@ -220,10 +225,24 @@ class MemoryTools:
             raise ToolError(f"this token may not use the memory of {name!r}")
         return name
 
-    def record_in(self, memory_id: str, scope: str) -> CellRecord:
+    def on(self, scope: str, work: Callable[[CellularMemory], T]) -> T:
+        """`work` on the memory of `scope`, its typed errors as tool errors. A call refused because that memory was
+        let go meanwhile (closed, or its shard taken: nothing was written) is routed again, once."""
+        memory = _engine(lambda: self.memory_of(scope))
+        try:
+            return work(memory)
+        except (InvalidInputError, LeaseLostError) as error:
+            again = _engine(lambda: self.memory_of(scope))
+            if again is memory:
+                raise ToolError(f"{type(error).__name__}: {error}") from None
+            return _engine(lambda: work(again))
+        except MagneticError as error:
+            raise ToolError(f"{type(error).__name__}: {error}") from None
+
+    def record_in(self, memory: CellularMemory, memory_id: str, scope: str) -> CellRecord:
         """The memory's record if it is of `scope`; another scope's id reads as unknown, as an absent one does."""
         try:
-            record = self.memory.get(memory_id)
+            record = memory.get(memory_id)
         except NotFoundError:
             record = None
         if record is None or record.scope != scope:
@@ -245,8 +264,8 @@ class MemoryTools:
             run_id: RunId = None,
         ) -> Written:
             scope = self.scope(ctx, user_id, agent_id, run_id)
-            ids = _engine(
-                lambda: self.memory.add(content, kind=kind, importance=importance, metadata=metadata, scope=scope)
+            ids = self.on(
+                scope, lambda m: m.add(content, kind=kind, importance=importance, metadata=metadata, scope=scope)
             )
             return Written(id=ids[0], scope=scope)
 
@@ -267,7 +286,7 @@ class MemoryTools:
             run_id: RunId = None,
         ) -> SearchResults:
             scope = self.scope(ctx, user_id, agent_id, run_id)
-            hits = _engine(lambda: self.memory.search(query, k, mode=mode, scope=scope, where=filters))
+            hits = self.on(scope, lambda m: m.search(query, k, mode=mode, scope=scope, where=filters))
             return SearchResults(results=[found(hit) for hit in hits])
 
         @server.tool(description=f"One memory by id. {DATA_NOT_INSTRUCTIONS} {_WHO}")
@@ -275,7 +294,7 @@ class MemoryTools:
             ctx: Context, memory_id: MemoryId, user_id: UserId = None, agent_id: AgentId = None, run_id: RunId = None
         ) -> StoredMemory:
             scope = self.scope(ctx, user_id, agent_id, run_id)
-            return stored(_engine(lambda: self.record_in(memory_id, scope)))
+            return stored(self.on(scope, lambda m: self.record_in(m, memory_id, scope)))
 
         @server.tool(description=f"Replace a memory's content, metadata or both; its old content is kept. {_WHO}")
         def update_memory(
@@ -288,15 +307,14 @@ class MemoryTools:
             run_id: RunId = None,
         ) -> StoredMemory:
             scope = self.scope(ctx, user_id, agent_id, run_id)
-            _engine(lambda: self.memory.update(memory_id, text=content, metadata=metadata, scope=scope))
-            return stored(_engine(lambda: self.record_in(memory_id, scope)))
+            return stored(self.on(scope, lambda m: self._update(m, memory_id, content, metadata, scope)))
 
         @server.tool(description=f"Delete one memory for good. {_WHO}")
         def delete_memory(
             ctx: Context, memory_id: MemoryId, user_id: UserId = None, agent_id: AgentId = None, run_id: RunId = None
         ) -> Deleted:
             scope = self.scope(ctx, user_id, agent_id, run_id)
-            return Deleted(deleted=_engine(lambda: self._delete(memory_id, scope)))
+            return Deleted(deleted=self.on(scope, lambda m: self._delete(m, memory_id, scope)))
 
         @server.tool(description=f"The memories of one scope by id, a page at a time. {DATA_NOT_INSTRUCTIONS} {_WHO}")
         def list_memories(
@@ -308,20 +326,26 @@ class MemoryTools:
             run_id: RunId = None,
         ) -> MemoryPage:
             scope = self.scope(ctx, user_id, agent_id, run_id)
-            return _engine(lambda: self._page(scope, limit, cursor))
+            return self.on(scope, lambda m: self._page(m, scope, limit, cursor))
 
-    def _delete(self, memory_id: str, scope: str) -> int:
+    def _update(
+        self, memory: CellularMemory, memory_id: str, text: str | None, metadata: dict[str, Any] | None, scope: str
+    ) -> CellRecord:
+        memory.update(memory_id, text=text, metadata=metadata, scope=scope)
+        return self.record_in(memory, memory_id, scope)
+
+    def _delete(self, memory: CellularMemory, memory_id: str, scope: str) -> int:
         try:
-            return self.memory.delete(memory_id, scope=scope)
+            return memory.delete(memory_id, scope=scope)
         except NotFoundError:
             raise NotFoundError(f"no memory {memory_id!r} in {scope!r}") from None
 
-    def _page(self, scope: str, limit: int, cursor: str | None) -> MemoryPage:
+    def _page(self, memory: CellularMemory, scope: str, limit: int, cursor: str | None) -> MemoryPage:
         """Ids in sorted order after `cursor`: a page never repeats or skips a memory that stayed."""
-        ids = sorted(self.memory.ids(scope=scope))
+        ids = sorted(memory.ids(scope=scope))
         start = 0 if cursor is None else next((i for i, id_ in enumerate(ids) if id_ > cursor), len(ids))
         page = ids[start : start + limit]
-        records = self.memory.get_many(page)
+        records = memory.get_many(page)
         more = start + limit < len(ids)
         return MemoryPage(memories=[stored(r) for r in records], next_cursor=page[-1] if more and page else None)
 
@@ -341,7 +365,7 @@ def _engine(call: Callable[[], T]) -> T:
 
 
 def build_server(
-    memory: CellularMemory,
+    memory: MemoryOf,
     *,
     grants: Grants | None = None,
     url: str = "http://127.0.0.1",
@@ -421,9 +445,14 @@ def serve(
     port: int,
     tokens: Path | None,
     default_user: str,
+    shards: int | None = None,
+    address: str | None = None,
+    lease_seconds: float | None = None,
 ) -> int:
-    """`magbench serve`: open the memory, serve it over stdio (or HTTP) until the client leaves, close it."""
-    from ..chroma import server_client
+    """`magbench serve`: open the memory, serve it over stdio (or HTTP) until the client leaves, close it. With
+    `shards`, this process is one of several over the database at `postgres`, serving the scopes routed to it
+    (`sharding.py`) and telling callers of the others' scopes where to go (`address`: where it is reached)."""
+    from ..common.chroma import server_client
     from ..encoders import make_encoder
 
     grants = None if tokens is None else Grants.load(tokens)
@@ -431,11 +460,26 @@ def serve(
         check_bind(host, grants)
     elif grants is not None:
         raise InvalidInputError("--tokens guard the HTTP mode; over stdio the client is the process that started it")
-    client = None if chroma_server is None else server_client(chroma_server)
-    config = MemoryConfig() if namespace is None else MemoryConfig(namespace=namespace)
+    default = MemoryConfig()
+    config = MemoryConfig(
+        namespace=namespace or default.namespace, lease_seconds=lease_seconds or default.lease_seconds
+    )
     encoder = make_encoder(encoder_name)
+    url = http_url(host, port)
+    if shards is not None:
+        if postgres is None or not http:
+            raise InvalidInputError("--shards divides the scopes among processes over one database: pass --postgres "
+                                    "and --http")  # fmt: skip
+        memories = ShardedMemories(postgres, shards, address or f"{url}/mcp", encoder, config).start()
+        try:
+            serve_http(build_server(memories.memory_for, grants=grants, url=url, default_user=default_user),
+                       host=host, port=port, grants=grants)  # fmt: skip
+        finally:
+            memories.close()
+        return 0
+    client = None if chroma_server is None else server_client(chroma_server)
     with CellularMemory(path=db, encoder=encoder, client=client, dsn=postgres, config=config) as memory:
-        server = build_server(memory, grants=grants, url=http_url(host, port), default_user=default_user)
+        server = build_server(memory, grants=grants, url=url, default_user=default_user)
         if http:
             serve_http(server, host=host, port=port, grants=grants)
         else:

@@ -9,8 +9,8 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 
-from ..errors import BackendUnavailableError
-from ..ollama_connection import OllamaConnection
+from ..common.errors import BackendUnavailableError
+from ..common.ollama_connection import OllamaConnection
 from .base import Conflict, JudgeError, Statement, ordered
 
 PROMPT = """You check a memory for contradictions. Statements, numbered:

@@ -17,7 +17,7 @@ def with_context(
     episode_weight: float,
     neighbour_weight: float,
 ) -> np.ndarray:
-    """Candidates' scores with their context (the rule is `search.py`'s stage 5): `rows` ascending, each
+    """Candidates' scores with their context (the rule is `search/pipeline.py`'s stage 5): `rows` ascending, each
     candidate's episode code and the rows written just before and after it (-1 for none)."""
     count = len(rows)
     order = np.argsort(episodes, kind="mergesort")

@@ -18,7 +18,7 @@ def add_by_group(sums: np.ndarray, group_ids: np.ndarray, vectors: np.ndarray, s
 
 
 @compiled
-def unit_rows(sums: np.ndarray, ids: np.ndarray) -> np.ndarray:
+def centroids_from_sums(sums: np.ndarray, ids: np.ndarray) -> np.ndarray:
     """`sums[ids]` scaled to unit length, as float32 (a zero row stays zero): the centroids in one pass."""
     out = np.zeros((len(ids), sums.shape[1]), np.float32)
     for i in range(len(ids)):

@@ -8,7 +8,7 @@ from .jit import brief, brief_strict
 
 
 @brief_strict
-def unit_vector(vector: np.ndarray) -> tuple[np.ndarray, bool]:
+def checked_unit(vector: np.ndarray) -> tuple[np.ndarray, bool]:
     """`vector` at unit length, as float32, its squares summed in float64; False when that sum is NaN,
     infinite or zero (no direction to keep). A query's check and normalisation in one call, where NumPy's
     widening, dot product, division and narrowing would be a noticeable share of a search."""

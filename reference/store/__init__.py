@@ -14,14 +14,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from ..cells import CellBatch
+from ..cells.table import CellBatch
+from ..common.chroma import server_client
 from .embedded import EmbeddedStore, open_embedded
 from .lease import open_server
 from .pgdb import Database
 from .postgres import open_postgres
 from .protocol import CellStore, NullStore, StoreIdentity
 
-__all__ = ["CellStore", "NullStore", "OpenStore", "StoreIdentity", "open_store"]
+__all__ = ["CellStore", "NullStore", "OpenStore", "StoreIdentity", "open_store", "server_client"]
 
 
 class Held(Protocol):

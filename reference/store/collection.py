@@ -9,9 +9,14 @@ from typing import Any
 
 import numpy as np
 
-from ..cells import CellBatch
-from ..chroma import backend_errors, guarded
-from ..errors import BackendUnavailableError, DimensionMismatchError, EncoderMismatchError, VectorSegmentUnreadableError
+from ..cells.table import CellBatch
+from ..common.chroma import backend_errors, guarded
+from ..common.errors import (
+    BackendUnavailableError,
+    DimensionMismatchError,
+    EncoderMismatchError,
+    VectorSegmentUnreadableError,
+)
 from .protocol import StoreIdentity
 
 CONFIGURATION = {"hnsw": {"space": "cosine"}}

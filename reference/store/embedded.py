@@ -34,9 +34,9 @@ from typing import Any
 import numpy as np
 from filelock import FileLock, Timeout
 
-from ..cells import CellBatch, CellRecord
-from ..chroma import persistent_client
-from ..errors import BackendUnavailableError, InvalidInputError, VectorSegmentUnreadableError
+from ..cells.table import CellBatch, CellRecord
+from ..common.chroma import persistent_client
+from ..common.errors import BackendUnavailableError, InvalidInputError, VectorSegmentUnreadableError
 from .collection import ChromaCells, cells_name
 from .protocol import StoreIdentity
 from .server import decoded_cells, drop_unfinished_batches

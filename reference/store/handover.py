@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..chroma import existing_collection, guarded
+from ..common.chroma import existing_collection, guarded
 from .collection import CONFIGURATION, cells_name
 from .ledger import ledger_name
 

@@ -43,9 +43,9 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from ..cells import CellBatch, CellRecord
-from ..chroma import backend_errors, existing_collection
-from ..errors import BackendUnavailableError, LeaseLostError, NamespaceOwnedError
+from ..cells.table import CellBatch, CellRecord
+from ..common.chroma import backend_errors, existing_collection
+from ..common.errors import BackendUnavailableError, LeaseLostError, NamespaceOwnedError
 from .handover import hand_over
 from .protocol import CellStore, StoreIdentity
 from .renewal import keep_renewing

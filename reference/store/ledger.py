@@ -15,7 +15,7 @@ import threading
 from collections.abc import Iterable
 from typing import Any
 
-from ..chroma import guarded
+from ..common.chroma import guarded
 
 LAYOUT = 2
 """The cells' layout that `server.py` writes: each cell's scope a metadata key of its own."""

@@ -27,7 +27,7 @@ import time
 import weakref
 from datetime import datetime
 
-from ..errors import BackendUnavailableError, LeaseLostError, NamespaceOwnedError
+from ..common.errors import BackendUnavailableError, LeaseLostError, NamespaceOwnedError
 from .pgdb import Database
 from .renewal import keep_renewing
 

@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
-from ..errors import BackendUnavailableError, InvalidInputError
+from ..common.errors import BackendUnavailableError, InvalidInputError
 
 if TYPE_CHECKING:
     import psycopg

@@ -13,8 +13,8 @@ from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
-from ..cells import CellBatch, CellRecord
-from ..errors import BackendUnavailableError, DimensionMismatchError, EncoderMismatchError
+from ..cells.table import CellBatch, CellRecord
+from ..common.errors import BackendUnavailableError, DimensionMismatchError, EncoderMismatchError
 from .ownership import Ownership
 from .pgdb import Database, make_schema
 from .protocol import StoreIdentity

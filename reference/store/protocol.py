@@ -10,7 +10,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from ..cells import CellBatch, CellRecord
+from ..cells.table import CellBatch, CellRecord
 
 
 @dataclass(frozen=True)

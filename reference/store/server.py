@@ -12,9 +12,9 @@ from typing import Any
 
 import numpy as np
 
-from ..cells import CellBatch, CellRecord, ConflictNote
-from ..episodes import INFERRED
-from ..errors import StoreDamagedError
+from ..cells.episodes import INFERRED
+from ..cells.table import CellBatch, CellRecord, ConflictNote
+from ..common.errors import StoreDamagedError
 from .collection import ChromaCells
 from .ledger import Ledger
 from .protocol import StoreIdentity

@@ -30,8 +30,8 @@ from typing import Any, Literal
 
 import numpy as np
 
-from ..cells import CellBatch, CellRecord, ConflictNote
-from ..errors import BackendUnavailableError, StoreDamagedError
+from ..cells.table import CellBatch, CellRecord, ConflictNote
+from ..common.errors import BackendUnavailableError, StoreDamagedError
 
 SIDECAR = "magbench.sqlite3"
 Write = Literal["add", "delete", "update", "rebuild"]

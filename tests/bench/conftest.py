@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from harness.data.generators.vectors import clustered_unit_vectors, exact_top_k
-from harness.measure.runner import one_core
+from harness.measure.timing import one_core
 from harness.output.perf_summary import PerfSummary
 
 N = int(os.environ.get("MAGBENCH_PERF_N", "100000"))

@@ -17,7 +17,7 @@ import pytest
 from harness.measure.metrics import recall_at_k
 from reference import CellularMemory, MemoryConfig
 from reference.encoders import MockEncoder
-from reference.index import similarities
+from reference.indexes.vectors import similarities
 from tests.bench.conftest import N, record, time_queries
 
 ENCODER = MockEncoder(384)  # never called: vectors are given

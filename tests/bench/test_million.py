@@ -12,10 +12,10 @@ import numpy as np
 import pytest
 
 from harness.data.generators.vectors import clustered_unit_vectors, exact_top_k
-from harness.measure.runner import resident_bytes
+from harness.measure.timing import resident_bytes
 from reference import CellularMemory, MemoryConfig
 from reference.encoders import MockEncoder
-from reference.lexical import BM25Index
+from reference.indexes.lexical import BM25Index
 from tests.bench.conftest import record, record_ratio, time_queries
 from tests.bench.test_agent_loop import loop_texts
 

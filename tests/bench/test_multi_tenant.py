@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from harness.data.generators.vectors import clustered_unit_vectors
-from harness.measure.runner import resident_bytes
+from harness.measure.timing import resident_bytes
 from reference import CellularMemory
 from reference.encoders import MockEncoder
 from tests.bench.conftest import record, record_ratio, time_queries

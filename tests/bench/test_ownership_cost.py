@@ -14,9 +14,9 @@ from itertools import cycle
 import pytest
 
 from harness.data.generators.vectors import clustered_unit_vectors
-from harness.measure.servers import ChromaServer
+from harness.measure.server_processes import ChromaServer
 from reference import CellularMemory, MemoryConfig, NamespaceOwnedError
-from reference.chroma import server_client
+from reference.common.chroma import server_client
 from reference.encoders import MockEncoder
 from reference.store.lease import FencedStore
 from tests.bench.conftest import record, record_ratio, time_queries

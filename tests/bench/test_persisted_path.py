@@ -20,9 +20,9 @@ import chromadb
 import pytest
 from chromadb.config import Settings
 
-from harness.measure.runner import one_core
+from harness.measure.timing import one_core
 from reference import CellularMemory
-from reference.cells import new_ids
+from reference.cells.table import new_ids
 from reference.encoders import MockEncoder
 from tests.bench.conftest import N, record, record_ratio, time_queries
 from tests.bench.test_agent_loop import loop_texts

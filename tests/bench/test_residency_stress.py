@@ -19,9 +19,9 @@ from typing import Any
 
 import pytest
 
-from harness.measure.servers import ChromaServer
+from harness.measure.server_processes import ChromaServer
 from reference import CellularMemory, MemoryConfig
-from reference.chroma import server_client
+from reference.common.chroma import server_client
 from reference.encoders import MockEncoder
 from tests.reliability.residency_stress import Stress, run
 

@@ -16,9 +16,10 @@ from pathlib import Path
 import pytest
 
 from harness.data.generated import vectors_evalset
+from harness.experiments.scaling import SYSTEMS as SCALING_SYSTEMS
 from harness.measure.metrics import recall_at_k
-from harness.measure.plan import SCALING_SYSTEMS, SLOW_SYSTEMS
-from harness.measure.runner import open_system
+from harness.measure.plan import SLOW_SYSTEMS
+from harness.measure.timing import open_system
 from tests.bench.conftest import time_queries
 
 SIZES = [int(n) for n in os.environ.get("MAGBENCH_SIZES", "1000,10000,25000,100000").split(",")]

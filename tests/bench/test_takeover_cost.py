@@ -20,9 +20,9 @@ import psycopg
 
 from harness.data.generators.vectors import clustered_unit_vectors
 from harness.measure.postgres import INSTALL, PostgresServer, binaries
-from harness.measure.servers import ChromaServer
+from harness.measure.server_processes import ChromaServer
 from reference import CellularMemory, MemoryConfig
-from reference.chroma import server_client
+from reference.common.chroma import server_client
 from reference.encoders import MockEncoder
 from reference.store.handover import hand_over
 from reference.store.ownership import Ownership

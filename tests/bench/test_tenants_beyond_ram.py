@@ -18,10 +18,10 @@ from dataclasses import dataclass
 import numpy as np
 import pytest
 
-from harness.measure.runner import resident_bytes
-from harness.measure.servers import ChromaServer
+from harness.measure.server_processes import ChromaServer
+from harness.measure.timing import resident_bytes
 from reference import CellularMemory, MemoryConfig
-from reference.chroma import server_client
+from reference.common.chroma import server_client
 from tests.bench.conftest import record, record_ratio, time_queries
 from tests.bench.test_multi_tenant import CELLS, ENCODER, SCOPES, scope_name
 

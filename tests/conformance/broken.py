@@ -12,7 +12,7 @@ from baselines.bm25 import BM25
 from baselines.flat_numpy import FlatNumpy
 from baselines.vectors import top_k
 from harness.protocol import Document, SearchHit, check_k
-from harness.systems.reference import ReferenceSystem
+from harness.systems.engine import ReferenceSystem
 
 
 class DuplicateIds(FlatNumpy):

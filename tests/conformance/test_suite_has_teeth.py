@@ -17,7 +17,7 @@ import pytest
 from harness.systems.registry import SYSTEMS
 from reference import CellularMemory, MemoryConfig
 from reference.encoders import MockEncoder
-from reference.index import NumpyGroupIndex
+from reference.indexes.vectors import NumpyGroupIndex
 from tests.extras import needs
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -10,7 +10,8 @@ import pytest
 
 from harness.data.beir import save_beir
 from harness.data.generated import needles_evalset, notes_evalset
-from harness.measure.plan import LOOP_SYSTEMS, STREAM_SYSTEMS
+from harness.experiments.agent_loop import SYSTEMS as LOOP_SYSTEMS
+from harness.experiments.streaming import SYSTEMS as STREAM_SYSTEMS
 
 
 def magbench(*args: str, timeout: int = 600, cwd: Path | None = None) -> subprocess.CompletedProcess:

@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 
 from reference import BackendUnavailableError, CellularMemory, StoreDamagedError
-from reference.chroma import persistent_client
+from reference.common.chroma import persistent_client
 from reference.encoders import MockEncoder
 from reference.store.collection import ChromaCells
 from reference.store.embedded import set_aside_vector_segment

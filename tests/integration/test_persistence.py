@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from reference import BackendUnavailableError, CellularMemory, DimensionMismatchError, MemoryConfig
-from reference.chroma import http_client, persistent_client
+from reference.common.chroma import http_client, persistent_client
 from reference.encoders import MockEncoder
 
 TEXTS = [

@@ -5,8 +5,8 @@ from collections.abc import Callable
 import numpy as np
 
 from reference import CellularMemory, MemoryConfig
-from reference.consolidation import plan_merges
 from reference.encoders import MockEncoder
+from reference.sleep.regrouping import plan_merges
 from tests.threads import run_concurrently
 
 SEARCHES_PER_THREAD = 150

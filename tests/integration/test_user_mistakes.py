@@ -12,8 +12,8 @@ import pytest
 from harness.chat import ChatSession
 from reference import CellularMemory
 from reference.agent import MemoryAgent
+from reference.common.errors import EncoderMismatchError, InvalidInputError
 from reference.encoders import MockEncoder
-from reference.errors import EncoderMismatchError, InvalidInputError
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -32,10 +32,10 @@ from langgraph.store.base import (
 )
 from langgraph.store.memory import InMemoryStore
 
-from reference import InvalidInputError
-from reference.errors import DimensionMismatchError, MagneticError
+from reference import CellularMemory, InvalidInputError
+from reference.common.errors import DimensionMismatchError, MagneticError
+from reference.common.validation import MAX_DEPTH
 from reference.integrations.langgraph import CellularStore
-from reference.validation import MAX_DEPTH
 
 DIMS = 1024
 
@@ -441,6 +441,22 @@ def test_a_compiled_graph_writes_and_reads_memory_through_the_store():
     store.close()
 
 
+def test_searches_and_listings_never_read_every_cell_id(store, monkeypatch):
+    store.put(("users", "alice"), "home", {"text": "Alice lives in Lisbon"})
+    store.put(("users", "bob"), "drop", {"text": "gone"})
+    store.put(("docs",), "rock", {"text": "guitar band"})
+    store.delete(("users", "bob"), "drop")
+
+    def every_id(*args, **kwargs):
+        raise AssertionError("CellularStore read every cell id")
+
+    monkeypatch.setattr(CellularMemory, "ids", every_id)
+    assert store.list_namespaces() == [("docs",), ("users", "alice")]
+    assert [item.key for item in store.search(("users",), query="where does Alice live")] == ["home"]
+    assert [item.key for item in store.search(("users",), filter={"text": "Alice lives in Lisbon"})] == ["home"]
+    assert [item.key for item in store.search(())] == ["rock", "home"]
+
+
 # ---- 4. persistence, timestamps, async, concurrency, bad input ------------------------------------------------
 
 
@@ -650,6 +666,14 @@ def test_a_bad_put_raises_and_loses_nothing(store, namespace, key, value, error)
     assert store.list_namespaces() == [("a",)]
 
 
+def nested_list(levels: int) -> Any:
+    """A filter condition of lists `levels` deep: deeper than a value may be, and than the stack's depth."""
+    condition: Any = 1
+    for _ in range(levels):
+        condition = [condition]
+    return condition
+
+
 @pytest.mark.parametrize(
     ("call", "error"),
     [
@@ -663,6 +687,9 @@ def test_a_bad_put_raises_and_loses_nothing(store, namespace, key, value, error)
         (lambda s: s.search(("a",), filter={"n": {"$regex": "x"}}), InvalidInputError),
         (lambda s: s.search(("a",), filter={"n": {"$gt": "3"}}), InvalidInputError),
         (lambda s: s.search(("a",), filter=[("n", 1)]), InvalidInputError),
+        (lambda s: s.search(("a",), filter={"n": {"$lt": 10**400}}), InvalidInputError),
+        (lambda s: s.search(("a",), filter={"n": {"$gte": float("nan")}}), InvalidInputError),
+        (lambda s: s.search(("a",), filter={"n": nested_list(5000)}), InvalidInputError),
         (lambda s: s.search(("a",), limit=-1), InvalidInputError),
         (lambda s: s.search(("a",), offset="1"), InvalidInputError),
         (lambda s: s.search(("a",), query=3), InvalidInputError),

@@ -14,7 +14,7 @@ pytest.importorskip("psycopg", reason="the PostgreSQL store needs psycopg 3: pip
 import psycopg
 
 from harness.measure.tenants import run_tenants, tenant_data, tenant_runbook
-from harness.systems.reference import ReferenceSystem
+from harness.systems.engine import ReferenceSystem
 from reference import BackendUnavailableError, CellularMemory, EncoderMismatchError, InvalidInputError, MemoryConfig
 from reference.encoders import MockEncoder
 

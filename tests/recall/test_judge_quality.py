@@ -4,9 +4,9 @@ import pytest
 
 from harness.data.generators.contradictions import contradiction_pairs
 from harness.measure.judging import score_judge
+from reference.common.ollama_connection import OllamaConnection
 from reference.judges import OfflineJudge, OllamaJudge
 from reference.judges.base import JudgeError
-from reference.ollama_connection import OllamaConnection
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])

@@ -11,7 +11,7 @@ import pytest
 
 from harness.data.encoding import encode_evalset
 from harness.data.generated import needles_evalset, vectors_evalset
-from harness.measure.runner import measure
+from harness.measure.timing import measure
 from harness.systems.registry import SYSTEMS
 from reference.encoders import make_encoder
 from reference.encoders.ollama import OllamaEncoder

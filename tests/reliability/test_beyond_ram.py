@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 
 from reference import CellularMemory, MemoryConfig
-from reference.chroma import server_client
+from reference.common.chroma import server_client
 from reference.encoders import MockEncoder
 
 DIM = 32

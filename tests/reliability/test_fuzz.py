@@ -11,8 +11,8 @@ from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
 from reference import CellularMemory, MagneticError
+from reference.common.validation import MAX_TEXT_CHARS
 from reference.encoders import MockEncoder
-from reference.validation import MAX_TEXT_CHARS
 from tests.reliability.counts import record
 
 DIM = 16

@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 
 from reference import CellularMemory, MemoryConfig, NotFoundError
-from reference.chroma import server_client
+from reference.common.chroma import server_client
 from reference.encoders import MockEncoder
 from reference.judges import OfflineJudge
 from tests.threads import run_concurrently

@@ -12,7 +12,7 @@ from dataclasses import replace
 import pytest
 
 from reference import CellularMemory, MemoryConfig
-from reference.chroma import server_client
+from reference.common.chroma import server_client
 from reference.encoders import MockEncoder
 from tests.reliability.counts import record
 from tests.reliability.residency_stress import Stress, run

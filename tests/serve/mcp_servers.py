@@ -5,10 +5,8 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
-import time
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -18,7 +16,7 @@ from mcp import Client, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
-from harness.measure.servers import free_port
+from harness.measure.server_processes import await_answer, connect, free_port
 
 SERVE = [sys.executable, "-m", "harness.cli", "serve", "--encoder", "mock"]
 ENV = {**os.environ, "HF_HUB_OFFLINE": "1", "ANONYMIZED_TELEMETRY": "False"}
@@ -35,21 +33,8 @@ class HttpMemoryServer:
 
     def start(self, timeout: float = 600.0) -> HttpMemoryServer:
         self.process = subprocess.Popen(self.command, env=ENV, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.process.poll() is not None:
-                raise RuntimeError(f"magbench serve exited with {self.process.returncode}: {self.stderr()}")
-            try:
-                socket.create_connection((self.host, self.port), timeout=0.5).close()
-                return self
-            except OSError:
-                time.sleep(0.1)
-        self.kill()
-        raise RuntimeError(f"magbench serve did not listen on {self.port} within {timeout:.0f} s")
-
-    def stderr(self) -> str:
-        assert self.process is not None and self.process.stderr is not None
-        return self.process.stderr.read().decode(errors="replace")[-2000:]
+        await_answer(self.process, lambda: connect(self.host, self.port), "magbench serve", timeout)
+        return self
 
     def stop(self) -> None:
         """A graceful stop (SIGTERM), as a service manager stops it."""

@@ -7,7 +7,7 @@ import pytest
 
 pytest.importorskip("mcp", reason="the serve extra: pip install 'magnetic-bench[serve]'")
 
-from harness.measure.concurrency import concurrency_rows
+from harness.experiments.concurrency import concurrency_rows
 
 
 def test_both_servers_are_searched_by_processes_alone_and_while_another_writes():

@@ -18,8 +18,8 @@ from mcp.server.transport_security import TransportSecurityMiddleware
 from starlette.requests import Request
 
 from reference import CellularMemory
+from reference.common.errors import InvalidInputError
 from reference.encoders import MockEncoder
-from reference.errors import InvalidInputError
 from reference.integrations.mcp_server import (
     DATA_NOT_INSTRUCTIONS,
     MAX_OWNER_CHARS,

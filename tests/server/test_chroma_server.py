@@ -7,10 +7,10 @@ import json
 import pytest
 
 from harness.data.generated import vectors_evalset
-from harness.measure.runner import measure
-from harness.measure.servers import ChromaServer
+from harness.measure.server_processes import ChromaServer
+from harness.measure.timing import measure
 from reference import BackendUnavailableError, CellularMemory, MemoryConfig
-from reference.chroma import http_client
+from reference.common.chroma import http_client
 from reference.encoders import MockEncoder
 from reference.store.collection import ChromaCells
 from reference.store.protocol import StoreIdentity

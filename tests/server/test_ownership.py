@@ -22,9 +22,9 @@ from typing import Any
 import pytest
 from chromadb.errors import NotFoundError
 
-from harness.measure.servers import ChromaServer
+from harness.measure.server_processes import ChromaServer
 from reference import CellularMemory, LeaseLostError, MemoryConfig, NamespaceOwnedError
-from reference.chroma import server_client
+from reference.common.chroma import server_client
 from reference.encoders import MockEncoder
 from reference.store.collection import CONFIGURATION, cells_name
 from reference.store.handover import SET_ASIDE
@@ -152,7 +152,7 @@ OWNER = textwrap.dedent(
     """
     import sys
     from reference import CellularMemory, LeaseLostError, MemoryConfig
-    from reference.chroma import server_client
+    from reference.common.chroma import server_client
     from reference.encoders import MockEncoder
     address, namespace, trial = sys.argv[1:4]
     batch, lease = int(sys.argv[4]), float(sys.argv[5])
@@ -398,7 +398,7 @@ def test_a_takeover_cut_short_while_moving_the_cells_is_finished_by_the_next_ope
 
 def test_an_in_process_client_takes_no_lease(tmp_path):
     """Embedded and ephemeral Chroma are this process's alone (an embedded store by path holds an OS lock)."""
-    from reference.chroma import persistent_client
+    from reference.common.chroma import persistent_client
 
     client = persistent_client(str(tmp_path))
     with CellularMemory(client=client, encoder=MockEncoder(64), config=MemoryConfig(namespace="local")) as memory:

@@ -13,9 +13,9 @@ import numpy as np
 import pytest
 
 from reference import CellularMemory, LeaseLostError, MemoryConfig
-from reference.chroma import server_client
+from reference.common.chroma import server_client
+from reference.common.errors import BackendUnavailableError
 from reference.encoders import MockEncoder
-from reference.errors import BackendUnavailableError
 from reference.store.ledger import LAYOUT, Ledger
 
 DIM = 64

@@ -5,8 +5,8 @@ import pytest
 
 from harness.data.generators.vectors import clustered_unit_vectors, exact_top_k
 from reference import CellularMemory, MemoryConfig
-from reference.clustering import split_in_two
 from reference.encoders import MockEncoder
+from reference.groups.clustering import split_in_two
 from tests.grouping import group_fit
 
 DIM = 32

@@ -11,9 +11,9 @@ import pytest
 from harness.data.generators.vectors import clustered_unit_vectors
 from reference import CellularMemory
 from reference.encoders import MockEncoder
-from reference.index import NumpyGroupIndex, ProbeLimits
+from reference.indexes.vectors import NumpyGroupIndex, ProbeLimits
 from reference.kernels.quantize import quantized
-from reference.state import SearchCounters
+from reference.state.engine import SearchCounters
 
 DIM = 64
 CELLS = 3000  # enough that the compiled probe answers, not a flat search

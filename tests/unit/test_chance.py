@@ -56,10 +56,10 @@ def test_k_at_or_past_the_candidates_finds_everything_and_bad_input_is_refused()
 
 def test_dialogue_rows_carry_chance_candidates_and_ingest_cost(tmp_path):
     from harness.data.spec import DatasetSpec
-    from harness.measure.experiment_registry import RunContext
-    from harness.measure.experiments import dialogue
+    from harness.experiments.definition import RunContext
+    from harness.experiments.dialogue import COVERED, candidates, dialogue_fields
+    from harness.experiments.dialogue import run as dialogue
     from harness.measure.plan import RunPlan
-    from harness.output.sections.memory import COVERED, candidates, dialogue_fields
     from reference.encoders import MockEncoder
 
     sessions = {

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from reference.clustering import GroupState, LeaderClustering
+from reference.groups.clustering import GroupState, LeaderClustering
 from reference.kernels.quantize import quantized
 
 
@@ -142,7 +142,7 @@ def test_clustered_data_recovers_the_true_clusters(chunk):
 def test_a_part_taken_back_remakes_only_the_centroids_of_the_groups_it_changed(monkeypatch):
     """A write plans on a part holding every group of its scopes; taking it back must not mark the groups it left
     as they were, or the next search remakes every centroid of the memory after a one-cell write."""
-    import reference.clustering as clustering
+    import reference.groups.clustering as clustering
 
     rng = np.random.default_rng(5)
     state = GroupState.empty(8)
@@ -152,20 +152,22 @@ def test_a_part_taken_back_remakes_only_the_centroids_of_the_groups_it_changed(m
     part = state.part([0])
     part.state.add_members(np.asarray([2]), rng.normal(size=(1, 8)))
     remade: list[int] = []
-    unit_rows = clustering.unit_rows
-    monkeypatch.setattr(clustering, "unit_rows", lambda sums, ids: remade.append(len(ids)) or unit_rows(sums, ids))
+    centroids = clustering.centroids_from_sums
+    monkeypatch.setattr(
+        clustering, "centroids_from_sums", lambda sums, ids: remade.append(len(ids)) or centroids(sums, ids)
+    )
     state.absorb(part)
     after = state.active_centroids()
     assert remade == [1]
     assert np.allclose(np.delete(after, 2, axis=0), np.delete(before, 2, axis=0))
     assert not np.allclose(after[2], before[2])
-    assert np.allclose(after, unit_rows(state.sums, state.active_ids()))
+    assert np.allclose(after, centroids(state.sums, state.active_ids()))
 
 
 def test_a_part_starts_from_its_scopes_cached_centroids(monkeypatch):
     """A write plans on a part of its scope's groups: the part takes the scope's cached centroids, brought up to date
     (only the groups changed since are remade), instead of remaking every centroid of the scope on each write."""
-    import reference.clustering as clustering
+    import reference.groups.clustering as clustering
 
     rng = np.random.default_rng(7)
     state = GroupState.empty(8)
@@ -174,9 +176,11 @@ def test_a_part_starts_from_its_scopes_cached_centroids(monkeypatch):
     state.active_centroids(0)  # cached, as a search leaves them
     state.add_members(np.asarray([2]), rng.normal(size=(1, 8)))  # the last write changed group 2
     remade: list[int] = []
-    unit_rows = clustering.unit_rows
-    monkeypatch.setattr(clustering, "unit_rows", lambda sums, ids: remade.append(len(ids)) or unit_rows(sums, ids))
+    centroids = clustering.centroids_from_sums
+    monkeypatch.setattr(
+        clustering, "centroids_from_sums", lambda sums, ids: remade.append(len(ids)) or centroids(sums, ids)
+    )
     part = state.part([0])
-    centroids = part.state.active_centroids()
+    made = part.state.active_centroids()
     assert remade == [1]
-    assert np.allclose(centroids, unit_rows(part.state.sums, np.arange(6)))
+    assert np.allclose(made, centroids(part.state.sums, np.arange(6)))

@@ -6,8 +6,8 @@ from sklearn.metrics import adjusted_rand_score
 
 from harness.data.generators.vectors import clustered_unit_vectors
 from reference import CellularMemory, InvalidInputError, MemoryConfig
-from reference.concepts import concept_labels
 from reference.encoders import MockEncoder
+from reference.groups.concepts import concept_labels
 
 DIM = 32
 

@@ -1,11 +1,12 @@
 """Concurrency: clients' plans, levels of threads searching with and without writes, answers scored."""
 
+import asyncio
 import time
 
 import pytest
 
+from harness.experiments.concurrency import concurrency_rows
 from harness.measure.clients import drive, searches, writes
-from harness.measure.concurrency import concurrency_rows
 
 
 def test_writes_keep_their_rate_and_searches_run_until_the_stop():
@@ -18,6 +19,16 @@ def test_writes_keep_their_rate_and_searches_run_until_the_stop():
     assert [s.query for s in searched[:6]] == [3, 4, 5, 6, 0, 1]  # round the list
     assert all(start <= s.started_ns < start + 30_000_000 for s in searched)
     assert drive(writes(95, 100, 200.0, start, start + 10**9), str)[-1].cell == 99  # the pool ends them
+
+
+def test_a_plan_in_a_thread_runs_without_an_event_loop_so_a_systems_call_may_start_its_own():
+    async def found(query: int) -> list:
+        return [query]
+
+    start = time.monotonic_ns() + 5_000_000
+    searched = drive(searches(4, 0, start, start + 20_000_000), lambda query: asyncio.run(found(query)))
+    assert searched and [s.hits for s in searched[:5]] == [[0], [1], [2], [3], [0]]
+    assert all(s.started_ns >= start for s in searched)  # the plan's start kept, by blocking
 
 
 def test_every_level_is_measured_alone_and_while_writing_and_exact_search_keeps_its_recall():

@@ -4,9 +4,9 @@ import numpy as np
 import pytest
 
 from reference import CellularMemory, MemoryConfig
-from reference.clustering import GroupState
-from reference.consolidation import final_groups, plan_merges
 from reference.encoders import MockEncoder
+from reference.groups.clustering import GroupState
+from reference.sleep.regrouping import final_groups, plan_merges
 
 
 def state_of(*groups: list[float]) -> GroupState:
@@ -43,7 +43,7 @@ def test_chains_are_merged_against_recomputed_centroids():
 
 
 def test_final_groups_follow_chains():
-    from reference.consolidation import Merge
+    from reference.sleep.regrouping import Merge
 
     assert final_groups([Merge(1, 2, 0.9), Merge(0, 1, 0.9)]) == {2: 0, 1: 0}
 

@@ -154,8 +154,8 @@ def test_missing_files_and_unknown_kinds_are_typed_errors(tmp_path):
 
 
 def test_session_level_is_left_out_where_k_reaches_the_sessions_and_turn_level_refuses(locomo_file):
-    from harness.measure.experiment_registry import RunContext
-    from harness.measure.experiments import dialogue
+    from harness.experiments.definition import RunContext
+    from harness.experiments.dialogue import run as dialogue
     from harness.measure.metrics import CutoffError
     from harness.measure.plan import RunPlan
     from reference.encoders import MockEncoder
@@ -193,8 +193,8 @@ def test_a_prefixed_dataset_without_a_path_is_refused():
 
 
 def test_sessions_are_also_ranked_by_their_best_turn_and_every_row_counts_its_hits_tokens(tmp_path):
-    from harness.measure.experiment_registry import RunContext
-    from harness.measure.experiments import dialogue
+    from harness.experiments.definition import RunContext
+    from harness.experiments.dialogue import run as dialogue
     from harness.measure.plan import RunPlan
     from harness.measure.tokens import WORD_RULE, word_tokens
     from reference.encoders import MockEncoder

@@ -1,6 +1,6 @@
 import pytest
 
-from reference.entities import EntityIndex, extract_entities
+from reference.cells.entities import EntityIndex, extract_entities
 
 
 @pytest.mark.parametrize(

@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 
 from reference import CellularMemory, InvalidInputError, MemoryConfig
+from reference.cells.episodes import EpisodeIndex, inferred_names
 from reference.encoders import MockEncoder
-from reference.episodes import EpisodeIndex, inferred_names
 from reference.kernels.context import with_context
 
 SESSION_A = ["we planned the trip to Lisbon", "flights are booked for May", "the hotel is near the river"]

@@ -9,7 +9,7 @@ import pytest
 
 from harness.data.errata import CORRECTED, ORIGINAL, keyed_dialogue
 from harness.data.spec import DatasetSpec
-from harness.measure.experiment_registry import RunContext
+from harness.experiments.definition import RunContext
 from harness.measure.plan import RunPlan
 from harness.measure.readings import Metric, Reading
 from harness.output.results import RunResults
@@ -52,7 +52,8 @@ def test_one_set_of_questions_carries_the_evidence_of_both_keys(keyed_run):
 
 
 def test_every_dialogue_row_is_scored_on_both_keys_from_the_same_ranking(keyed_run):
-    from harness.measure.experiments import AT_THE_END, BULK, WHEN_DUE, dialogue  # registered as a run does
+    from harness.experiments.dialogue import AT_THE_END, BULK, WHEN_DUE
+    from harness.experiments.dialogue import run as dialogue  # registered as a run does
 
     spec, errata = keyed_run
     context = RunContext(RunPlan(), {"mock": MockEncoder()}, spec, systems=("flat-numpy",), errata=errata)
@@ -76,8 +77,8 @@ def test_every_dialogue_row_is_scored_on_both_keys_from_the_same_ranking(keyed_r
 
 
 def test_the_dialogue_table_and_csv_name_the_key_of_every_figure(keyed_run):
-    from harness.measure.experiments import dialogue
-    from harness.output.sections.memory import dialogue as dialogue_table
+    from harness.experiments.dialogue import run as dialogue
+    from harness.experiments.dialogue import table as dialogue_table
     from tests.results_factory import run_info
 
     spec, errata = keyed_run
@@ -95,7 +96,7 @@ CLAIM = FieldClaim("x-locomo", "x", "X: LoCoMo session R@10 60%", 0.60, "locomo"
 
 
 def test_a_claim_is_judged_on_the_original_key_with_the_corrected_reading_beside_it():
-    from harness.output.sections.memory import field_readings
+    from harness.experiments.field_claims import table as field_readings
     from tests.results_factory import run_info
 
     original = Reading("sessions", "locomo-dev", METRIC, 0.50, 0.47, 0.53, 1000)

@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 
 from harness.measure.checking import ContractViolation
+from harness.measure.replay import run_streams
 from harness.measure.runbooks import Checkpoint, Forget, Replace, Write, expiring_stream
-from harness.measure.streaming import run_streams
 from tests.unit.test_streaming import stream_data
 
 

@@ -89,9 +89,10 @@ def test_the_session_protocol_builds_documents_as_the_source_script_does(tmp_pat
 
     from harness.data.dialogue import TurnFormat, load_dialogue
     from harness.data.spec import DatasetSpec
-    from harness.measure.experiment_registry import RunContext
+    from harness.experiments.definition import RunContext
+    from harness.experiments.field_claims import line, ranked_sessions, sessions_of
+    from harness.experiments.field_claims import run as field_claims
     from harness.measure.plan import RunPlan
-    from harness.measure.reproduce import field_claims, line, ranked_sessions, sessions_of
     from reference.encoders import MockEncoder
 
     sample = {

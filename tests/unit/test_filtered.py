@@ -1,6 +1,6 @@
 """Filtered search: every declaring system's cases scored against exact search over what they match."""
 
-from harness.measure.filtered import CASES, OWNERS, filtered_rows, owners_of
+from harness.experiments.filtered import CASES, OWNERS, filtered_rows, owners_of
 
 
 def test_owners_hold_equal_shares_in_a_seeded_order():

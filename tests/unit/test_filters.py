@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from reference import CellularMemory, InvalidInputError
-from reference.filters import MetadataIndex, Within
+from reference.indexes.filters import MetadataIndex, Within
 
 CELLS = 3000
 

@@ -5,7 +5,7 @@ import pytest
 
 from reference import CellularMemory, MemoryConfig
 from reference.encoders import MockEncoder
-from reference.fusion import calibrated_scores, reciprocal_rank
+from reference.score.fusion import calibrated_scores, reciprocal_rank
 
 TURNS = [
     "Caroline: I went to the LGBTQ support group yesterday",

@@ -5,7 +5,7 @@ import pytest
 from numba import njit
 
 from harness.data.generators.vectors import clustered_unit_vectors
-from reference.index import ChromaGroupIndex, NumpyGroupIndex, ProbeLimits, top_k
+from reference.indexes.vectors import ChromaGroupIndex, NumpyGroupIndex, ProbeLimits, top_k
 from reference.kernels import intrinsics
 from reference.kernels.probe import descending
 from reference.kernels.quantize import quantized

@@ -2,8 +2,8 @@
 
 from dataclasses import replace
 
-from harness.measure.experiment_registry import RunContext
-from harness.measure.experiments import knowledge_update
+from harness.experiments.definition import RunContext
+from harness.experiments.knowledge_update import run as knowledge_update
 from harness.measure.plan import RunPlan
 from reference.encoders import MockEncoder
 

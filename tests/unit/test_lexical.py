@@ -12,8 +12,8 @@ import Stemmer
 from bm25s.stopwords import STOPWORDS_EN_PLUS
 
 from harness.data.generators.topics import topic_haystack
+from reference.indexes.lexical import K1, STOP_WORDS, B, BM25Index, LexicalIndex, words
 from reference.kernels.bm25 import best_scored
-from reference.lexical import K1, STOP_WORDS, B, BM25Index, LexicalIndex, words
 
 
 def oracle(texts: dict[int, str], query: str) -> dict[int, float]:

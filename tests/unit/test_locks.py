@@ -9,7 +9,7 @@ from __future__ import annotations
 import threading
 import time
 
-from reference.locks import ReadWriteLock
+from reference.common.locks import ReadWriteLock
 from tests.threads import run_concurrently
 
 

@@ -1,6 +1,7 @@
 """The public API of CellularMemory: behaviour, bad input, all-or-nothing writes."""
 
 import re
+from dataclasses import fields
 
 import numpy as np
 import pytest
@@ -14,7 +15,8 @@ from reference import (
     MemoryConfig,
     NotFoundError,
 )
-from reference.scoring import SECONDS_PER_DAY
+from reference.common.config import RULES
+from reference.score.scoring import SECONDS_PER_DAY
 
 TEXTS = [
     "The cat sat on the warm mat",
@@ -192,6 +194,27 @@ def test_closed_memory_refuses_calls(mock_encoder):
 def test_invalid_config_lists_every_problem():
     with pytest.raises(InvalidInputError, match=r"group_top_k.*max_groups|max_groups.*group_top_k"):
         MemoryConfig(group_top_k=0, max_groups=0)
+
+
+BAD_SETTINGS = {
+    "grouping": "kmeans", "join_threshold": 1.0, "max_groups": 0, "group_size": 1, "group_size_per_sqrt_n": -0.5,
+    "split_factor": 1.0, "fragment_divisor": 1, "sleep_rounds": 0, "sleep_settled": 1.5, "probing": "all",
+    "probe_per_k": 0, "probe_per_sqrt_n": -1.0, "probe_margin": -0.1, "target_recall": 0.0, "probe_cost_cells": -1,
+    "group_top_k": 0, "fusion": "max", "fusion_depth": 0, "rrf_k": -1, "lexical_weight": -0.1,
+    "episode_weight": -1.0, "neighbour_weight": -1.0, "asking_penalty": -1.0, "speaker_key": "",
+    "speaker_weight": -1.0, "episode_gap_s": -1.0, "entity_boost": -1.0, "merge_threshold": -1.0,
+    "half_life_days": 0.0, "access_saturation": 0, "superseded_penalty": -1.0, "kind_importance": {"fact": 2.0},
+    "group_backend": "faiss", "namespace": "a b", "lease_seconds": 0.1, "ingest_chunk": 0, "concept_limit": 2,
+    "resident_cells": True,
+}  # fmt: skip
+
+
+def test_every_checked_setting_is_a_field_and_refuses_a_value_out_of_its_rule():
+    assert set(RULES) <= {f.name for f in fields(MemoryConfig)}
+    assert set(BAD_SETTINGS) == set(RULES)
+    for name, bad in BAD_SETTINGS.items():
+        with pytest.raises(InvalidInputError, match=re.escape(f"{name} {RULES[name].says}")):
+            MemoryConfig(**{name: bad})
 
 
 @pytest.mark.parametrize("config", [MemoryConfig(), DENSE_ONLY], ids=["hybrid", "dense"])

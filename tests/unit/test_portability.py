@@ -60,9 +60,9 @@ WITHOUT_POSIX = textwrap.dedent(
     ctypes.CDLL = without_process_symbols
 
     from reference import CellularMemory
-    from reference.config import MemoryConfig
+    from reference.common.config import MemoryConfig
     from reference.encoders.mock import MockEncoder
-    from reference.index import chroma_capacity
+    from reference.indexes.vectors import chroma_capacity
 
     with CellularMemory(encoder=MockEncoder(dim=64), config=MemoryConfig(ingest_chunk=64)) as memory:
         ids = memory.add([f"note {i} about topic {i % 7}" for i in range(300)])

@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 
 from harness.data.spec import DatasetSpec
-from harness.measure import work
-from harness.measure.experiment_registry import RunContext
-from harness.measure.plan import DIALOGUE_SYSTEMS, RunPlan
+from harness.experiments import dialogue
+from harness.experiments.definition import RunContext
+from harness.measure.plan import RunPlan
 from harness.output.progress import RunProgress, Steps
 from reference.encoders import MockEncoder
 
@@ -52,7 +52,7 @@ def test_a_dialogue_file_plans_seconds_by_its_size_and_its_systems(tmp_path):
     path = tmp_path / "locomo.json"
     path.write_bytes(b" " * 500_000)
     dataset = DatasetSpec.parse(f"locomo:{path}")
-    every = work.dialogue(RunContext(RunPlan(), {"mock": MockEncoder()}, dataset))
-    two = work.dialogue(RunContext(RunPlan(), {"mock": MockEncoder()}, dataset, systems=("bm25", "my.mod:make")))
-    assert every == pytest.approx(work.DIALOGUE_SECONDS_PER_MB * 0.5 * len(DIALOGUE_SYSTEMS))
-    assert two == pytest.approx(every * 2 / len(DIALOGUE_SYSTEMS))
+    every = dialogue.work(RunContext(RunPlan(), {"mock": MockEncoder()}, dataset))
+    two = dialogue.work(RunContext(RunPlan(), {"mock": MockEncoder()}, dataset, systems=("bm25", "my.mod:make")))
+    assert every == pytest.approx(dialogue.SECONDS_PER_MB * 0.5 * len(dialogue.SYSTEMS))
+    assert two == pytest.approx(every * 2 / len(dialogue.SYSTEMS))

@@ -7,10 +7,10 @@ import json
 import math
 
 from harness.data.spec import DatasetSpec
-from harness.measure.experiment_registry import RunContext
-from harness.measure.experiments import dialogue
+from harness.experiments.definition import RunContext
+from harness.experiments.dialogue import run as dialogue
+from harness.experiments.dialogue import table as dialogue_table
 from harness.measure.plan import RunPlan
-from harness.output.sections.memory import dialogue as dialogue_table
 from harness.systems.options import with_options
 from reference.encoders import MockEncoder
 from tests.results_factory import results

@@ -1,11 +1,14 @@
 """The recall-floor measurement (`harness.measure.recall_floor`) on a small synthetic memory: its rows, its budget
 scaling and the miss factor it compares against."""
 
+import json
+
 import numpy as np
 import pytest
 
 from harness.measure import recall_floor
-from reference import MemoryConfig, calibration
+from reference import MemoryConfig
+from reference.state import calibration
 
 
 def unit_mixture(count: int, seed: int) -> np.ndarray:
@@ -30,14 +33,27 @@ def test_rows_for_every_target_write_and_sleep_measured_against_exact_search_at_
     cells, queries = vectors[:2_000], vectors[2_000:]
     truth, seconds = recall_floor.exact(cells, queries)
     assert seconds > 0 and all(len(rows) == recall_floor.K for rows in truth)
-    configured = calibration.MISS_FACTOR
-    factor = configured + 0.5
-    rows = recall_floor.engine_rows(cells, queries, truth, factor, recall_floor.Setting(0.02, as_if=60_000))
-    assert configured == calibration.MISS_FACTOR  # restored
+    configured = calibration.MISS_FACTOR, calibration.CONFIDENCE
+    factor = configured[0] + 0.5
+    how = recall_floor.Estimate(factor, confidence=0.5)
+    rows = recall_floor.engine_rows(cells, queries, truth, how, recall_floor.Setting(0.02, as_if=60_000))
+    assert configured == (calibration.MISS_FACTOR, calibration.CONFIDENCE)  # restored
     assert {(r.target, r.write, r.slept) for r in rows} == {
         (t, w, s) for t in recall_floor.TARGETS for w in ("bulk", "in order") for s in (False, True)
     }
     for row in rows:
         assert row.miss_factor == factor and 0 <= row.recall <= 1 and row.bytes_per_search > 0
-        assert row.estimate is not None and row.low is not None and row.low <= row.estimate
+        assert row.estimate is not None and row.low == row.estimate  # the point estimate: no spread
         assert row.low >= row.target or row.reach > 1
+
+
+def test_locomo_turns_are_a_corpus_of_one_passage_per_distinct_turn(tmp_path):
+    turns = [("Ann", "We moved to Lisbon."), ("Ben", "Nice!"), ("Ann", "Nice!"), ("Ben", "Nice!")]
+    sample = {
+        "session_1": [{"speaker": s, "dia_id": f"D1:{i}", "text": t} for i, (s, t) in enumerate(turns, 1)],
+        "qa": [{"question": "Where did Ann move?", "answer": "Lisbon", "evidence": ["D1:1"], "category": 4}],
+    }
+    (tmp_path / "one.json").write_text(json.dumps(sample), encoding="utf-8")
+    corpus = recall_floor.corpus_of(f"locomo:{tmp_path}")
+    assert corpus.passages == ["Ann: We moved to Lisbon.", "Ben: Nice!", "Ann: Nice!"]
+    assert corpus.sha256 and corpus.fingerprint

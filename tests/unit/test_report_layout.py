@@ -5,11 +5,14 @@ spread over many rows."""
 import ast
 import dataclasses
 import re
+import sys
 from pathlib import Path
 
 import pytest
 
-from harness.measure import concurrency, experiments, filtered, plan, runner, tenants, tokens
+import harness.experiments
+from harness.experiments.registry import registered
+from harness.measure import plan, tenants, timing, tokens
 from harness.output import sections
 from harness.output.report import write_report
 from harness.output.results import Operation, RunResults, StreamCheckpoint, StreamRow
@@ -81,7 +84,7 @@ def test_a_sweep_that_reads_the_same_at_every_setting_says_so(report):
 
 def test_the_captions_read_the_plans_constants(report):
     from harness.measure.plan import FIXED_CLUSTERS, NEEDLE_DOCS, NEEDLES
-    from harness.measure.runner import WARMUP_QUERIES
+    from harness.measure.timing import WARMUP_QUERIES
 
     assert f"{FIXED_CLUSTERS} clustered topics at every N" in report
     assert f"after {WARMUP_QUERIES} untimed warm-up queries" in report
@@ -106,7 +109,8 @@ def test_no_caption_retypes_a_constant_of_what_a_run_measures():
     """A number in a section's text that equals a constant of the plan or of the experiments is that constant
     retyped: it must be read (an f-string), or it goes stale when the plan changes. 1 is every unit and a float32's
     4 bytes are no plan's."""
-    modules = [plan, runner, experiments, filtered, tenants, concurrency, tokens]
+    experiments = {sys.modules[e.run.__module__] for e in registered()}
+    modules = [plan, timing, tenants, tokens, *experiments]
     held = {
         float(value)
         for module in modules
@@ -115,7 +119,8 @@ def test_no_caption_retypes_a_constant_of_what_a_run_measures():
     }
     held |= {float(f.default) for f in dataclasses.fields(plan.RunPlan) if type(f.default) in (int, float)}
     retyped = []
-    for path in sorted((Path(sections.__file__).parent).glob("*.py")):
+    folders = (Path(sections.__file__).parent, Path(harness.experiments.__file__).parent)
+    for path in sorted(path for folder in folders for path in folder.glob("*.py")):
         tree = ast.parse(path.read_text())
         docstrings = {id(node.value) for node in ast.walk(tree) if isinstance(node, ast.Expr)}
         for node in ast.walk(tree):

@@ -6,13 +6,18 @@ import re
 import subprocess
 from dataclasses import replace
 
+import matplotlib.pyplot as plt
 import pytest
 
-from harness.output import plots
+from harness.benchmark import uncommitted
+from harness.experiments.concurrency import concurrency_figure
+from harness.experiments.concurrency import draw as draw_concurrency
+from harness.experiments.concurrency import table as concurrency
+from harness.experiments.realtext import headline as realtext_headline
+from harness.experiments.realtext import table as realtext
+from harness.experiments.scaling import headline as scaling_headline
+from harness.experiments.scaling import table as scaling
 from harness.output.results import ConcurrencyRow, RunResults
-from harness.output.sections.services import concurrency
-from harness.output.sections.timed import realtext, realtext_headline, scaling, scaling_headline
-from harness.run import uncommitted
 from harness.verdicts.claims import UNMEASURED, evaluate
 from tests.results_factory import measured, run_info
 
@@ -93,17 +98,47 @@ def test_a_verdict_that_needs_a_system_left_out_names_it_and_why():
     assert verdict.measured == "not in this run: no scaling measurement of flat-numpy (not selected by --systems)"
 
 
-def test_a_concurrency_level_shows_its_windows_spread_in_the_table_and_the_plot(tmp_path):
-    def level(clients: int, writing: float, windows: list[float]) -> ConcurrencyRow:
-        qps = sorted(windows)[len(windows) // 2]
-        return ConcurrencyRow(
-            "reference", "threads in process", 2_000, clients, writing, 90, qps, 1.0, 3.0, 1.0, 0, windows
-        )
+def _level(system: str, clients: int, writing: float, windows: list[float], tails: list[float]) -> ConcurrencyRow:
+    qps = sorted(windows)[len(windows) // 2]
+    return ConcurrencyRow(
+        system, "threads in process", 2_000, clients, writing, 90, qps, 1.0, 3.0, 1.0, 0, windows, tails
+    )
 
-    rows = [level(1, 0.0, [900.0, 1_015.0, 2_270.0]), level(2, 0.0, [531.0, 1_124.0, 1_598.0]), level(1, 20.0, [800.0])]
+
+def test_a_concurrency_level_shows_its_windows_spread_in_the_table_and_the_plot(tmp_path):
+    rows = [
+        _level("reference", 1, 0.0, [900.0, 1_015.0, 2_270.0], [2.5, 3.0, 7.25]),
+        _level("reference", 2, 0.0, [531.0, 1_124.0, 1_598.0], [4.0, 4.5, 11.0]),
+        _level("reference", 1, 20.0, [800.0], [3.0]),
+    ]
     results = RunResults(run=run_info(), concurrency=rows)
     [table] = concurrency(results)
     lines = table.render().splitlines()
-    assert "| windows " in lines[0] and "900–2,270" in lines[2] and "531–1,598" in lines[3]
-    assert "windows of time taken in turn" in table.caption
-    assert plots.concurrency(tmp_path / "concurrency.png", rows).stat().st_size > 0
+    header = [cell.strip() for cell in lines[0].split("|")]
+    first, second = ([cell.strip() for cell in line.split("|")] for line in lines[2:4])
+    assert first[header.index("windows")] == "900–2,270" and second[header.index("windows")] == "531–1,598"
+    assert first[header.index("p99 windows")] == "2.50–7.25" and second[header.index("p99 windows")] == "4.00–11.0"
+    assert not re.search(r"\d", first[header.index("writing: p99 windows")])  # one window: no spread to show
+    assert "windows of time taken in turn" in table.caption and "overlap" in table.caption
+    assert draw_concurrency(tmp_path / "concurrency.png", rows).stat().st_size > 0
+
+
+def test_the_concurrency_plot_gives_each_system_its_own_panels_with_a_band_of_its_windows():
+    rows = [
+        _level(system, clients, writing, [qps, qps * 2, qps * 3], [1.0, 2.0, 4.0])
+        for system, qps in (("reference", 100.0), ("flat-numpy", 300.0), ("faiss-hnsw", 900.0))
+        for writing in (0.0, 20.0)
+        for clients in (1, 2, 4, 8)
+    ]
+    figure, panels = concurrency_figure(rows)
+    try:
+        assert [qps.get_title().split()[0] for qps, _ in panels] == ["reference", "flat-numpy", "faiss-hnsw"]
+        for qps, p99 in panels:
+            for axes in (qps, p99):
+                assert len(axes.lines) == 2 and len(axes.collections) == 2  # alone and writing, each with its band
+                assert axes.get_ylim() == panels[0][axes is p99].get_ylim()  # one scale for every system
+            line, band = qps.lines[0].get_ydata(), qps.collections[0].get_paths()[0].vertices[:, 1]
+            assert band.max() == 3 * band.min() == 1.5 * max(line)  # from the lowest window to the highest
+            assert list(p99.lines[0].get_ydata()) == [2.0] * 4  # the median window's p99, inside its band
+    finally:
+        plt.close(figure)

@@ -11,7 +11,10 @@ import numpy as np
 import pytest
 from matplotlib.colors import to_rgb
 
-from harness.measure.plan import REALTEXT_SYSTEMS, SCALING_SYSTEMS, STREAM_SYSTEMS, RunPlan
+from harness.experiments.concurrency import SYSTEMS as CONCURRENCY_SYSTEMS
+from harness.experiments.realtext import SYSTEMS as REALTEXT_SYSTEMS
+from harness.experiments.scaling import SYSTEMS as SCALING_SYSTEMS
+from harness.experiments.streaming import SYSTEMS as STREAM_SYSTEMS
 from harness.output.plots import colour, marker
 from harness.output.reading import reading
 from harness.output.report import timing_lines
@@ -118,14 +121,14 @@ def test_the_systems_drawn_together_read_apart_and_on_white():
         *SCALING_SYSTEMS,
         *REALTEXT_SYSTEMS,
         *STREAM_SYSTEMS,
-        *RunPlan().concurrency_systems,
+        *CONCURRENCY_SYSTEMS,
         "my_module:make",
     }:
         assert _contrast_on_white(colour(system)) >= 3.0, system  # WCAG's floor for lines and marks
 
 
 def test_the_concurrency_plots_systems_differ_in_hue_not_only_in_code():
-    drawn = RunPlan().concurrency_systems
+    drawn = CONCURRENCY_SYSTEMS
     for one, other in itertools.combinations(drawn, 2):
         assert _lab_distance(colour(one), colour(other)) > 25, (one, other)  # two reds read as one system
 

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from reference import CellularMemory, InvalidInputError, MemoryConfig, NotFoundError
-from reference.chroma import server_client
+from reference.common.chroma import server_client
 from reference.encoders import MockEncoder
 
 DIM = 64

@@ -1,9 +1,9 @@
 import numpy as np
 import pytest
 
-from reference.config import MemoryConfig, ScoringWeights
-from reference.errors import InvalidInputError
-from reference.scoring import SECONDS_PER_DAY, access_level, memory_scores, recency
+from reference.common.config import MemoryConfig, ScoringWeights
+from reference.common.errors import InvalidInputError
+from reference.score.scoring import SECONDS_PER_DAY, access_level, memory_scores, recency
 
 
 def test_recency_halves_every_half_life():

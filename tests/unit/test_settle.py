@@ -6,9 +6,10 @@ import numpy as np
 import pytest
 
 from harness.data.generators.vectors import clustered_unit_vectors
-from reference import CellularMemory, MemoryConfig, ingest
+from reference import CellularMemory, MemoryConfig
 from reference.encoders import MockEncoder
-from reference.ingest import refining, settle_due
+from reference.write import ingest
+from reference.write.ingest import refining, settle_due
 from tests.grouping import group_fit
 
 DIM = 32
@@ -114,8 +115,8 @@ def test_the_refining_window_goes_round_its_scopes_live_rows():
 def test_a_step_among_neighbouring_groups_finds_what_scoring_every_centroid_finds(monkeypatch):
     """Past `EXACT_STEP_UP_TO` groups a k-means step looks among the groups nearest a cell's own; on separated
     clusters that is where its nearest is, and a cell whose group is empty now is scored against every one."""
-    from reference import clustering
-    from reference.clustering import GroupState, nearest_groups
+    from reference.groups import clustering
+    from reference.groups.clustering import GroupState, nearest_groups
 
     data = clustered_unit_vectors(4_000, DIM, clusters=40, spread=0.5, queries=0, seed=6)
     state = GroupState.empty(DIM)

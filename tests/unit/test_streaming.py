@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 from harness.data.evalset import EvalSet
+from harness.measure.replay import run_streams
 from harness.measure.runbooks import Checkpoint, Forget, Search, Sleep, Write, agent_loop, agent_stream
-from harness.measure.streaming import run_streams
 from harness.output.results import RunResults, StreamRow, Verdict
 from harness.protocol import Document, Query
 from harness.verdicts.claims import evaluate

@@ -7,7 +7,7 @@ import pytest
 
 from harness.cli import _variants
 from harness.data.generated import vectors_evalset
-from harness.measure.runner import Job, measure_together
+from harness.measure.timing import Job, measure_together
 from harness.protocol import SystemContext
 from harness.systems.options import OptionError, split_options, system_options, with_options
 from harness.systems.registry import SystemSpecError, hands_off, resolve

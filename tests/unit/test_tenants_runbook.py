@@ -7,7 +7,7 @@ import pytest
 from harness.measure.checking import ContractViolation
 from harness.measure.tenants import run_tenants, scope_name, tenant_data, tenant_runbook
 from harness.protocol import Query, SearchHit
-from harness.systems.reference import ReferenceSystem
+from harness.systems.engine import ReferenceSystem
 
 
 def test_every_cell_is_written_once_in_turns_of_one_to_five_each_scope_in_order_the_scopes_interleaved():

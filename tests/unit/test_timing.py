@@ -7,8 +7,8 @@ import threading
 import pytest
 
 from harness.data.generated import vectors_evalset
-from harness.measure import runner
-from harness.measure.runner import Job, measure_together
+from harness.measure import timing
+from harness.measure.timing import Job, measure_together
 from harness.verdicts.confidence import unsettled
 
 STEADY = (1.0, 1.01, 0.99, 1.0, 1.0)
@@ -29,13 +29,13 @@ def test_medians_that_drift_between_passes_are_unsettled():
 def test_unsettled_timing_gets_more_passes_up_to_the_cap(monkeypatch, factors, expected):
     """Latencies come from a stand-in clock: the planned 5 passes, then more while they drift."""
     drift = itertools.cycle(factors)
-    timed = runner._run_queries
+    timed = timing._run_queries
 
     def run_queries(*args, **kwargs):
         retrieved, latencies = timed(*args, **kwargs)
         return retrieved, [int(1e6 * next(drift))] * len(latencies)
 
-    monkeypatch.setattr(runner, "_run_queries", run_queries)
+    monkeypatch.setattr(timing, "_run_queries", run_queries)
     evalset = vectors_evalset(500, queries=25, dim=16, clusters=5)  # one setting: a factor per pass
     jobs = [Job("flat-numpy", evalset, "vectors", decides=True)]
     (measurement,) = measure_together(jobs, passes=5, max_passes=9)
@@ -55,7 +55,7 @@ def test_queries_are_timed_on_one_core_and_builds_are_not(monkeypatch):
         return {pool["num_threads"] for pool in threadpool_info() if pool["user_api"] == "blas"}
 
     threads: dict[str, set[int]] = {"timed": set(), "built": set()}
-    timed, opened = runner._run_queries, runner.open_system
+    timed, opened = timing._run_queries, timing.open_system
 
     def run_queries(*args, **kwargs):
         threads["timed"] |= blas_threads()
@@ -72,8 +72,8 @@ def test_queries_are_timed_on_one_core_and_builds_are_not(monkeypatch):
         system.add = counted_add
         return system
 
-    monkeypatch.setattr(runner, "_run_queries", run_queries)
-    monkeypatch.setattr(runner, "open_system", open_system)
+    monkeypatch.setattr(timing, "_run_queries", run_queries)
+    monkeypatch.setattr(timing, "open_system", open_system)
     evalset = vectors_evalset(300, queries=25, dim=16, clusters=5)
     with threadpool_limits(limits=3, user_api="blas"):
         measure_together([Job("flat-numpy", evalset, "vectors")], passes=2)
@@ -88,7 +88,7 @@ def test_each_setting_answers_all_its_queries_back_to_back_in_an_order_that_rota
     answers line up with the queries."""
     calls: list[tuple[str, tuple, int]] = []
     chosen: list[tuple[str, tuple]] = []
-    timed, choose = runner._run_queries, runner._set
+    timed, choose = timing._run_queries, timing._set
 
     def set_params(item, params):
         chosen.append((item.system.name, tuple(sorted(params.items()))))
@@ -99,8 +99,8 @@ def test_each_setting_answers_all_its_queries_back_to_back_in_an_order_that_rota
         calls.append((*chosen[-1], len(latencies)))
         return retrieved, latencies
 
-    monkeypatch.setattr(runner, "_set", set_params)
-    monkeypatch.setattr(runner, "_run_queries", run_queries)
+    monkeypatch.setattr(timing, "_set", set_params)
+    monkeypatch.setattr(timing, "_run_queries", run_queries)
     evalset = vectors_evalset(600, queries=30, dim=16, clusters=5)
     jobs = [Job("flat-numpy", evalset, "vectors"), Job("kmeans", evalset, "vectors", sweep=True)]
     measurements = measure_together(jobs, passes=2)
@@ -143,7 +143,7 @@ def test_queries_are_timed_with_every_thread_of_the_process_on_one_cpu():
     started.wait()
     before = os.sched_getaffinity(native[0])
     try:
-        with runner.one_cpu():
+        with timing.one_cpu():
             pinned = os.sched_getaffinity(native[0])
             assert pinned == os.sched_getaffinity(0) and len(pinned) == 1
         assert os.sched_getaffinity(native[0]) == before and len(before) > 1

@@ -3,8 +3,8 @@
 import pytest
 
 from harness.data.spec import DatasetSpec
-from harness.measure.experiment_registry import RunContext
-from harness.measure.experiments import dialogue
+from harness.experiments.definition import RunContext
+from harness.experiments.dialogue import run as dialogue
 from harness.measure.plan import RunPlan
 from harness.measure.tokens import BUDGETS, WORD_RULE, token_counter, within_budget, word_tokens
 from reference.encoders import MockEncoder

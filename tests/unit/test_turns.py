@@ -4,9 +4,9 @@ import numpy as np
 import pytest
 
 from reference import CellularMemory, InvalidInputError, MemoryConfig
-from reference.cells import CellBatch, CellTable
+from reference.cells.table import CellBatch, CellTable
+from reference.cells.turns import asks, speaker_word
 from reference.encoders import MockEncoder
-from reference.turns import asks, speaker_word
 
 
 class Blind(MockEncoder):

@@ -5,8 +5,8 @@ import numpy as np
 import pytest
 
 from reference import CellularMemory
-from reference.errors import DimensionMismatchError, InvalidInputError
-from reference.validation import (
+from reference.common.errors import DimensionMismatchError, InvalidInputError
+from reference.common.validation import (
     MAX_DEPTH,
     MAX_EPISODE_CHARS,
     MAX_INTERVAL_S,
@@ -17,9 +17,9 @@ from reference.validation import (
     check_importance,
     check_interval,
     check_json_object,
-    check_k,
     check_metadata,
     check_new_ids,
+    check_result_count,
     check_same_length,
     check_scope,
     check_text,
@@ -74,7 +74,7 @@ def test_rows_are_normalised_even_when_huge_or_tiny():
 @pytest.mark.parametrize("bad", [0, -1, 1.5, "3", True, None])
 def test_k_must_be_a_positive_integer(bad):
     with pytest.raises(InvalidInputError, match=r"^k must be a positive integer, got "):
-        check_k(bad)
+        check_result_count(bad)
 
 
 @pytest.mark.parametrize("seconds", [0.5, 60, MAX_INTERVAL_S])
@@ -284,7 +284,7 @@ def test_per_item_values_have_one_per_text():
 
 
 def test_metadata_keeps_floats_and_nests_exactly_to_its_limit():
-    from reference.validation import MAX_DEPTH
+    from reference.common.validation import MAX_DEPTH
 
     assert check_metadata({"x": 0.5, "n": -(2**63), "m": 2**63 - 1}) == {"x": 0.5, "n": -(2**63), "m": 2**63 - 1}
     assert type(check_metadata({"x": 1.0})["x"]) is float

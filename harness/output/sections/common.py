@@ -13,5 +13,7 @@ Render = Callable[[RunResults], list[Table]]
 
 SYSTEM = column("system", "system")
 SIZE = column("N (cells)", "n_docs")
+KEY = column("key", "key")
+"""Which LoCoMo key a row is scored on: the original or the corrected (`--errata`)."""
 P50 = column("p50 (ms)", "latency_p50_ms")
 RECALL = column("recall@10 vs exact", "recall_at_10", format=share)

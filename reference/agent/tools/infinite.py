@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ...errors import MagneticError
+from ...common.errors import MagneticError
 from .base import BaseTool, ToolResult
 
 if TYPE_CHECKING:

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ...errors import BackendUnavailableError, InvalidInputError, MagneticError
+from ...common.errors import BackendUnavailableError, InvalidInputError, MagneticError
 from ...memory import CellularMemory
 from .base import BaseTool, ToolResult
 

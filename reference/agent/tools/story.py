@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 from faker import Faker
 
-from ...errors import MagneticError
+from ...common.errors import MagneticError
 from ..story_world import OPPOSITES, WorldRegistry
 from .base import BaseTool, ToolResult
 

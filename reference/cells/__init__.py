@@ -1,0 +1,1 @@
+"""Cells in columns and what each cell carries: its scope, its episode, its entities, its turn form."""

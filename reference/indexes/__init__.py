@@ -1,0 +1,1 @@
+"""The indexes the read path searches (vectors per group, BM25, metadata filters), kept in step by the state."""

@@ -1,0 +1,1 @@
+"""Ranking rules: the memory-mode score and the fusion of dense and lexical candidates."""

@@ -1,0 +1,1 @@
+"""What one engine holds (`EngineState`), which scopes are in RAM (`Residency`), and its probe setting."""
