@@ -66,7 +66,6 @@ def run_benchmark(
     context.chosen = tuple(e.name for e in chosen)
     planned = {e.name: e.work(context) for e in chosen}
     progress = RunProgress(planned, unplanned=unregistered(systems or ()), start_pace=measure_pace())
-    progress.say(progress.plan_text())
     context.progress = progress
     sections: dict[str, list[Any]] = defaultdict(list)
     for experiment in chosen:

@@ -72,6 +72,8 @@ class RunProgress:
         the running experiment's steps tell."""
         self.steps: tuple[int, int] = (0, 0)
         """Of the running experiment's `Steps`: how many are done, of how many."""
+        self.plan_said = False
+        """Whether the plan has been printed: with the first step, so a run refused before any work prints only why."""
 
     @contextmanager
     def experiment(self, name: str) -> Iterator[None]:
@@ -139,6 +141,9 @@ class RunProgress:
         """`items`, reported as they are taken: a bar on a terminal, timestamped lines otherwise; an experiment's
         `Steps` also counted as they are done."""
         listed = list(items)
+        if not self.plan_said:
+            self.plan_said = True
+            self.say(self.plan_text())
         shown = self._bar(listed, label) if sys.stderr.isatty() else self._lines(listed, label)
         return self._counted(shown, len(listed)) if isinstance(items, Steps) and self.current else shown
 

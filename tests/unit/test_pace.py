@@ -42,3 +42,13 @@ def test_the_report_says_each_experiments_time_planned_at_the_measured_pace_besi
     [line] = [line for line in timing_lines(RunResults(run=run)) if "planned at the pace" in line]
     assert "(×1.30 the plan's, ×1.10–1.60 over its passes) → taken: scaling 650 → 700, judges 3 → 3" in line
     assert RunResults.from_json(RunResults(run=run).to_json()).run.pace == run.pace  # kept in results.json
+
+
+def test_the_plan_is_said_with_the_first_step_so_a_run_refused_before_any_work_says_only_why(capsys):
+    run = RunProgress({"scaling": 60.0}, start_pace=Pace(1.0, 1.0, 1.0), clock=lambda: 0.0)
+    assert capsys.readouterr().err == ""
+    list(run(["N=1,000"], "scaling"))
+    lines = capsys.readouterr().err.splitlines()
+    assert "plan: about" in lines[0] and "scaling: N=1,000" in lines[1]
+    list(run(["N=2,000"], "scaling"))
+    assert "plan: about" not in capsys.readouterr().err
