@@ -53,7 +53,8 @@ def test_off_a_terminal_each_step_is_a_line_with_the_runs_time_left_and_a_heartb
     with run.experiment("scaling"):
         for _ in run(["kmeans"], "scaling N=100,000"):
             time.sleep(0.2)
-    lines = capsys.readouterr().err.splitlines()
+    plan, *lines = capsys.readouterr().err.splitlines()
+    assert "plan: about 10 min" in plan
     assert "scaling N=100,000: kmeans (1/1; run: about 10 min left)" in lines[0]
     assert any("kmeans still running" in line and "run: about" in line for line in lines[1:-1])
     assert lines[-1].endswith("scaling N=100,000: done")
