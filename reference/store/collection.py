@@ -19,8 +19,11 @@ from ..common.errors import (
 )
 from .protocol import StoreIdentity
 
-CONFIGURATION = {"hnsw": {"space": "cosine"}}
-"""How the cells' collection is made: cosine space."""
+CONFIGURATION = {"hnsw": {"space": "cosine", "ef_construction": 2, "max_neighbors": 2}}
+"""How the cells' collection is made: cosine space, and the sparsest HNSW graph Chroma builds (two neighbours, the
+fewest its graph's level draw allows). The engine searches its own group index and reads Chroma's records by id,
+never by vector, so the graph Chroma builds with every write is work no search uses; a collection made with the
+default graph keeps it."""
 
 
 def cells_name(namespace: str) -> str:

@@ -340,3 +340,27 @@ def test_the_lock_is_an_os_lock_not_a_marker(tmp_path):
                 fcntl.flock(probe, fcntl.LOCK_EX | fcntl.LOCK_NB)
         finally:
             os.close(probe)
+
+
+def test_the_cells_collection_builds_the_sparsest_graph_and_one_made_with_the_default_still_serves(tmp_path):
+    """The engine never searches Chroma's graph, so its collection asks for the cheapest one; a store whose
+    collection Chroma made with its default graph opens, reads and writes as before."""
+    fresh, old = tmp_path / "fresh", tmp_path / "old"
+    write_memory(fresh)
+    client = persistent_client(str(old))
+    try:
+        client.create_collection("mem_cells", embedding_function=None, configuration={"hnsw": {"space": "cosine"}})
+    finally:
+        client.close()
+    write_memory(old)
+    with CellularMemory(path=str(old), encoder=MockEncoder()) as mem:
+        mem.add(["written to the default graph"], ids=["later"])
+        written = {"ids": mem.ids(), "answers": json.loads(json.dumps(answers(mem)))}
+    assert_whole(old, written)
+    for path, graph in ((fresh, (2, 2)), (old, (100, 16))):
+        client = persistent_client(str(path))
+        try:
+            made = client.get_collection("mem_cells").configuration_json["hnsw"]
+            assert (made["ef_construction"], made["max_neighbors"]) == graph
+        finally:
+            client.close()
