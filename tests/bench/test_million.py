@@ -16,7 +16,7 @@ from harness.measure.timing import resident_bytes
 from reference import CellularMemory, MemoryConfig
 from reference.encoders import MockEncoder
 from reference.indexes.lexical import BM25Index
-from tests.bench.conftest import record, record_ratio, time_queries
+from tests.bench.conftest import load_engine_code, record, record_ratio, time_queries
 from tests.bench.test_agent_loop import loop_texts
 
 N = 1_000_000
@@ -30,15 +30,10 @@ def million():
 
 
 def loaded_engine_bytes() -> int:
-    """Load the engine's compiled kernels as a process does once, by writing, searching and closing a memory of
-    5,000 cells (probed, not flat), and return the resident bytes that leaves behind (about 65 MB here): code,
-    not memory that grows with the cells, so the million's ingest rate and memory are measured without it."""
+    """The resident bytes that loading the engine's compiled kernels leaves behind (`load_engine_code`): code, not
+    memory that grows with the cells, so the million's ingest rate and memory are measured without it."""
     before = resident_bytes()
-    vectors = clustered_unit_vectors(5_000, 384, 50, spread=1.0, queries=1, seed=5).vectors
-    with CellularMemory(encoder=MockEncoder(384), config=MemoryConfig(lexical=False)) as memory:
-        memory.add(["cell"] * len(vectors), vectors=vectors)
-        memory.search(vectors[0], k=10)
-        assert memory.stats().flat_searches == 0
+    load_engine_code()
     return resident_bytes() - before
 
 
