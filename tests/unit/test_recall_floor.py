@@ -57,3 +57,11 @@ def test_locomo_turns_are_a_corpus_of_one_passage_per_distinct_turn(tmp_path):
     corpus = recall_floor.corpus_of(f"locomo:{tmp_path}")
     assert corpus.passages == ["Ann: We moved to Lisbon.", "Ben: Nice!", "Ann: Nice!"]
     assert corpus.sha256 and corpus.fingerprint
+
+
+def test_hnsw_speed_at_equal_recall_is_interpolated_between_its_neighbouring_points():
+    points = [(10, 0.95, 1.0), (16, 0.97, 2.0), (24, 0.99, 4.0)]
+    assert recall_floor.hnsw_at(points, 0.98) == ("ef 16–24 interpolated", 3.0)
+    assert recall_floor.hnsw_at(points, 0.97) == ("ef 16", 2.0)
+    assert recall_floor.hnsw_at(points, 0.90) == ("ef 10", 1.0)  # below every point: the cheapest
+    assert recall_floor.hnsw_at(points, 0.995) is None
