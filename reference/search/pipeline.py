@@ -179,7 +179,8 @@ class SearchPipeline:
         if len(queries) == 1 and not within.restricts:
             return [Candidates(many.rows, many.scores)]
         found: list[Candidates | None] = [None] * len(queries)
-        for i, start, end in zip(probed, [0, *many.ends.tolist()], many.ends.tolist()):
+        ends = many.ends.tolist()
+        for i, start, end in zip(probed, [0, *ends], ends):
             rows, scores = many.rows[start:end], many.scores[start:end]
             if within.restricts:  # as `run` does after stage 2
                 keep = within.allows(state.table.scope, rows)
