@@ -74,10 +74,10 @@ def encoded_queries(
 ) -> tuple[list[np.ndarray], list[frozenset[str]], list[str | None]]:
     """Unit query vectors (given, else encoded in one batch), each text query's entities, and each query's text
     (None for a vector query)."""
-    texts = [q if isinstance(q, str) else None for q in queries]
-    written = [text for text in texts if text is not None]
+    written = [q for q in queries if isinstance(q, str)]
     for position, text in enumerate(written):
         check_text(text, what=f"query {position}")
+    texts: list[str | None] = [q if isinstance(q, str) else None for q in queries] if written else [None] * len(queries)
     if vectors is not None:
         units = [unit_vector(v, dim=dim, what="query vectors") for v in vectors]
     elif written:
