@@ -62,14 +62,9 @@ class Candidates(NamedTuple):
     scores: np.ndarray
 
 
-def _nothing() -> Candidates:
-    """No candidates, in read-only arrays: one value that every search of an empty memory shares."""
-    rows, scores = np.empty(0, dtype=np.int64), np.empty(0)
-    rows.flags.writeable = scores.flags.writeable = False
-    return Candidates(rows, scores)
-
-
-NOTHING = _nothing()
+NOTHING = Candidates(np.empty(0, dtype=np.int64), np.empty(0))
+"""No candidates: what every search of an empty memory returns (one value, shared: its arrays hold no element to
+change; left writeable, so the kernels that read them need no read-only variant compiled)."""
 
 
 class Route(NamedTuple):
