@@ -349,8 +349,7 @@ class CellularMemory:
         """
         k = check_batch(queries, k, mode, vectors)
         restriction = checked_restriction(scope, where, since, until)
-        units, query_entities = encoded_queries(queries, vectors, self.encoder, self.dim)
-        texts = [q if isinstance(q, str) else None for q in queries]
+        units, query_entities, texts = encoded_queries(queries, vectors, self.encoder, self.dim)
         state = self._state
         if restriction.scope is None:
             calibration.refresh_every_scope(self._resident, state, self.config)

@@ -34,6 +34,10 @@ class ScopeRows:
         """The codes of the scopes that hold cells."""
         return iter(self._live)
 
+    def sole(self) -> int | None:
+        """The code of the one scope that holds cells; None when none does or several do."""
+        return next(iter(self._live)) if len(self._live) == 1 else None
+
     def count(self, scope: int) -> int:
         return self._live.get(scope, 0)
 

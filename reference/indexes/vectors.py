@@ -128,6 +128,9 @@ class NumpyGroupIndex:
         self._end = 0
         self._abandoned = 0
         self._slot_of = np.zeros(0, dtype=np.int64)
+        self._code_bytes = dim * self.codes.itemsize + self.scales.itemsize
+        """A cell's bytes as a probe reads them (its codes and scale); a float32 vector's, as it rescores it."""
+        self._vector_bytes = dim * self.by_row.itemsize
 
     def add(self, groups: np.ndarray, rows: np.ndarray, vectors: np.ndarray) -> None:
         """Index new rows' vectors in their groups. The first write into an empty index keeps `vectors` as its
@@ -225,9 +228,7 @@ class NumpyGroupIndex:
             self.codes, self.scales, self.by_row, self.rows, self.starts, self.sizes, groups, *centroids, queries,
             k, limits.depth, limits.depth + k, limits.floor, limits.budget, limits.margin,
         )  # fmt: skip
-        code_bytes = self.dim * self.codes.itemsize + self.scales.itemsize
-        vector_bytes = self.dim * self.by_row.itemsize
-        bytes_read = (len(queries) * len(groups) + read) * code_bytes + rescored * vector_bytes
+        bytes_read = (len(queries) * len(groups) + read) * self._code_bytes + rescored * self._vector_bytes
         return ProbedMany(rows, scores, ends, bytes_read)
 
     def close(self) -> None:

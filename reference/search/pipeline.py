@@ -62,6 +62,11 @@ class Candidates(NamedTuple):
     scores: np.ndarray
 
 
+NOTHING = Candidates(np.empty(0, dtype=np.int64), np.empty(0))
+"""No candidates: what every search of an empty memory returns (one value, shared: its arrays hold no element to
+change; left writeable, so the kernels that read them need no read-only variant compiled)."""
+
+
 class Route(NamedTuple):
     """How stages 1–2 find one scope's candidates for one k and depth: the probe setting it was made for, the
     scope's cells, where its budget probing stops (`limits.budget` 0: `top_k` probing), whether a flat search is
@@ -123,8 +128,8 @@ class SearchPipeline:
     ) -> Candidates:
         """The best `k` cells for one query among those `within` allows, ranked for `mode` (call under the
         state's read lock)."""
-        if len(state.table) == 0:
-            return Candidates(np.empty(0, dtype=np.int64), np.empty(0))
+        if not len(state.table):
+            return NOTHING
         if mode == "similarity":
             return self.run(state, query, k, query_entities, query_text, within)
         found = self.run(state, query, k * MEMORY_MODE_POOL, query_entities, query_text, within)
@@ -156,8 +161,8 @@ class SearchPipeline:
         """`ranked` in similarity mode for each query (call under the state's read lock): the same candidates.
         The vector queries that stages 1–2 alone answer (no text, no entities, no filter, the compiled probe's
         route) are probed in one compiled call, the GIL released throughout; the others run one by one."""
-        if len(state.table) == 0:
-            return [Candidates(np.empty(0, dtype=np.int64), np.empty(0)) for _ in queries]
+        if not len(state.table):
+            return [NOTHING] * len(queries)
         probed = [i for i, text in enumerate(query_texts) if text is None and not query_entities[i]]
         route = self._route(state, k, k, within.scope) if probed and within.rows is None else None
         if route is None or route.centroid_codes is None:
@@ -169,7 +174,8 @@ class SearchPipeline:
         if len(queries) == 1 and not within.restricts:
             return [Candidates(many.rows, many.scores)]
         found: list[Candidates | None] = [None] * len(queries)
-        for i, start, end in zip(probed, [0, *many.ends.tolist()], many.ends.tolist()):
+        ends = many.ends.tolist()
+        for i, start, end in zip(probed, [0, *ends], ends):
             rows, scores = many.rows[start:end], many.scores[start:end]
             if within.restricts:  # as `run` does after stage 2
                 keep = within.allows(state.table.scope, rows)

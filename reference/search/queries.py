@@ -71,20 +71,23 @@ def checked_restriction(scope: Any, where: Any, since: Any, until: Any) -> Restr
 
 def encoded_queries(
     queries: Sequence[str | Any], vectors: Any, encoder: Encoder, dim: int
-) -> tuple[list[np.ndarray], list[frozenset[str]]]:
-    """Unit query vectors (given, else encoded in one batch) and each text query's entities."""
-    texts = [q for q in queries if isinstance(q, str)]
-    if vectors is None and not texts:  # vectors only: no encoder, no entities
-        return [unit_vector(q, dim=dim) for q in queries], [NO_ENTITIES] * len(queries)
-    for position, text in enumerate(texts):
+) -> tuple[list[np.ndarray], list[frozenset[str]], list[str | None]]:
+    """Unit query vectors (given, else encoded in one batch), each text query's entities, and each query's text
+    (None for a vector query)."""
+    written = [q for q in queries if isinstance(q, str)]
+    for position, text in enumerate(written):
         check_text(text, what=f"query {position}")
+    texts: list[str | None] = [q if isinstance(q, str) else None for q in queries] if written else [None] * len(queries)
     if vectors is not None:
         units = [unit_vector(v, dim=dim, what="query vectors") for v in vectors]
-    else:
-        batch = iter(unit_rows(encoder.encode(texts), dim=dim)) if texts else iter(())
-        units = [next(batch) if isinstance(q, str) else unit_vector(q, dim=dim) for q in queries]
-    entities = [extract_entities(q) if isinstance(q, str) else NO_ENTITIES for q in queries]
-    return units, entities
+    elif written:
+        batch = iter(unit_rows(encoder.encode(written), dim=dim))
+        units = [next(batch) if text is not None else unit_vector(q, dim=dim) for q, text in zip(queries, texts)]
+    else:  # vectors only: no encoder
+        units = [unit_vector(q, dim=dim) for q in queries]
+    if not written:  # no entities either
+        return units, [NO_ENTITIES] * len(queries), texts
+    return units, [NO_ENTITIES if text is None else extract_entities(text) for text in texts], texts
 
 
 def hits_of(table: CellTable, found: Sequence[Candidates]) -> list[list[Hit]]:

@@ -129,9 +129,12 @@ def commit_all(state: EngineState, config: MemoryConfig) -> None:
 def refresh_every_scope(resident: Residency, state: EngineState, config: MemoryConfig) -> None:
     """In a memory of several scopes, the estimate a search of every scope probes by, made when such a search
     finds it due, not by the writes into one scope (in a memory of one scope, that scope's serves); with
-    `resident_cells`, over every scope, each loaded for it."""
+    `resident_cells`, over every scope, each loaded for it. A memory of one scope takes no lock for it: a write
+    can as well come in after the read lock is let go as before it is taken."""
+    if len(state.scopes) < 2 and not resident.bounded:
+        return
     with resident.reading(()):
-        if (len(state.scopes) < 2 and not resident.bounded) or not due(config, state, None):
+        if not due(config, state, None):
             return
     estimate_again(resident, state, config, [None], None)
 

@@ -246,8 +246,8 @@ class EngineState:
     def probe_of(self, scope: int | None) -> ProbeSetting:
         """The margin budget probing uses in `scope` (None: a search of every scope, which in a memory of one
         scope is that scope's; not so where only some scopes are in RAM: one scope in RAM may be one of many)."""
-        if scope is None and len(self._scopes) == 1 and not self._reuse_rows:
-            scope = next(iter(self._scopes))
+        if scope is None and not self._reuse_rows:
+            scope = self._scopes.sole()
         return self._probe_of.get(scope, self._initial)
 
     def forget_probes_out_of_ram(self) -> None:

@@ -227,3 +227,26 @@ def test_stats_give_the_estimates_lower_bound_at_the_stated_confidence_and_the_m
         assert memory.stats().probe_reach > 1 or memory.stats().estimated_recall_low == 1.0
     with filled(mixture(500, 1.0, seed=13)) as flat:
         assert flat.stats().estimated_recall is None and flat.stats().estimated_recall_low is None
+
+
+def test_a_search_of_every_scope_estimates_the_memory_once_it_holds_two_scopes(monkeypatch):
+    """A memory of one scope probes by that scope's estimate: a search of every scope estimates nothing. Once a second
+    scope holds cells, the first such search estimates the memory as a whole, and the next finds it current."""
+    estimated = []
+    real = calibration.calibrated
+
+    def counted(state, config, scope=None):
+        estimated.append(scope)
+        return real(state, config, scope)
+
+    vectors = mixture(4000, 1.0, seed=7)
+    with filled(vectors[:2000]) as memory:
+        monkeypatch.setattr(calibration, "calibrated", counted)
+        memory.search(vectors[0], k=10)
+        assert estimated == []
+        memory.add([f"other {i}" for i in range(2000)], vectors=vectors[2000:], scope="user:b")
+        assert estimated == [memory._state.table.known_scope("user:b")]  # the write's own scope
+        memory.search(vectors[0], k=10)
+        memory.search(vectors[1], k=10)
+        assert estimated[1:] == [None]
+        assert memory._state.probe_of(None).estimated_recall is not None
