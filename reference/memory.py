@@ -16,6 +16,7 @@ from typing import Any, Unpack
 
 from .cells.entities import EntityIndex
 from .cells.table import CellRecord, CellTable
+from .common import collector
 from .common.config import SEARCH_OPTIONS, MemoryConfig
 from .common.errors import InvalidInputError, NotFoundError
 from .common.validation import (
@@ -105,23 +106,24 @@ class CellularMemory:
         self._clustering = LeaderClustering.of(config)
         self._search = SearchPipeline(config)
         identity = StoreIdentity(self.dim, self.encoder.name, check_encoder)
-        self._store, cells = open_store(
-            path, client, config.namespace, identity, lease_seconds=config.lease_seconds, load=not bounded, dsn=dsn
-        )
-        store = self._store.store
-        table = CellTable(self.dim, keep_vectors=config.group_backend == "chroma", speaker_key=config.speaker_key)
-        self._state = EngineState(
-            table=table,
-            groups=GroupState.empty(self.dim),
-            index=group_index(config.group_backend, config.namespace, self.dim, table),
-            entities=EntityIndex(),
-            lexical=LexicalIndex() if config.lexical else None,
-            store=store,
-            probe=calibration.initial(config),
-            fence=None if self._store.lease is None else self._store.lease.check,
-            reuse_rows=bounded,
-        )
-        self._state.restore(cells, groups=store.group_bound() if bounded else 0)
+        with collector.paused():  # every stored cell read and indexed: objects that are all kept
+            self._store, cells = open_store(
+                path, client, config.namespace, identity, lease_seconds=config.lease_seconds, load=not bounded, dsn=dsn
+            )
+            store = self._store.store
+            table = CellTable(self.dim, keep_vectors=config.group_backend == "chroma", speaker_key=config.speaker_key)
+            self._state = EngineState(
+                table=table,
+                groups=GroupState.empty(self.dim),
+                index=group_index(config.group_backend, config.namespace, self.dim, table),
+                entities=EntityIndex(),
+                lexical=LexicalIndex() if config.lexical else None,
+                store=store,
+                probe=calibration.initial(config),
+                fence=None if self._store.lease is None else self._store.lease.check,
+                reuse_rows=bounded,
+            )
+            self._state.restore(cells, groups=store.group_bound() if bounded else 0)
         self._resident = Residency(
             self._state, store, config.resident_cells, lambda: calibration.commit_due(self._state, self.config)
         )
