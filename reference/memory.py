@@ -40,7 +40,7 @@ from .search.pipeline import Mode, SearchPipeline
 from .search.queries import SearchRestriction, check_batch, checked_restriction, encoded_queries, hits_of
 from .sleep import passes as sleep
 from .sleep.regrouping import ConsolidationReport
-from .state import calibration
+from .state import calibration, kept_estimates
 from .state.engine import EngineState
 from .state.residency import Residency
 from .stats import MemoryStats, memory_stats
@@ -124,6 +124,8 @@ class CellularMemory:
                 reuse_rows=bounded,
             )
             self._state.restore(cells, groups=store.group_bound() if bounded else 0)
+        if not bounded:
+            kept_estimates.restore(self._state, config, self._store.kept_estimates())
         self._resident = Residency(
             self._state, store, config.resident_cells, lambda: calibration.commit_due(self._state, self.config)
         )
@@ -547,6 +549,8 @@ class CellularMemory:
         with state.lock.write():
             try:
                 state.close()
+                if not self._resident.bounded:  # a memory that loads scopes as used estimates each as it loads
+                    self._store.keep_estimates(kept_estimates.saved(state, self.config))
             finally:
                 self._store.close()
 
