@@ -119,3 +119,30 @@ def test_the_store_keeps_no_estimate_past_a_cell_written_after_it(tmp_path):
         assert store.kept_estimates() is not None
         reopened.update(reopened.ids()[-1], vector=VECTORS[0])
         assert store.kept_estimates() is None
+
+
+def test_each_scope_gets_back_its_own_estimates_under_the_codes_it_reopens_with(tmp_path, estimated_at):
+    """Scope "a" written, deleted and written again after "b": it reopens with another code than it closed with."""
+    vectors = mixture(7000, 1.0, seed=8)
+
+    def add(memory: CellularMemory, scope: str, first: int, count: int, name: str) -> None:
+        for start in range(first, first + count, 1000):
+            names = [f"{name} {i}" for i in range(start, start + 1000)]
+            memory.add(names, vectors=vectors[start : start + 1000], ids=names, scope=scope)
+
+    def by_name(memory: CellularMemory) -> dict:
+        state = memory._state
+        return {None if s is None else state.table.scope_names[s]: p.cells for s, p in state.estimates().items()}
+
+    with opened(tmp_path) as memory:
+        add(memory, "a", 0, 3000, "first")
+        add(memory, "b", 3000, 4000, "b")
+        memory.delete(scope="a")
+        add(memory, "a", 0, 3000, "again")
+        memory.search(vectors[0], k=10)  # a search of every scope estimates its own
+        closed_with, code = by_name(memory), memory._state.table.known_scope("a")
+        assert closed_with == {"a": 3000, "b": 4000, None: 7000}
+    estimated_at.clear()
+    with opened(tmp_path) as reopened:
+        assert estimated_at == [] and by_name(reopened) == closed_with
+        assert reopened._state.table.known_scope("a") != code
