@@ -16,6 +16,7 @@ from typing import Any, Unpack
 
 from .cells.entities import EntityIndex
 from .cells.table import CellRecord, CellTable
+from .common import collector
 from .common.config import SEARCH_OPTIONS, MemoryConfig
 from .common.errors import InvalidInputError, NotFoundError
 from .common.validation import (
@@ -39,7 +40,7 @@ from .search.pipeline import Mode, SearchPipeline
 from .search.queries import SearchRestriction, check_batch, checked_restriction, encoded_queries, hits_of
 from .sleep import passes as sleep
 from .sleep.regrouping import ConsolidationReport
-from .state import calibration
+from .state import calibration, kept_estimates
 from .state.engine import EngineState
 from .state.residency import Residency
 from .stats import MemoryStats, memory_stats
@@ -105,23 +106,26 @@ class CellularMemory:
         self._clustering = LeaderClustering.of(config)
         self._search = SearchPipeline(config)
         identity = StoreIdentity(self.dim, self.encoder.name, check_encoder)
-        self._store, cells = open_store(
-            path, client, config.namespace, identity, lease_seconds=config.lease_seconds, load=not bounded, dsn=dsn
-        )
-        store = self._store.store
-        table = CellTable(self.dim, keep_vectors=config.group_backend == "chroma", speaker_key=config.speaker_key)
-        self._state = EngineState(
-            table=table,
-            groups=GroupState.empty(self.dim),
-            index=group_index(config.group_backend, config.namespace, self.dim, table),
-            entities=EntityIndex(),
-            lexical=LexicalIndex() if config.lexical else None,
-            store=store,
-            probe=calibration.initial(config),
-            fence=None if self._store.lease is None else self._store.lease.check,
-            reuse_rows=bounded,
-        )
-        self._state.restore(cells, groups=store.group_bound() if bounded else 0)
+        with collector.paused():  # every stored cell read and indexed: objects that are all kept
+            self._store, cells = open_store(
+                path, client, config.namespace, identity, lease_seconds=config.lease_seconds, load=not bounded, dsn=dsn
+            )
+            store = self._store.store
+            table = CellTable(self.dim, keep_vectors=config.group_backend == "chroma", speaker_key=config.speaker_key)
+            self._state = EngineState(
+                table=table,
+                groups=GroupState.empty(self.dim),
+                index=group_index(config.group_backend, config.namespace, self.dim, table),
+                entities=EntityIndex(),
+                lexical=LexicalIndex() if config.lexical else None,
+                store=store,
+                probe=calibration.initial(config),
+                fence=None if self._store.lease is None else self._store.lease.check,
+                reuse_rows=bounded,
+            )
+            self._state.restore(cells, groups=store.group_bound() if bounded else 0)
+        if not bounded:
+            kept_estimates.restore(self._state, config, self._store.kept_estimates())
         self._resident = Residency(
             self._state, store, config.resident_cells, lambda: calibration.commit_due(self._state, self.config)
         )
@@ -544,6 +548,8 @@ class CellularMemory:
         with state.lock.write():
             try:
                 state.close()
+                if not self._resident.bounded:  # a memory that loads scopes as used estimates each as it loads
+                    self._store.keep_estimates(kept_estimates.saved(state, self.config))
             finally:
                 self._store.close()
 

@@ -17,7 +17,8 @@ margin a target needs depends on the text. So the memory measures itself:
 
 The configured margin is a floor. An estimate is made at one size and holds only roughly as the memory grows, so
 it is made again when the cells written or deleted since reach `TURNOVER` times the cells it was made over (and
-on open), and after every sleep pass, which regroups.
+on an open that finds none kept from the last close, `kept_estimates.py`), and after every sleep pass, which
+regroups.
 
 Only the `numpy` group index probes by this rule. Each scope large enough to be probed has an estimate of its
 own, made over its own cells and groups (a scoped search probes only them), and a memory of several scopes one

@@ -259,6 +259,10 @@ class EngineState:
         """The scopes that have a probing margin of their own (None: that of a search of every scope)."""
         return [scope for scope in self._probe_of if scope is None or self._scopes.count(scope)]
 
+    def estimates(self) -> dict[int | None, ProbeSetting]:
+        """The probing margin of each scope that has one of its own (None: that of a search of every scope)."""
+        return {scope: self._probe_of[scope] for scope in self.estimated_scopes()}
+
     def commit_probe(self, setting: ProbeSetting, target: float | None, floor: float, scope: int | None) -> None:
         """A new probing margin for `scope`, estimated for this target and floor (no cell changes: the version
         stays)."""

@@ -43,6 +43,16 @@ class OpenStore:
     lease: Held | None = None
     database: Database | None = None
 
+    def kept_estimates(self) -> str | None:
+        """The recall estimates saved as the memory last closed (`state/kept_estimates.py`); an embedded store keeps
+        them, the others none."""
+        return None if self.embedded is None else self.embedded.store.kept_estimates()
+
+    def keep_estimates(self, kept: str) -> None:
+        """Save the recall estimates in force, as the memory closes (an embedded store; the others keep none)."""
+        if self.embedded is not None:
+            self.embedded.store.keep_estimates(kept)
+
     def close(self) -> None:
         """Release what holds the store (a client passed in stays open: it is the caller's)."""
         try:

@@ -102,6 +102,15 @@ class EmbeddedCellStore:
                 "moved the texts of %d cells from Chroma's documents to %s", len(found_texts), self.sidecar.path
             )
 
+    def kept_estimates(self) -> str | None:
+        """The recall estimates saved at the last close, if no cell was written since (the engine checks the rest:
+        `state/kept_estimates.py`)."""
+        return self.sidecar.kept_estimates(self._next_seq - 1)
+
+    def keep_estimates(self, kept: str) -> None:
+        """Save the recall estimates in force as the memory closes, marked with the last cell written."""
+        self.sidecar.keep_estimates(kept, self._next_seq - 1)
+
     def put(self, batch: CellBatch) -> None:
         """Fields and vectors first (durable, the write marked in flight), then Chroma; all or nothing."""
         mark = self.sidecar.add(batch, self._next_seq)

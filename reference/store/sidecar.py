@@ -1,5 +1,5 @@
 """The embedded store's own SQLite file (`<path>/magbench.sqlite3`): each cell's text, engine fields and
-exact vector, and the Chroma writes in flight.
+exact vector, the Chroma writes in flight, and the recall estimates kept at the last close.
 
 Chroma holds each cell's id and embedding, the vector index it serves. The rest lives here, in typed columns
 of a STRICT table (a damaged value cannot be read back as another type), written once per batch:
@@ -45,6 +45,8 @@ CREATE TABLE IF NOT EXISTS cells (
 CREATE TABLE IF NOT EXISTS in_flight (
     mark INTEGER PRIMARY KEY AUTOINCREMENT, write TEXT NOT NULL, ids TEXT NOT NULL, texts TEXT
 );
+CREATE TABLE IF NOT EXISTS estimates (one INTEGER PRIMARY KEY CHECK (one = 1), seq INTEGER NOT NULL, kept TEXT NOT NULL)
+STRICT;
 """
 INDEXES = """
 CREATE INDEX IF NOT EXISTS cells_by_scope ON cells (scope, seq);
@@ -154,6 +156,18 @@ class Sidecar:
     def last_seq(self) -> int:
         """The largest `seq` stored (-1 for none)."""
         return int(self._db.execute("SELECT coalesce(max(seq), -1) FROM cells").fetchone()[0])
+
+    def kept_estimates(self, seq: int) -> str | None:
+        """The recall estimates `keep_estimates` kept when the last cell written was numbered `seq` (None: none, or
+        kept at another)."""
+        row = self._db.execute("SELECT kept FROM estimates WHERE seq = ?", (seq,)).fetchone()
+        return None if row is None else str(row[0])
+
+    def keep_estimates(self, kept: str, seq: int) -> None:
+        """Keep the recall estimates in force (`state/kept_estimates.py`), made when the last cell written was
+        numbered `seq`, in place of any kept before. Not synced: estimates lost with power are made again."""
+        with self._transaction(durable=False) as db:
+            db.execute("INSERT OR REPLACE INTO estimates (one, seq, kept) VALUES (1, ?, ?)", (seq, kept))
 
     def add(self, batch: CellBatch, first_seq: int) -> int:
         """Store a batch's fields and vectors and mark its Chroma write in flight (one transaction); returns

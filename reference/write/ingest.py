@@ -12,9 +12,7 @@ written. A large write pauses the garbage collector and trims the heap after it 
 from __future__ import annotations
 
 import ctypes
-import gc
 import sys
-import threading
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
@@ -28,6 +26,7 @@ from ..cells.entities import extract_entities
 from ..cells.episodes import inferred_names
 from ..cells.scopes import by_code
 from ..cells.table import CellBatch, CellRecord, ConflictNote, new_ids, seen_text
+from ..common import collector
 from ..common.config import MemoryConfig
 from ..common.errors import InvalidInputError
 from ..common.validation import (
@@ -393,49 +392,17 @@ def _malloc_trim() -> Any:
     return getattr(loaded, "malloc_trim", None)
 
 
-class _CollectorPause:
-    """The cyclic collector paused while any large write runs: the first to start pauses it if it was running, the
-    last to end resumes it then, so writes that overlap (several memories, several threads) neither resume it early
-    nor leave it paused, and a host that had turned it off finds it off."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._writes = 0
-        self._resume = False
-
-    @contextmanager
-    def paused(self) -> Iterator[None]:
-        with self._lock:
-            if self._writes == 0:
-                self._resume = gc.isenabled()
-                gc.disable()
-            self._writes += 1
-        try:
-            yield
-        finally:
-            with self._lock:
-                self._writes -= 1
-                if self._writes == 0 and self._resume:
-                    gc.enable()
-
-
-_COLLECTOR = _CollectorPause()
-
-
 @contextmanager
 def large_write(large: bool) -> Iterator[None]:
     """Around a write (`large`: of more than a chunk of cells), pause Python's cyclic garbage collector during it
     and hand the pages it freed back to the OS after it (glibc's `malloc_trim`; elsewhere nothing).
 
-    The collector's full passes over every object of the process are a large share of such a write's time; its
-    cycles, if any, are collected once it resumes. The pause is the process's (`_COLLECTOR`): the collector is
-    paused only if it was running, and resumed when the last of the large writes under way ends, even if one
-    fails. The chunk temporaries (each chunk's scores against every centroid) are freed into the heap, which
-    would keep them resident without the trim."""
+    The pause is the process's (`common.collector`). The chunk temporaries (each chunk's scores against every
+    centroid) are freed into the heap, which would keep them resident without the trim."""
     if not large:
         yield
         return
-    with _COLLECTOR.paused():
+    with collector.paused():
         yield
     trim = _malloc_trim()
     if trim is not None:

@@ -1,5 +1,6 @@
-"""A large write pauses Python's cyclic collector only while large writes run, and leaves it as it found it:
-overlapping writes from several threads, a write that fails, and a host that had turned the collector off."""
+"""A large write, and an open that loads every cell, pause Python's cyclic collector only while they run, and leave it
+as they found it: overlapping writes from several threads, a write that fails, and a host that had turned the
+collector off."""
 
 from __future__ import annotations
 
@@ -8,6 +9,9 @@ import threading
 
 import pytest
 
+from reference import CellularMemory
+from reference.encoders import MockEncoder
+from reference.state.engine import EngineState
 from reference.write.ingest import large_write
 
 REPETITIONS = 50
@@ -73,3 +77,19 @@ def test_overlapping_writes_keep_it_paused_until_the_last_ends():
     for _ in range(REPETITIONS):
         assert overlap_once() == [True]
         assert gc.isenabled()
+
+
+def test_an_open_loads_the_cells_with_the_collector_paused_and_resumes_it(tmp_path, monkeypatch):
+    with CellularMemory(path=str(tmp_path), encoder=MockEncoder()) as memory:
+        memory.add(["Maria Lopez flew to Lisbon", "the cats purr"])
+    restore, collecting = EngineState.restore, []
+
+    def watched(state, *args, **kwargs):
+        collecting.append(gc.isenabled())
+        restore(state, *args, **kwargs)
+
+    monkeypatch.setattr(EngineState, "restore", watched)
+    gc.enable()
+    with CellularMemory(path=str(tmp_path), encoder=MockEncoder()) as memory:
+        assert gc.isenabled() and len(memory) == 2
+    assert collecting == [False]
