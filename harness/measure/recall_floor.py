@@ -25,7 +25,9 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
+from itertools import pairwise
 from pathlib import Path
+from typing import Any
 from unittest import mock
 
 import numpy as np
@@ -48,7 +50,7 @@ QUERIES = 2000
 the floor is checked for."""
 EF_SEARCH = (10, 12, 14, 16, 18, 20, 24, 32, 48, 64, 128)
 """From `K` up, dense where HNSW reads the recall the engine is asked for: the speed at the engine's recall is
-interpolated between two neighbouring points (`hnsw_at`)."""
+interpolated between two neighbouring points (`Hnsw.race`)."""
 K = 10
 PASSES = 3
 """Timing passes over the queries; the fastest is kept."""
@@ -67,6 +69,24 @@ class Row:
     reach: int
     bytes_per_search: float
     seconds_per_query: float
+    race: Race | None = None
+
+
+@dataclass(frozen=True)
+class Timed:
+    found: list[list[int]]
+    seconds: float
+    """Per query, in the fastest pass."""
+
+
+@dataclass(frozen=True)
+class Race:
+    """The engine at a target against HNSW at the engine's recall, timed in alternating passes (`raced`)."""
+
+    engine_seconds: float
+    hnsw_seconds: float
+    how: str
+    """Which `EF_SEARCH` points HNSW's time was read from."""
 
 
 @dataclass(frozen=True)
@@ -114,22 +134,29 @@ def estimated(how: Estimate) -> Iterator[None]:
         yield
 
 
-def timed(search: Callable[[np.ndarray], list[int]], queries: np.ndarray) -> tuple[list[list[int]], float]:
-    """Each query's rows, and the seconds per query of the fastest of `PASSES` passes over them, one query at a time
-    on one CPU (load only slows a pass)."""
-    fastest, found = math.inf, []
+def raced(searches: dict[str, Callable[[np.ndarray], list[int]]], queries: np.ndarray) -> dict[str, Timed]:
+    """Each search's rows for every query, and its seconds per query in the fastest of `PASSES` passes, one query at
+    a time on one CPU; the searches take turns pass by pass, each one's queries back to back, so that a change in
+    the machine's load falls on all alike (load only slows a pass)."""
+    fastest = dict.fromkeys(searches, math.inf)
+    found: dict[str, list[list[int]]] = {}
     with one_cpu(), one_core():
         for _ in range(PASSES):
-            start = time.perf_counter()
-            found = [search(query) for query in queries]
-            fastest = min(fastest, (time.perf_counter() - start) / len(queries))
-    return found, fastest
+            for name, search in searches.items():
+                start = time.perf_counter()
+                found[name] = [search(query) for query in queries]
+                fastest[name] = min(fastest[name], (time.perf_counter() - start) / len(queries))
+    return {name: Timed(found[name], fastest[name]) for name in searches}
+
+
+def timed(search: Callable[[np.ndarray], list[int]], queries: np.ndarray) -> Timed:
+    return raced({"": search}, queries)[""]
 
 
 def exact(cells: np.ndarray, queries: np.ndarray) -> tuple[list[set[int]], float]:
     """Each query's exact top `K` rows, and the seconds per query of finding them."""
-    found, seconds = timed(lambda query: np.argpartition(-(cells @ query), K)[:K].tolist(), queries)
-    return [set(rows) for rows in found], seconds
+    exactly = timed(lambda query: np.argpartition(-(cells @ query), K)[:K].tolist(), queries)
+    return [set(rows) for rows in exactly.found], exactly.seconds
 
 
 def recall(found: list[list[int]], truth: list[set[int]]) -> float:
@@ -148,16 +175,26 @@ def built(cells: np.ndarray, write: str, target: float, setting: Setting) -> Cel
 def measured(memory: CellularMemory, queries: np.ndarray, truth: list[set[int]]) -> tuple[float, float, float]:
     """Recall@`K`, seconds per query and vector bytes read per search, searching one query at a time."""
     before = memory.stats()
-    found, seconds = timed(lambda query: [int(hit.id) for hit in memory.search(query, k=K, vector=query)], queries)
+    searched = timed(engine_search(memory), queries)
     after = memory.stats()
     read = after.bytes_read_per_search * after.searches - before.bytes_read_per_search * before.searches
-    return recall(found, truth), seconds, read / (after.searches - before.searches)
+    return recall(searched.found, truth), searched.seconds, read / (after.searches - before.searches)
+
+
+def engine_search(memory: CellularMemory) -> Callable[[np.ndarray], list[int]]:
+    return lambda query: [int(hit.id) for hit in memory.search(query, k=K, vector=query)]
 
 
 def engine_rows(
-    cells: np.ndarray, queries: np.ndarray, truth: list[set[int]], how: Estimate, setting: Setting
+    cells: np.ndarray,
+    queries: np.ndarray,
+    truth: list[set[int]],
+    how: Estimate,
+    setting: Setting,
+    rival: Hnsw | None = None,
 ) -> list[Row]:
-    """The engine's rows estimating its recall this way, at this setting."""
+    """The engine's rows estimating its recall this way, at this setting; at the highest target, raced against
+    `rival` at the engine's recall (`Hnsw.race`), when given."""
     rows = []
     with estimated(how):
         for write in ("bulk", "in order"):
@@ -168,6 +205,9 @@ def engine_rows(
                     for target in TARGETS:
                         memory.set_search_options(target_recall=target)
                         got, seconds, read = measured(memory, queries, truth)
+                        race = None
+                        if rival is not None and target == TARGETS[-1]:
+                            race = rival.race(engine_search(memory), queries, got)
                         s = memory.stats()
                         rows.append(
                             Row(
@@ -182,38 +222,58 @@ def engine_rows(
                                 s.probe_reach,
                                 read,
                                 seconds,
+                                race,
                             )
                         )
     return rows
 
 
-def hnsw(cells: np.ndarray, queries: np.ndarray, truth: list[set[int]]) -> list[tuple[int, float, float]]:
-    """(ef_search, recall, seconds per query) of FAISS HNSW, M 32 (the `faiss` extra)."""
-    try:
-        import faiss
-    except ModuleNotFoundError as error:
-        raise missing_extra("faiss-hnsw", "faiss", error) from None
-    index = faiss.IndexHNSWFlat(cells.shape[1], 32, faiss.METRIC_INNER_PRODUCT)
-    index.hnsw.efConstruction = 40
-    index.add(cells)
-    points = []
-    for ef in EF_SEARCH:
-        index.hnsw.efSearch = ef
-        found, seconds = timed(lambda query: index.search(query[None, :], K)[1][0].tolist(), queries)
-        points.append((ef, recall(found, truth), seconds))
-    return points
+@dataclass(frozen=True)
+class Hnsw:
+    """FAISS HNSW (M 32, efConstruction 40; the `faiss` extra) over the memory's cells, and its (ef_search, recall,
+    seconds per query) at each of `EF_SEARCH`."""
 
+    index: Any
+    points: list[tuple[int, float, float]]
 
-def hnsw_at(points: list[tuple[int, float, float]], recall: float) -> tuple[str, float] | None:
-    """HNSW's seconds per query at this recall, interpolated linearly between the two `EF_SEARCH` points around it
-    (the point itself when one reads exactly it), and how it was read; None when no point reads as high."""
-    for (low_ef, low, low_seconds), (high_ef, high, high_seconds) in zip([(0, -1.0, 0.0), *points], points):
-        if high >= recall:
-            if low < 0 or high in (recall, low):
-                return f"ef {high_ef}", high_seconds
-            share = (recall - low) / (high - low)
-            return f"ef {low_ef}–{high_ef} interpolated", low_seconds + share * (high_seconds - low_seconds)
-    return None
+    @classmethod
+    def built(cls, cells: np.ndarray, queries: np.ndarray, truth: list[set[int]]) -> Hnsw:
+        try:
+            import faiss
+        except ModuleNotFoundError as error:
+            raise missing_extra("faiss-hnsw", "faiss", error) from None
+        index = faiss.IndexHNSWFlat(cells.shape[1], 32, faiss.METRIC_INNER_PRODUCT)
+        index.hnsw.efConstruction = 40
+        index.add(cells)
+        hnsw = cls(index, [])
+        for ef in EF_SEARCH:
+            swept = timed(hnsw.search(ef), queries)
+            hnsw.points.append((ef, recall(swept.found, truth), swept.seconds))
+        return hnsw
+
+    def search(self, ef: int) -> Callable[[np.ndarray], list[int]]:
+        def at_ef(query: np.ndarray) -> list[int]:
+            self.index.hnsw.efSearch = ef
+            rows: list[int] = self.index.search(query[None, :], K)[1][0].tolist()
+            return rows
+
+        return at_ef
+
+    def race(self, engine: Callable[[np.ndarray], list[int]], queries: np.ndarray, at: float) -> Race | None:
+        """The engine against HNSW at the engine's recall `at`: the engine and the `EF_SEARCH` points around `at`
+        timed in alternating passes, HNSW's time interpolated linearly between the two by their recall (the point
+        itself when one reads exactly `at`, the lowest when every one reads more); None when none reads as much."""
+        for (low_ef, low, _), (high_ef, high, _) in pairwise([(0, -1.0, 0.0), *self.points]):
+            if high < at:
+                continue
+            if low < 0 or high in (at, low):
+                times = raced({"engine": engine, "high": self.search(high_ef)}, queries)
+                return Race(times["engine"].seconds, times["high"].seconds, f"ef {high_ef}")
+            times = raced({"engine": engine, "low": self.search(low_ef), "high": self.search(high_ef)}, queries)
+            share = (at - low) / (high - low)
+            seconds = times["low"].seconds + share * (times["high"].seconds - times["low"].seconds)
+            return Race(times["engine"].seconds, seconds, f"ef {low_ef}–{high_ef} interpolated")
+        return None
 
 
 def corpus_of(spec: str) -> Corpus:
@@ -251,14 +311,16 @@ def report(
     kept = np.setdiff1d(np.arange(len(vectors)), held)
     cells, asked = np.ascontiguousarray(vectors[kept]), np.ascontiguousarray(vectors[held])
     truth, exact_seconds = exact(cells, asked)
-    ours = engine_rows(cells, asked, truth, Estimate(), setting)
+    rival = Hnsw.built(cells, asked, truth)
+    ours = engine_rows(cells, asked, truth, Estimate(), setting, rival)
     theirs = {(r.target, r.write, r.slept): r for r in engine_rows(cells, asked, truth, against, setting)}
     lines = [
         f"# Recall target as a floor: {name}",
         "",
         f"{len(cells):,} passages in the memory (in written order), {len(asked):,} held out as queries, MiniLM; "
         f"recall@10 against exact search; one CPU, queries back to back, the fastest of {PASSES} passes; exact "
-        f"search {exact_seconds * 1e3:.2f} ms a query. {setting}; the engine's estimate: {Estimate()} "
+        f"search {exact_seconds * 1e3:.2f} ms a query (the speeds against it move with the load between settings; "
+        f"the race at the end is paired). {setting}; the engine's estimate: {Estimate()} "
         f"(`calibration.MISS_FACTOR`, `calibration.CONFIDENCE`), against {against}.",
         "",
         "| target | write | sleep | recall@10 | met | estimate [lower bound] | needed factor | margin | reach "
@@ -277,7 +339,6 @@ def report(
             f"| {exact_seconds / r.seconds_per_query:.0f}× | {r.bytes_per_search:,.0f} "
             f"| {old.recall:.3f}, {old.margin:.3f} | {r.bytes_per_search / old.bytes_per_search - 1:+.1%} |"
         )
-    points = hnsw(cells, asked, truth)
     lines += [
         "",
         "FAISS HNSW (M 32, efConstruction 40), same queries:",
@@ -285,16 +346,18 @@ def report(
         "| ef_search | recall@10 | speed vs exact |",
         "|---|---|---|",
     ]
-    lines += [f"| {ef} | {got:.3f} | {exact_seconds / seconds:.0f}× |" for ef, got, seconds in points]
+    lines += [f"| {ef} | {got:.3f} | {exact_seconds / seconds:.0f}× |" for ef, got, seconds in rival.points]
+    lines += ["", "At the highest target, the engine and HNSW at the engine's recall, timed in alternating passes:", ""]
     for r in (r for r in ours if r.target == TARGETS[-1]):
-        equal = hnsw_at(points, r.recall)
-        versus = "no HNSW point as high" if equal is None else f"HNSW at equal recall ({equal[0]}): "
-        if equal is not None:
-            faster = "faster" if r.seconds_per_query < equal[1] else "**slower**"
-            versus += f"{exact_seconds / equal[1]:.0f}×, the engine {faster}"
+        where = f"At {r.target}, {r.write}, {'after' if r.slept else 'before'} sleep: the engine {r.recall:.3f}"
+        if r.race is None:
+            lines.append(f"- {where}; no HNSW point reads as high.")
+            continue
+        faster = "faster" if r.race.engine_seconds < r.race.hnsw_seconds else "**slower**"
         lines.append(
-            f"\nAt {r.target}, {r.write}, {'after' if r.slept else 'before'} sleep: the engine {r.recall:.3f} at "
-            f"{exact_seconds / r.seconds_per_query:.0f}×; {versus}."
+            f"- {where} at {r.race.engine_seconds * 1e6:.1f} µs a query, HNSW ({r.race.how}) at "
+            f"{r.race.hnsw_seconds * 1e6:.1f} µs: the engine {faster} "
+            f"({r.race.hnsw_seconds / r.race.engine_seconds:.2f}× HNSW's speed)."
         )
     return "\n".join(lines) + "\n"
 

@@ -59,9 +59,29 @@ def test_locomo_turns_are_a_corpus_of_one_passage_per_distinct_turn(tmp_path):
     assert corpus.sha256 and corpus.fingerprint
 
 
-def test_hnsw_speed_at_equal_recall_is_interpolated_between_its_neighbouring_points():
-    points = [(10, 0.95, 1.0), (16, 0.97, 2.0), (24, 0.99, 4.0)]
-    assert recall_floor.hnsw_at(points, 0.98) == ("ef 16–24 interpolated", 3.0)
-    assert recall_floor.hnsw_at(points, 0.97) == ("ef 16", 2.0)
-    assert recall_floor.hnsw_at(points, 0.90) == ("ef 10", 1.0)  # below every point: the cheapest
-    assert recall_floor.hnsw_at(points, 0.995) is None
+class _Steady:
+    """A search that a race (patched) reads as taking `seconds` a query."""
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+
+    def __call__(self, query: np.ndarray) -> list[int]:
+        return []
+
+
+def test_the_race_times_hnsw_at_the_engines_recall_between_its_neighbouring_points(monkeypatch):
+    hnsw = recall_floor.Hnsw(None, [(10, 0.95, 0.0), (16, 0.97, 0.0), (24, 0.99, 0.0)])
+    monkeypatch.setattr(recall_floor.Hnsw, "search", lambda self, ef: _Steady({10: 1.0, 16: 2.0, 24: 4.0}[ef]))
+    raced = {}
+
+    def race(searches, queries):
+        raced.update(searches)
+        return {name: recall_floor.Timed([], search.seconds) for name, search in searches.items()}
+
+    monkeypatch.setattr(recall_floor, "raced", race)
+    queries = np.zeros((3, 4), dtype=np.float32)
+    assert hnsw.race(_Steady(2.5), queries, 0.98) == recall_floor.Race(2.5, 3.0, "ef 16–24 interpolated")
+    assert {search.seconds for search in raced.values()} == {2.5, 2.0, 4.0}  # the engine raced with both points
+    assert hnsw.race(_Steady(0.5), queries, 0.97) == recall_floor.Race(0.5, 2.0, "ef 16")
+    assert hnsw.race(_Steady(0.5), queries, 0.90) == recall_floor.Race(0.5, 1.0, "ef 10")  # the cheapest reads more
+    assert hnsw.race(_Steady(0.5), queries, 0.995) is None
