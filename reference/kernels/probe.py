@@ -112,6 +112,8 @@ def probe_for(dim: int) -> Callable[..., tuple[np.ndarray, np.ndarray, np.ndarra
             code_scores, slots = best_scores[held], best_slots[held]
             by_code = np.argsort(-code_scores, kind="mergesort")
             code_scores, slots = code_scores[by_code], slots[by_code]
+            for i in range(min(depth, len(slots))):  # rescored whatever the codes say: their rows are asked for at once
+                intrinsics.prefetch_row(vectors, rows[slots[i]])
             kept = np.empty(len(slots), np.int64)
             exact = np.empty(len(slots), np.float32)
             top = np.full(depth, -np.inf, np.float32)  # a min-heap of the best `depth` exact scores so far
