@@ -164,7 +164,7 @@ def descending(scores: np.ndarray, sizes: np.ndarray, budget: int) -> np.ndarray
     held = np.zeros(256, np.int64)  # the cells of the positions by their key's high digit
     for i in range(count):  # highest first: the largest score gets key 0
         keys[i] = ORDER_STEPS - min(ORDER_STEPS, int((scores[i] - low) * per_step))
-        held[keys[i] >> 8] += sizes[i]
+        held[(keys[i] >> 8) & 255] += sizes[i]  # masked as the radix sort's digits: no key reaches past `held`
     last, reached = 0, held[0]
     while reached < budget and last < 255:
         last += 1
@@ -172,7 +172,7 @@ def descending(scores: np.ndarray, sizes: np.ndarray, budget: int) -> np.ndarray
     order = np.empty(count, np.int64)
     chosen = 0
     for i in range(count):  # in the order of positions, which equal keys keep
-        if keys[i] >> 8 <= last:
+        if (keys[i] >> 8) & 255 <= last:
             order[chosen] = i
             chosen += 1
     order = order[:chosen]
