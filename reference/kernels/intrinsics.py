@@ -25,6 +25,9 @@ from numba.extending import intrinsic
 
 WIDTH = 32
 """Bytes one instruction multiplies (256-bit registers: 512-bit ones are no faster, and fewer CPUs have them)."""
+CHAINS = 4
+"""Sums a row's products are split over, each in its own register: one sum would make every product wait for the
+one before it (the instruction's latency is several of its issue intervals)."""
 LINE = 64
 """Bytes in a cache line."""
 _ADDRESS = ir.IntType(64)
@@ -59,13 +62,20 @@ def _flipped_code_dot(typingctx: Any, codes: Any, slot: Any, query_codes: Any) -
         product = builder.module.declare_intrinsic(
             "llvm.x86.avx512.vpdpbusd.256", fnty=ir.FunctionType(_LANES, [_LANES, _LANES, _LANES])
         )
-        sums = _alloca_once_value(builder, ir.Constant(_LANES, [0] * (WIDTH // 4)))  # in the entry block
-        with cgutils.for_range(builder, chunks) as loop:
-            at = builder.mul(loop.index, ir.Constant(_ADDRESS, WIDTH))
-            cells = builder.xor(_load(builder, row, at), ir.Constant(_BYTES, [-128] * WIDTH))
-            codes_here = builder.bitcast(_load(builder, start, at), _LANES)
-            builder.store(builder.call(product, [builder.load(sums), builder.bitcast(cells, _LANES), codes_here]), sums)
-        lanes = builder.load(sums)
+        sums = [_alloca_once_value(builder, ir.Constant(_LANES, [0] * (WIDTH // 4))) for _ in range(CHAINS)]
+        rounds = builder.udiv(chunks, ir.Constant(_ADDRESS, CHAINS))
+        with cgutils.for_range(builder, rounds) as loop:  # `CHAINS` sums apart: no product waits on the one before
+            for chain, total in enumerate(sums):
+                chunk = builder.add(
+                    builder.mul(loop.index, ir.Constant(_ADDRESS, CHAINS)), ir.Constant(_ADDRESS, chain)
+                )
+                _accumulate(builder, product, total, row, start, chunk)
+        with cgutils.for_range(builder, builder.urem(chunks, ir.Constant(_ADDRESS, CHAINS))) as loop:
+            chunk = builder.add(builder.mul(rounds, ir.Constant(_ADDRESS, CHAINS)), loop.index)
+            _accumulate(builder, product, sums[0], row, start, chunk)
+        for total in sums[1:]:
+            builder.store(builder.add(builder.load(sums[0]), builder.load(total)), sums[0])
+        lanes = builder.load(sums[0])
         total = builder.extract_element(lanes, ir.Constant(ir.IntType(32), 0))
         for lane in range(1, WIDTH // 4):
             total = builder.add(total, builder.extract_element(lanes, ir.Constant(ir.IntType(32), lane)))
@@ -75,6 +85,16 @@ def _flipped_code_dot(typingctx: Any, codes: Any, slot: Any, query_codes: Any) -
 
 
 flipped_code_dot: Any = intrinsic(_flipped_code_dot)
+
+
+def _accumulate(
+    builder: ir.IRBuilder, product: ir.Function, total: ir.Value, row: ir.Value, start: ir.Value, chunk: ir.Value
+) -> None:
+    """Add chunk `chunk`'s products of the row's flipped codes and the query's into the lanes at `total`."""
+    at = builder.mul(chunk, ir.Constant(_ADDRESS, WIDTH))
+    cells = builder.xor(_load(builder, row, at), ir.Constant(_BYTES, [-128] * WIDTH))
+    codes_here = builder.bitcast(_load(builder, start, at), _LANES)
+    builder.store(builder.call(product, [builder.load(total), builder.bitcast(cells, _LANES), codes_here]), total)
 
 
 def _prefetch_row(typingctx: Any, matrix: Any, slot: Any) -> Any:

@@ -9,7 +9,7 @@ from collections.abc import Callable
 import numpy as np
 
 from . import intrinsics
-from .jit import compiled, dot, replace_smallest
+from .jit import compiled, dot, inlined, replace_smallest
 from .quantize import code_dot, code_sum, quantized
 
 RESCORE_ERRORS = 8.0
@@ -70,6 +70,7 @@ def probe_for(dim: int) -> Callable[..., tuple[np.ndarray, np.ndarray, np.ndarra
         total = cells_read = cells_rescored = 0
         all_query_codes, query_scales = quantized(queries)
         centroid_scores = np.empty(len(groups), np.float32)
+        group_sizes = sizes[groups]
         for q in range(count):
             query, query_codes, query_scale = queries[q], all_query_codes[q], query_scales[q]
             offset = np.int32(128) * code_sum(query_codes) if flipped else np.int32(0)  # what `code_dot` adds
@@ -79,7 +80,7 @@ def probe_for(dim: int) -> Callable[..., tuple[np.ndarray, np.ndarray, np.ndarra
                     * centroid_scales[i]
                     * query_scale
                 )
-            order = descending(centroid_scores)
+            order = descending(centroid_scores, group_sizes, budget)
             kth = np.full(k, -np.inf, np.float32)  # min-heaps: the k best scores, and the best `rescored` cells
             unused = np.zeros(k, np.int64)
             best_scores = np.full(rescored, -np.inf, np.float32)
@@ -111,6 +112,8 @@ def probe_for(dim: int) -> Callable[..., tuple[np.ndarray, np.ndarray, np.ndarra
             code_scores, slots = best_scores[held], best_slots[held]
             by_code = np.argsort(-code_scores, kind="mergesort")
             code_scores, slots = code_scores[by_code], slots[by_code]
+            for i in range(min(depth, len(slots))):  # rescored whatever the codes say: their rows are asked for at once
+                intrinsics.prefetch_row(vectors, rows[slots[i]])
             kept = np.empty(len(slots), np.int64)
             exact = np.empty(len(slots), np.float32)
             top = np.full(depth, -np.inf, np.float32)  # a min-heap of the best `depth` exact scores so far
@@ -138,34 +141,79 @@ def probe_for(dim: int) -> Callable[..., tuple[np.ndarray, np.ndarray, np.ndarra
 
 
 ORDER_STEPS = 65_535
-"""`descending` ranks scores rounded down to this many steps of their range, a two-digit key of a radix sort."""
+"""`descending` ranks scores rounded down to this many steps of their range: a key of two 8-bit digits."""
+FEW = 32
+"""At most this many positions `descending` orders by insertion; more, by a radix sort, whose 256 buckets cost more
+than an insertion sort of a few."""
 
 
 @compiled
-def descending(scores: np.ndarray) -> np.ndarray:
-    """The positions of `scores`, highest first, each score rounded down to one of `ORDER_STEPS` + 1 steps of
-    their range (so a later score is at most one step, 1/65,535 of the range, above an earlier one; equal
-    steps keep their positions' order). A radix sort in two passes of 8-bit digits: faster over a memory's
-    centroid scores than a max-heap built and popped for the groups a probe reads (its sifts branch on every
-    comparison)."""
-    order = np.arange(len(scores))
-    if len(scores) < 2:
-        return order
+def descending(scores: np.ndarray, sizes: np.ndarray, budget: int) -> np.ndarray:
+    """The positions of `scores`, highest first, until their `sizes` reach `budget` (all of them if they never
+    do): the groups a probe may read, in the order it reads them. Each score is rounded down to one of
+    `ORDER_STEPS` + 1 steps of their range (so a later score is at most one step, 1/65,535 of the range, above an
+    earlier one; equal steps keep their positions' order). Only the positions whose key's high digit is no later
+    than the one where the sizes reach `budget` are ordered: a probe reads a few dozen of a memory's hundreds of
+    groups, and ordering every one of them would cost more than the reading's fixed share."""
+    count = len(scores)
+    if count == 0:
+        return np.arange(0)
     low, high = scores.min(), scores.max()
     per_step = ORDER_STEPS / (high - low) if high > low else 0.0
-    keys = np.empty(len(scores), np.int64)
-    for i in range(len(scores)):  # highest first: the largest score gets key 0
+    keys = np.empty(count, np.int64)
+    held = np.zeros(256, np.int64)  # the cells of the positions by their key's high digit
+    for i in range(count):  # highest first: the largest score gets key 0
         keys[i] = ORDER_STEPS - min(ORDER_STEPS, int((scores[i] - low) * per_step))
-    passed = np.empty(len(scores), np.int64)
+        held[(keys[i] >> 8) & 255] += sizes[i]  # masked as the radix sort's digits: no key reaches past `held`
+    last, reached = 0, held[0]
+    while reached < budget and last < 255:
+        last += 1
+        reached += held[last]
+    order = np.empty(count, np.int64)
+    chosen = 0
+    for i in range(count):  # in the order of positions, which equal keys keep
+        if (keys[i] >> 8) & 255 <= last:
+            order[chosen] = i
+            chosen += 1
+    order = order[:chosen]
+    if chosen <= FEW:
+        _insertion_sort(order, keys)
+    else:
+        _radix_sort(order, keys)
+    total = 0
+    for step in range(chosen):
+        if total >= budget:
+            return order[:step]
+        total += sizes[order[step]]
+    return order
+
+
+@inlined
+def _insertion_sort(order: np.ndarray, keys: np.ndarray) -> None:
+    """Sort `order` by `keys[order]` in place, stably."""
+    for i in range(1, len(order)):
+        position, key = order[i], keys[order[i]]
+        j = i - 1
+        while j >= 0 and keys[order[j]] > key:
+            order[j + 1] = order[j]
+            j -= 1
+        order[j + 1] = position
+
+
+@inlined
+def _radix_sort(order: np.ndarray, keys: np.ndarray) -> None:
+    """Sort `order` by `keys[order]` (below 2^16) in place, stably: two passes of 8-bit digits, the second
+    writing back into `order`."""
+    passed = np.empty(len(order), np.int64)
+    source, target = order, passed
     for shift in (0, 8):
         starts = np.zeros(257, np.int64)
-        for i in range(len(order)):
-            starts[((keys[order[i]] >> shift) & 255) + 1] += 1
+        for i in range(len(source)):
+            starts[((keys[source[i]] >> shift) & 255) + 1] += 1
         for digit in range(256):
             starts[digit + 1] += starts[digit]
-        for i in range(len(order)):
-            digit = (keys[order[i]] >> shift) & 255
-            passed[starts[digit]] = order[i]
+        for i in range(len(source)):
+            digit = (keys[source[i]] >> shift) & 255
+            target[starts[digit]] = source[i]
             starts[digit] += 1
-        order, passed = passed, order
-    return order
+        source, target = target, source

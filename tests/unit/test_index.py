@@ -151,16 +151,32 @@ def test_the_vnni_product_is_the_exact_integer_dot_product_of_the_codes():
     assert (dots(codes, query) - offset).tolist() == expected.tolist()
 
 
+def _all_descending(scores: np.ndarray) -> list[int]:
+    return descending(scores, np.ones(len(scores), np.int64), len(scores)).tolist()
+
+
 def test_descending_ranks_highest_first_and_keeps_the_order_of_scores_within_one_step():
     rng = np.random.default_rng(8)
     scores = rng.permutation(np.linspace(-0.4, 0.9, 1000)).astype(np.float32)  # 1.3e-3 apart: far over a step
-    assert descending(scores).tolist() == np.argsort(-scores, kind="stable").tolist()
+    assert _all_descending(scores) == np.argsort(-scores, kind="stable").tolist()
     tied = np.array([0.5, 0.2, 0.5, 0.5 - 1e-9, 0.9, 0.2], dtype=np.float32)
-    assert descending(tied).tolist() == [4, 0, 2, 3, 1, 5]
+    assert _all_descending(tied) == [4, 0, 2, 3, 1, 5]
     for few in ([], [0.3], [0.3, 0.3, 0.3]):
-        assert descending(np.asarray(few, dtype=np.float32)).tolist() == list(range(len(few)))
+        assert _all_descending(np.asarray(few, dtype=np.float32)) == list(range(len(few)))
     near = np.array([0.1, 0.1 + 1e-7, 0.8], dtype=np.float32)  # within one step (1.07e-5): taken as equal
-    assert descending(near).tolist() == [2, 0, 1]
+    assert _all_descending(near) == [2, 0, 1]
+
+
+@pytest.mark.parametrize("count", [5, 400])  # positions few enough for the insertion sort, and many
+def test_descending_stops_where_the_sizes_reach_the_budget_in_the_full_order(count):
+    rng = np.random.default_rng(9)
+    scores = np.round(rng.standard_normal(count), 1).astype(np.float32)  # ties, kept in the order of positions
+    sizes = rng.integers(1, 200, count)
+    full = _all_descending(scores)
+    for budget in [0, 1, *rng.integers(2, sizes.sum(), 20).tolist(), int(sizes.sum()), 10**9]:
+        reached = np.cumsum(sizes[full])
+        expected = full[: min(count, int(np.searchsorted(reached, budget)) + 1)] if budget > 0 else []
+        assert descending(scores, sizes, budget).tolist() == expected
 
 
 @pytest.mark.parametrize(("near", "rescored"), [(0.0, 7), (1.0, 12)])
