@@ -227,9 +227,9 @@ class Sidecar:
             db.execute("DELETE FROM in_flight WHERE mark = ?", (mark,))
 
     def sync_during(self, write: Callable[[], None], undo: Callable[[], None]) -> None:
-        """Run `write` while every commit so far is synced to disk on the sync thread (the GIL, which Chroma's
-        write holds, is free once the sync is under way); returns when both are done. A failed sync, after `write`
-        succeeded, is undone with `undo` and raises `BackendUnavailableError`."""
+        """Run `write` while every commit so far is synced to disk on the sync thread, which waits for the disk
+        without the GIL (Chroma's write holds it); returns when both are done. A sync that failed after `write`
+        succeeded has `undo` take the write back and raises `BackendUnavailableError`."""
         under_way = threading.Event()
 
         def sync() -> None:
