@@ -28,7 +28,6 @@ import time
 from collections.abc import Iterable, Mapping, Sequence
 from contextlib import ExitStack, closing
 from dataclasses import dataclass
-from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -113,13 +112,10 @@ class EmbeddedCellStore:
         self.sidecar.keep_estimates(kept, self._next_seq - 1)
 
     def put(self, batch: CellBatch) -> None:
-        """Fields and vectors first (committed, the write marked in flight), then Chroma while that commit is
-        synced to disk; all or nothing, acknowledged once both are durable."""
-        mark = self.sidecar.add(batch, self._next_seq, durable=False)
+        """Fields and vectors first (durable, the write marked in flight), then Chroma; all or nothing."""
+        mark = self.sidecar.add(batch, self._next_seq)
         try:
-            self.sidecar.sync_during(
-                partial(self.cells.add, batch, documents=False), undo=partial(self.cells.delete, batch.ids)
-            )
+            self.cells.add(batch, documents=False)
         except Exception:
             self.sidecar.end(mark, removing=batch.ids)
             raise

@@ -8,10 +8,8 @@ of a STRICT table (a damaged value cannot be read back as another type), written
 - the texts, because Chroma indexes every document it is given for its own full-text search, which the
   engine does not use (it has `lexical.py`) and which slows Chroma's add down. Stores of earlier versions hold
   their texts in Chroma's documents: a NULL text here, copied over once on open (`embedded.py`).
-WAL mode: any commit survives the process being killed. An add is synced to disk while the Chroma write it precedes
-runs (`sync_during`, on a thread of its own: the disk flush and Chroma's write overlap), and the write is acknowledged
-only once both are done; the other writes that must survive a power loss are synced as they commit. One scope's cells
-are read on a connection of their own (`load_scope`), which WAL lets read while the engine writes on the other.
+WAL mode with full sync: a write here is durable before the Chroma write it precedes. One scope's cells are read
+on a connection of their own (`load_scope`), which WAL lets read while the engine writes on the other.
 
 A Chroma write is marked in flight (for an add, in the transaction that stores the batch) and unmarked when
 Chroma returns. A mark found on open means a process died during a Chroma write: its add is undone (never
@@ -22,11 +20,9 @@ acknowledged) or its delete finished, and the vector segment, which such a kill 
 from __future__ import annotations
 
 import json
-import os
 import sqlite3
 import threading
-from collections.abc import Callable, Iterator, Mapping, Sequence, Set
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Iterator, Mapping, Sequence, Set
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -67,8 +63,6 @@ ADDED_COLUMNS = {
 COLUMNS = "seq, id, grp, kind, importance, timestamp, access, meta, conflicts, episode, scope, history, vector, text"
 INSERT = f"INSERT INTO cells ({COLUMNS}) VALUES ({', '.join('?' * len(COLUMNS.split(',')))})"
 EMPTY_META, NO_CONFLICTS, NO_HISTORY = "{}", "[]", "[]"
-_SYNC = getattr(os, "fdatasync", os.fsync)
-"""How SQLite syncs its WAL (fdatasync where the OS has it; macOS has not)."""
 
 
 @dataclass(frozen=True)
@@ -96,15 +90,11 @@ class Sidecar:
             self._db.executescript(INDEXES)
             self._reader = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
             self._reader.execute("PRAGMA query_only=ON")
-            self._wal = os.open(f"{self.path}-wal", os.O_RDONLY)  # kept while a connection is open (`sync_during`)
-        except (sqlite3.Error, OSError) as error:
+        except sqlite3.Error as error:
             raise BackendUnavailableError(f"cannot open {self.path}: {error}") from error
-        self._syncer = ThreadPoolExecutor(1, thread_name_prefix="magbench-sidecar-sync")
         self._reading = threading.Lock()
 
     def close(self) -> None:
-        self._syncer.shutdown()
-        os.close(self._wal)
         self._reader.close()
         self._db.close()
 
@@ -179,10 +169,10 @@ class Sidecar:
         with self._transaction(durable=False) as db:
             db.execute("INSERT OR REPLACE INTO estimates (one, seq, kept) VALUES (1, ?, ?)", (seq, kept))
 
-    def add(self, batch: CellBatch, first_seq: int, *, durable: bool = True) -> int:
+    def add(self, batch: CellBatch, first_seq: int) -> int:
         """Store a batch's fields and vectors and mark its Chroma write in flight (one transaction); returns
-        the mark. Not `durable`: synced by the `sync_during` that runs the Chroma write."""
-        with self._transaction(durable=durable) as db:
+        the mark."""
+        with self._transaction() as db:
             db.executemany(INSERT, _rows(batch, first_seq))
             return self._mark(db, "add", batch.ids)
 
@@ -239,30 +229,6 @@ class Sidecar:
         with self._transaction(durable=False) as db:
             db.executemany("DELETE FROM cells WHERE id = ?", [(cell_id,) for cell_id in removing])
             db.execute("DELETE FROM in_flight WHERE mark = ?", (mark,))
-
-    def sync_during(self, write: Callable[[], None], undo: Callable[[], None]) -> None:
-        """Run `write` while every commit so far is synced to disk on the sync thread, which waits for the disk
-        without the GIL (Chroma's write holds it); returns when both are done. A sync that failed after `write`
-        succeeded has `undo` take the write back and raises `BackendUnavailableError`."""
-        under_way = threading.Event()
-
-        def sync() -> None:
-            under_way.set()
-            _SYNC(self._wal)
-
-        synced = self._syncer.submit(sync)
-        under_way.wait()
-        try:
-            write()
-        finally:
-            failed = synced.exception()
-        if failed is not None:
-            error = BackendUnavailableError(f"cannot sync {self.path}: {failed}")
-            try:
-                undo()
-            except Exception as undo_error:
-                error.add_note(f"taking the write back failed as well (reopening removes it): {undo_error}")
-            raise error from failed
 
     def in_flight(self) -> list[InFlight]:
         """The writes a process began and did not see end, oldest first."""

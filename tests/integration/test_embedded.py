@@ -2,7 +2,6 @@
 segment is rebuilt, a write in flight is undone or finished, and a store whose holder died between writes
 opens as it is."""
 
-import errno
 import fcntl
 import json
 import logging
@@ -12,7 +11,6 @@ import sqlite3
 import subprocess
 import sys
 import textwrap
-import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -23,7 +21,6 @@ import pytest
 from reference import BackendUnavailableError, CellularMemory, StoreDamagedError
 from reference.common.chroma import persistent_client
 from reference.encoders import MockEncoder
-from reference.store import sidecar as sidecar_module
 from reference.store.collection import ChromaCells
 from reference.store.embedded import set_aside_vector_segment
 from reference.store.sidecar import Sidecar
@@ -253,49 +250,6 @@ def test_a_failed_update_changes_nothing(tmp_path, monkeypatch):
         assert json.loads(json.dumps(answers(mem))) == before["answers"]
     assert len(calls) == 2  # the failed write, then the previous cells put back
     assert_whole(tmp_path, before)
-
-
-def test_an_add_is_synced_to_disk_while_chroma_writes_and_returns_once_synced(tmp_path, monkeypatch):
-    """The sidecar's commit of an add is synced (its WAL file) during Chroma's write, not before it, and the add
-    returns only once that sync is done: an acknowledged write is on disk in both."""
-    chroma_writing, synced = threading.Event(), []
-    real_sync = sidecar_module._SYNC
-
-    def sync(fd: int) -> None:
-        assert chroma_writing.wait(10), "the sync ran before Chroma's write began, not during it"
-        real_sync(fd)
-        synced.append(os.fstat(fd).st_ino)
-
-    with CellularMemory(path=str(tmp_path), encoder=MockEncoder()) as mem:
-        collection = mem._state.store.cells._collection
-        real_add = collection.add
-
-        def add(**kwargs):
-            chroma_writing.set()
-            return real_add(**kwargs)
-
-        monkeypatch.setattr(collection, "add", add)
-        monkeypatch.setattr(sidecar_module, "_SYNC", sync)
-        [written] = mem.add("a turn to keep")
-        assert synced == [os.stat(tmp_path / "magbench.sqlite3-wal").st_ino]
-    monkeypatch.undo()
-    with CellularMemory(path=str(tmp_path), encoder=MockEncoder()) as mem:
-        assert mem.get(written).text == "a turn to keep"
-
-
-def test_an_add_whose_sync_fails_is_refused_and_leaves_nothing(tmp_path, monkeypatch):
-    before = write_memory(tmp_path)
-
-    def fails(fd: int) -> None:
-        raise OSError(errno.EIO, "Input/output error")
-
-    monkeypatch.setattr(sidecar_module, "_SYNC", fails)
-    with CellularMemory(path=str(tmp_path), encoder=MockEncoder()) as mem:
-        with pytest.raises(BackendUnavailableError, match="cannot sync"):
-            mem.add("never acknowledged")
-        assert mem.ids() == before["ids"] and mem._state.store.cells.count() == len(TEXTS)
-    monkeypatch.undo()
-    assert_whole(tmp_path, before)  # Chroma's record of it taken back, the sidecar's row gone, nothing in flight
 
 
 @pytest.mark.parametrize(
