@@ -19,11 +19,11 @@ from ..common.errors import (
 )
 from .protocol import StoreIdentity
 
-CONFIGURATION = {"hnsw": {"space": "cosine", "ef_construction": 2, "max_neighbors": 2}}
-"""How the cells' collection is made: cosine space, and the sparsest HNSW graph Chroma builds (two neighbours, the
-fewest its graph's level draw allows). The engine searches its own group index and reads Chroma's records by id,
-never by vector, so the graph Chroma builds with every write is work no search uses; a collection made with the
-default graph keeps it."""
+CONFIGURATION = {"hnsw": {"space": "cosine", "ef_construction": 16, "max_neighbors": 16}}
+"""How the cells' collection is made: cosine space, and an HNSW graph built with a short construction search. The
+engine searches its own group index and reads Chroma's records by id, never by vector, so the graph Chroma builds
+with every write is work no search uses. Its neighbour count stays Chroma's default: sparser graphs make Chroma's
+own graph code crash now and then (chroma-core/chroma#6979). A collection made with the default graph keeps it."""
 
 
 def cells_name(namespace: str) -> str:
