@@ -134,23 +134,31 @@ def estimated(how: Estimate) -> Iterator[None]:
         yield
 
 
-def raced(searches: dict[str, Callable[[np.ndarray], list[int]]], queries: np.ndarray) -> dict[str, Timed]:
-    """Each search's rows for every query, and its seconds per query in the fastest of `PASSES` passes, one query at
-    a time on one CPU; the searches take turns pass by pass, each one's queries back to back, so that a change in
-    the machine's load falls on all alike (load only slows a pass)."""
-    fastest = dict.fromkeys(searches, math.inf)
+Pass = Callable[[np.ndarray], list[list[int]]]
+"""A search answering every query of a matrix, one query at a time, back to back: each one's rows."""
+
+
+def one_by_one(search: Callable[[np.ndarray], list[int]]) -> Pass:
+    return lambda queries: [search(query) for query in queries]
+
+
+def raced(passes: dict[str, Pass], queries: np.ndarray) -> dict[str, Timed]:
+    """Each search's rows for every query, and its seconds per query in the fastest of `PASSES` passes, on one CPU;
+    the searches take turns pass by pass, so that a change in the machine's load falls on all alike (load only
+    slows a pass)."""
+    fastest = dict.fromkeys(passes, math.inf)
     found: dict[str, list[list[int]]] = {}
     with one_cpu(), one_core():
         for _ in range(PASSES):
-            for name, search in searches.items():
+            for name, answer in passes.items():
                 start = time.perf_counter()
-                found[name] = [search(query) for query in queries]
+                found[name] = answer(queries)
                 fastest[name] = min(fastest[name], (time.perf_counter() - start) / len(queries))
-    return {name: Timed(found[name], fastest[name]) for name in searches}
+    return {name: Timed(found[name], fastest[name]) for name in passes}
 
 
 def timed(search: Callable[[np.ndarray], list[int]], queries: np.ndarray) -> Timed:
-    return raced({"": search}, queries)[""]
+    return raced({"": one_by_one(search)}, queries)[""]
 
 
 def exact(cells: np.ndarray, queries: np.ndarray) -> tuple[list[set[int]], float]:
@@ -207,7 +215,7 @@ def engine_rows(
                         got, seconds, read = measured(memory, queries, truth)
                         race = None
                         if rival is not None and target == TARGETS[-1]:
-                            race = rival.race(engine_search(memory), queries, got)
+                            race = rival.race(one_by_one(engine_search(memory)), queries, got)
                         s = memory.stats()
                         rows.append(
                             Row(
@@ -247,19 +255,20 @@ class Hnsw:
         index.add(cells)
         hnsw = cls(index, [])
         for ef in EF_SEARCH:
-            swept = timed(hnsw.search(ef), queries)
+            swept = raced({"": hnsw.search(ef)}, queries)[""]
             hnsw.points.append((ef, recall(swept.found, truth), swept.seconds))
         return hnsw
 
-    def search(self, ef: int) -> Callable[[np.ndarray], list[int]]:
-        def at_ef(query: np.ndarray) -> list[int]:
+    def search(self, ef: int) -> Pass:
+        """A pass over the queries at this `ef_search`, set once before it."""
+
+        def at_ef(queries: np.ndarray) -> list[list[int]]:
             self.index.hnsw.efSearch = ef
-            rows: list[int] = self.index.search(query[None, :], K)[1][0].tolist()
-            return rows
+            return [self.index.search(query[None, :], K)[1][0].tolist() for query in queries]
 
         return at_ef
 
-    def race(self, engine: Callable[[np.ndarray], list[int]], queries: np.ndarray, at: float) -> Race | None:
+    def race(self, engine: Pass, queries: np.ndarray, at: float) -> Race | None:
         """The engine against HNSW at the engine's recall `at`: the engine and the `EF_SEARCH` points around `at`
         timed in alternating passes, HNSW's time interpolated linearly between the two by their recall (the point
         itself when one reads exactly `at`, the lowest when every one reads more); None when none reads as much."""

@@ -65,7 +65,7 @@ class _Steady:
     def __init__(self, seconds: float) -> None:
         self.seconds = seconds
 
-    def __call__(self, query: np.ndarray) -> list[int]:
+    def __call__(self, queries: np.ndarray) -> list[list[int]]:
         return []
 
 
