@@ -1,8 +1,8 @@
 """An embedded store at a path: embedded Chroma beside the engine's own SQLite file, held by one process.
 
-Layout: Chroma's `chroma.sqlite3` and vector segment directory `<segment-id>/` (the cells' ids and
-embeddings), the sidecar `magbench.sqlite3` (each cell's text, engine fields and exact vector,
-`sidecar.py`), and `magbench.lock`.
+Layout: Chroma's `chroma.sqlite3` (in WAL mode, `_use_write_ahead_log`) and vector segment directory
+`<segment-id>/` (the cells' ids and embeddings), the sidecar `magbench.sqlite3` (each cell's text, engine fields
+and exact vector, `sidecar.py`), and `magbench.lock`.
 
 One process at a time: opening takes an exclusive OS lock on `magbench.lock` (`filelock`: `flock` on
 Unix) and holds it until `close()`; the OS releases it when the process ends, however it ends. A second
@@ -35,7 +35,7 @@ import numpy as np
 from filelock import FileLock, Timeout
 
 from ..cells.table import CellBatch, CellRecord
-from ..common.chroma import persistent_client
+from ..common.chroma import client_open_at, persistent_client
 from ..common.errors import BackendUnavailableError, InvalidInputError, VectorSegmentUnreadableError
 from .collection import ChromaCells, cells_name
 from .protocol import StoreIdentity
@@ -44,6 +44,7 @@ from .sidecar import SIDECAR, InFlight, Sidecar
 
 log = logging.getLogger(__name__)
 LOCK = "magbench.lock"
+CHROMA_DATABASE = "chroma.sqlite3"
 
 
 class EmbeddedCellStore:
@@ -292,7 +293,7 @@ def set_aside_vector_segment(root: Path, collection: str) -> Path | None:
 
 def _vector_segment(root: Path, collection: str) -> str | None:
     """The id (= directory name) of the collection's vector segment, from Chroma's SQLite catalogue."""
-    database = root / "chroma.sqlite3"
+    database = root / CHROMA_DATABASE
     if not database.exists():
         return None
     query = (
@@ -310,9 +311,26 @@ def _vector_segment(root: Path, collection: str) -> str | None:
 
 
 def _open(root: Path, namespace: str, identity: StoreIdentity, sidecar: Sidecar) -> tuple[Any, EmbeddedCellStore]:
+    _use_write_ahead_log(root)
     client = persistent_client(str(root))
     try:
         return client, EmbeddedCellStore(ChromaCells(client, namespace, identity), sidecar, identity.dim)
     except BaseException:
         client.close()
         raise
+
+
+def _use_write_ahead_log(root: Path) -> None:
+    """Put Chroma's SQLite file in WAL mode before Chroma opens it. Each Chroma commit then syncs its log alone,
+    where the rollback journal Chroma leaves in place syncs the journal, the database and the directory, and stays
+    as durable: Chroma's connections keep SQLite's full sync. The mode is kept in the file. It is never changed
+    under a Chroma client of this process that has the file open, whose connections would break
+    (chroma-core/chroma#7040); such a store keeps its mode."""
+    if client_open_at(root):
+        return
+    try:
+        with closing(sqlite3.connect(root / CHROMA_DATABASE)) as database:
+            if database.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
+                database.execute("PRAGMA journal_mode=WAL")
+    except sqlite3.Error as error:
+        raise BackendUnavailableError(f"cannot open {root / CHROMA_DATABASE}: {error}") from error
