@@ -11,8 +11,9 @@ ranking. Every ranking rule of the engine is here.
 2. Cells of the chosen groups. The `numpy` index runs stages 1 and 2 as one compiled call over its arena
    (`kernels.probe.probe_for`), taking the k-th best score as each group is read; a batch of vector queries is
    one call for them all, which holds no GIL (`SearchPipeline.ranked_many`), so searches from several threads run
-   at once. The `chroma` index queries one group at a time (its calls are serialised by the index, so a thread
-   pool would only add hand-offs).
+   at once, and a search of one vector is one call from the vector as given to its candidates
+   (`SearchPipeline.probed`). The `chroma` index queries one group at a time (its calls are serialised by the
+   index, so a thread pool would only add hand-offs).
 3. Entities. Cells that mention the query's entities (the exact-match index) are scored directly and boosted by
    `entity_boost` times the share of the query's entities they mention.
 4. Lexical fusion, for text queries: the best `fusion_depth` dense candidates are fused with the lexical index's
