@@ -14,6 +14,8 @@ from dataclasses import replace
 from datetime import datetime
 from typing import Any, Unpack
 
+import numpy as np
+
 from .cells.entities import EntityIndex
 from .cells.table import CellRecord, CellTable
 from .common import collector
@@ -23,6 +25,7 @@ from .common.validation import (
     check_ids,
     check_interval,
     check_metadata,
+    check_result_count,
     check_scope,
     check_text,
     check_texts,
@@ -323,8 +326,28 @@ class CellularMemory:
             InvalidInputError: a bad query, `k`, mode, scope, filter or time bound.
             DimensionMismatchError: a vector of another dimension.
         """
+        if mode == "similarity" and not within and not isinstance(query, str):
+            hits = self._searched_vector(query if vector is None else vector, k)
+            if hits is not None:
+                return hits
         vectors = None if vector is None else [vector]
         return self.search_batch([query], k, mode=mode, vectors=vectors, **within)[0]
+
+    def _searched_vector(self, vector: Any, k: Any) -> list[Hit] | None:
+        """`search` of one query vector over every scope in similarity mode, when the compiled probe answers it
+        (`SearchPipeline.probed`; a 1-D float32 vector of the memory's dimension, C-contiguous and writeable): the
+        hits `search_batch` finds, without its layers. None when it does not: `search_batch` then answers."""
+        if type(vector) is not np.ndarray or vector.shape != (self.dim,) or vector.dtype.char != "f":
+            return None
+        flags = vector.flags
+        if not (flags.c_contiguous and flags.writeable):
+            return None
+        k = check_result_count(k)
+        state = self._state
+        calibration.refresh_every_scope(self._resident, state, self.config)
+        with self._resident.reading(None):
+            found = self._search.probed(state, vector, k)
+            return None if found is None else hits_of(state.table, [found])[0]
 
     def search_batch(
         self,

@@ -21,7 +21,7 @@ from ..cells.table import CellTable, with_room
 from ..common.chroma import ephemeral_client, guarded
 from ..kernels.arena import append_rows, copy_segments
 from ..kernels.jit import rows32
-from ..kernels.probe import probe_for
+from ..kernels.probe import probe_for, vector_probe_for
 from ..kernels.scan import scan
 
 if TYPE_CHECKING:
@@ -226,10 +226,33 @@ class NumpyGroupIndex:
             queries = queries.copy()
         rows, scores, ends, read, rescored = probe_for(self.dim)(
             self.codes, self.scales, self.by_row, self.rows, self.starts, self.sizes, groups, *centroids, queries,
-            k, limits.depth, limits.depth + k, limits.floor, limits.budget, limits.margin,
+            k, limits.depth, limits.floor, limits.budget, limits.margin,
         )  # fmt: skip
-        bytes_read = (len(queries) * len(groups) + read) * self._code_bytes + rescored * self._vector_bytes
-        return ProbedMany(rows, scores, ends, bytes_read)
+        return ProbedMany(rows, scores, ends, self._bytes_read(len(queries) * len(groups) + read, rescored))
+
+    def probe_vector(
+        self,
+        groups: np.ndarray,
+        centroids: tuple[np.ndarray, np.ndarray],
+        vector: np.ndarray,
+        k: int,
+        limits: ProbeLimits,
+    ) -> Probed | None:
+        """`probe` of one query vector as the caller gave it (1-D float32, C-contiguous and writeable: one
+        compiled variant), made a unit vector as `validation.unit_vector` makes it, in one compiled call that holds
+        no GIL (`kernels.probe.vector_probe_for`); None when the vector has no direction (nothing probed)."""
+        found_rows, found_scores = np.empty(limits.depth, np.int64), np.empty(limits.depth, np.float32)
+        found, read, rescored = vector_probe_for(self.dim)(
+            self.codes, self.scales, self.by_row, self.rows, self.starts, self.sizes, groups, *centroids, vector,
+            found_rows, found_scores, k, limits.floor, limits.budget, limits.margin,
+        )  # fmt: skip
+        if found < 0:
+            return None
+        return Probed(found_rows[:found], found_scores[:found], self._bytes_read(len(groups) + read, rescored))
+
+    def _bytes_read(self, codes_read: int, rescored: int) -> int:
+        """The bytes a probe read: the codes of centroids and cells, and the float32 vectors it rescored."""
+        return codes_read * self._code_bytes + rescored * self._vector_bytes
 
     def close(self) -> None:
         self.codes, self.scales = np.zeros((0, self.dim), dtype=np.int8), np.zeros(0, dtype=np.float32)

@@ -10,7 +10,8 @@ import numpy as np
 
 from . import intrinsics
 from .jit import compiled, dot, inlined, replace_smallest
-from .quantize import code_dot, code_sum, quantized
+from .quantize import code_dot, code_sum, quantize_into, quantized
+from .rows import unit_into
 
 RESCORE_ERRORS = 8.0
 """A cell read is rescored unless its code score lies this many standard errors of quantization below the
@@ -26,12 +27,11 @@ enough for a row to arrive before it is read, near enough that it is still cache
 
 @functools.cache
 def probe_for(dim: int) -> Callable[..., tuple[np.ndarray, np.ndarray, np.ndarray, int, int]]:
-    """The budget probe, compiled for `dim`-component vectors: with the length of its dot products a constant,
-    the compiler unrolls them; the heaps' lowest score is held in a register as well. Compiled once per dimension
-    and install, like the other kernels. Codes are multiplied
-    by the CPU's VNNI instruction where it has one, else by `code_dot`: the same integers; each cell's codes are
-    prefetched `AHEAD` cells before they are read (`intrinsics.py`). It probes a matrix of queries in one call,
-    the GIL released throughout: a search from several threads holds the GIL only for its Python around it."""
+    """The budget probe of a matrix of queries, compiled for `dim`-component vectors: with the length of its dot
+    products a constant, the compiler unrolls them. Compiled once per dimension and install, like the other
+    kernels. Codes are multiplied by the CPU's VNNI instruction where it has one, else by `code_dot`: the same
+    integers. It probes every query in one call, the GIL released throughout: a search from several threads holds
+    the GIL only for its Python around it."""
     flipped = intrinsics.vnni_usable(dim)  # a bool: what `probe` closes over keys numba's cache of it
 
     @compiled
@@ -48,96 +48,169 @@ def probe_for(dim: int) -> Callable[..., tuple[np.ndarray, np.ndarray, np.ndarra
         queries: np.ndarray,
         k: int,
         depth: int,
-        rescored: int,
         floor: int,
         budget: int,
         margin: float,
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray, int, int]:
-        """Budget probing over the arena's codes, for each row of `queries` on its own. `groups[i]` has its
-        centroid quantized as `centroid_codes[i]` and `centroid_scales[i]`; groups are read in the order of
-        their centroids' code scores until `budget` cells are read, and once `floor` cells are read probing
-        stops at the first group whose centroid scores below the k-th best cell read so far minus `margin` (in
-        that order every later group scores lower still, but for `descending`'s rounding). A cell read is
-        scored by its codes against the query's; the best `rescored` of them are scored again exactly, from
-        their float32 `vectors` (by row), in the order of their code scores, but for those that
-        `RESCORE_ERRORS` rules out. Returns the best `depth` of those for each query, best first, one query's
-        after another's (rows and exact scores; query i's at `ends[i - 1] : ends[i]`, from 0 for the first),
-        `ends`, and the number of cells read and the number rescored over all queries."""
+        """`_probed` for each row of `queries` (unit vectors) on its own. Returns the best `depth` cells of each
+        query, best first, one query's after another's (rows and exact scores; query i's at `ends[i - 1] :
+        ends[i]`, from 0 for the first), `ends`, and the number of cells read and the number rescored over all
+        queries."""
         count = len(queries)
         found_rows = np.empty(count * depth, np.int64)
         found_scores = np.empty(count * depth, np.float32)
         ends = np.empty(count, np.int64)
         total = cells_read = cells_rescored = 0
         all_query_codes, query_scales = quantized(queries)
-        centroid_scores = np.empty(len(groups), np.float32)
-        group_sizes = sizes[groups]
         for q in range(count):
-            query, query_codes, query_scale = queries[q], all_query_codes[q], query_scales[q]
-            offset = np.int32(128) * code_sum(query_codes) if flipped else np.int32(0)  # what `code_dot` adds
-            for i in range(len(groups)):
-                centroid_scores[i] = (
-                    np.float32(code_dot(centroid_codes, i, query_codes, dim, flipped) - offset)
-                    * centroid_scales[i]
-                    * query_scale
-                )
-            order = descending(centroid_scores, group_sizes, budget)
-            kth = np.full(k, -np.inf, np.float32)  # min-heaps: the k best scores, and the best `rescored` cells
-            unused = np.zeros(k, np.int64)
-            best_scores = np.full(rescored, -np.inf, np.float32)
-            best_slots = np.full(rescored, -1, np.int64)
-            read = 0
-            for step in range(len(order)):
-                position = order[step]
-                if read >= budget or (read >= floor and centroid_scores[position] < kth[0] - margin):
-                    break
-                group = groups[position]
-                start, end = starts[group], starts[group] + sizes[group]
-                following = starts[groups[order[step + 1]]] if step + 1 < len(order) else end  # the next group's
-                lowest = best_scores[0]  # held in a register: most cells read enter neither heap
-                for slot in range(start, end):
-                    ahead = slot + AHEAD
-                    intrinsics.prefetch_row(codes, ahead if ahead < end else following + ahead - end)
-                    score = (
-                        np.float32(code_dot(codes, slot, query_codes, dim, flipped) - offset)
-                        * scales[slot]
-                        * query_scale
-                    )
-                    if score > lowest:
-                        if score > kth[0]:
-                            replace_smallest(kth, unused, score, 0)
-                        replace_smallest(best_scores, best_slots, score, slot)
-                        lowest = best_scores[0]
-                read += sizes[group]
-            held = best_slots >= 0
-            code_scores, slots = best_scores[held], best_slots[held]
-            by_code = np.argsort(-code_scores, kind="mergesort")
-            code_scores, slots = code_scores[by_code], slots[by_code]
-            for i in range(min(depth, len(slots))):  # rescored whatever the codes say: their rows are asked for at once
-                intrinsics.prefetch_row(vectors, rows[slots[i]])
-            kept = np.empty(len(slots), np.int64)
-            exact = np.empty(len(slots), np.float32)
-            top = np.full(depth, -np.inf, np.float32)  # a min-heap of the best `depth` exact scores so far
-            no_payload = np.zeros(depth, np.int64)  # as for `kth`: a heap with no payload
-            kept_count = 0
-            for i in range(len(slots)):
-                slot = slots[i]
-                error = np.sqrt((scales[slot] ** 2 + query_scale**2) / 12)  # the code score's standard error
-                if i >= depth and code_scores[i] < top[0] - RESCORE_ERRORS * error:
-                    continue  # its exact score cannot reach the best `depth`
-                kept[kept_count], exact[kept_count] = rows[slot], dot(vectors, rows[slot], query, dim)
-                if exact[kept_count] > top[0]:
-                    replace_smallest(top, no_payload, exact[kept_count], 0)
-                kept_count += 1
-            ranked = np.argsort(-exact[:kept_count], kind="mergesort")[:depth]
-            found_rows[total : total + len(ranked)] = kept[ranked]
-            found_scores[total : total + len(ranked)] = exact[ranked]
-            total += len(ranked)
+            found, read, rescored = _probed(
+                codes, scales, vectors, rows, starts, sizes, groups, centroid_codes, centroid_scales,
+                queries[q], all_query_codes[q], query_scales[q], k, floor, budget, margin,
+                found_rows[total : total + depth], found_scores[total : total + depth], dim, flipped,
+            )  # fmt: skip
+            total += found
             ends[q] = total
             cells_read += read
-            cells_rescored += kept_count
+            cells_rescored += rescored
         return found_rows[:total], found_scores[:total], ends, cells_read, cells_rescored
 
     return probe
+
+
+@functools.cache
+def vector_probe_for(dim: int) -> Callable[..., tuple[int, int, int]]:
+    """The budget probe of one query vector as given (`probe_for`'s, for a search of one vector): made a unit
+    vector (`rows.unit_into`), probed, and its best cells written into buffers the caller made, so that one
+    compiled call takes a search from the vector to its rows and scores, and returns no array."""
+    flipped = intrinsics.vnni_usable(dim)
+
+    @compiled
+    def probe_vector(
+        codes: np.ndarray,
+        scales: np.ndarray,
+        vectors: np.ndarray,
+        rows: np.ndarray,
+        starts: np.ndarray,
+        sizes: np.ndarray,
+        groups: np.ndarray,
+        centroid_codes: np.ndarray,
+        centroid_scales: np.ndarray,
+        vector: np.ndarray,
+        found_rows: np.ndarray,
+        found_scores: np.ndarray,
+        k: int,
+        floor: int,
+        budget: int,
+        margin: float,
+    ) -> tuple[int, int, int]:
+        """`_probed` for `vector` at unit length, its best `len(found_rows)` cells written into `found_rows` and
+        `found_scores`, best first. Returns how many it wrote (-1, and nothing probed, when `vector` has no
+        direction: NaN, infinite or zero), the cells read and the cells rescored."""
+        query = np.empty(dim, np.float32)
+        if not unit_into(vector, query):
+            return -1, 0, 0
+        query_codes, query_scale = np.empty(dim, np.int8), np.empty(1, np.float32)
+        quantize_into(query, query_codes, query_scale, 0)
+        return _probed(
+            codes, scales, vectors, rows, starts, sizes, groups, centroid_codes, centroid_scales,
+            query, query_codes, query_scale[0], k, floor, budget, margin, found_rows, found_scores, dim, flipped,
+        )  # fmt: skip
+
+    return probe_vector
+
+
+@inlined
+def _probed(
+    codes: np.ndarray,
+    scales: np.ndarray,
+    vectors: np.ndarray,
+    rows: np.ndarray,
+    starts: np.ndarray,
+    sizes: np.ndarray,
+    groups: np.ndarray,
+    centroid_codes: np.ndarray,
+    centroid_scales: np.ndarray,
+    query: np.ndarray,
+    query_codes: np.ndarray,
+    query_scale: np.float32,
+    k: int,
+    floor: int,
+    budget: int,
+    margin: float,
+    found_rows: np.ndarray,
+    found_scores: np.ndarray,
+    dim: int,
+    flipped: bool,
+) -> tuple[int, int, int]:
+    """Budget probing over the arena's codes for one unit `query` (quantized as `query_codes` and
+    `query_scale`). `groups[i]` has its centroid quantized as `centroid_codes[i]` and `centroid_scales[i]`;
+    groups are read in the order of their centroids' code scores until `budget` cells are read, and once `floor`
+    cells are read probing stops at the first group whose centroid scores below the k-th best cell read so far
+    minus `margin` (in that order every later group scores lower still, but for `descending`'s rounding). A cell
+    read is scored by its codes against the query's; the best `depth + k` of them (`depth`: the length of
+    `found_rows`) are scored again exactly, from their float32 `vectors` (by row), in the order of their code
+    scores, but for those that `RESCORE_ERRORS` rules out; each cell's codes are prefetched `AHEAD` cells before
+    they are read (`intrinsics.py`). Writes the best `depth` of those, best first, into `found_rows` and
+    `found_scores` (rows and exact scores); returns how many, the cells read and the cells rescored. Inlined into
+    the kernels of `dim` (a constant there, as `flipped` is: `code_dot` then unrolls)."""
+    depth = len(found_rows)
+    rescored = depth + k
+    offset = np.int32(128) * code_sum(query_codes) if flipped else np.int32(0)  # what `code_dot` adds
+    centroid_scores = np.empty(len(groups), np.float32)
+    for i in range(len(groups)):
+        centroid_scores[i] = (
+            np.float32(code_dot(centroid_codes, i, query_codes, dim, flipped) - offset)
+            * centroid_scales[i]
+            * query_scale
+        )
+    order = descending(centroid_scores, sizes[groups], budget)
+    kth = np.full(k, -np.inf, np.float32)  # min-heaps: the k best scores, and the best `rescored` cells
+    unused = np.zeros(k, np.int64)
+    best_scores = np.full(rescored, -np.inf, np.float32)
+    best_slots = np.full(rescored, -1, np.int64)
+    read = 0
+    for step in range(len(order)):
+        position = order[step]
+        if read >= budget or (read >= floor and centroid_scores[position] < kth[0] - margin):
+            break
+        group = groups[position]
+        start, end = starts[group], starts[group] + sizes[group]
+        following = starts[groups[order[step + 1]]] if step + 1 < len(order) else end  # the next group's
+        lowest = best_scores[0]  # held in a register: most cells read enter neither heap
+        for slot in range(start, end):
+            ahead = slot + AHEAD
+            intrinsics.prefetch_row(codes, ahead if ahead < end else following + ahead - end)
+            score = np.float32(code_dot(codes, slot, query_codes, dim, flipped) - offset) * scales[slot] * query_scale
+            if score > lowest:
+                if score > kth[0]:
+                    replace_smallest(kth, unused, score, 0)
+                replace_smallest(best_scores, best_slots, score, slot)
+                lowest = best_scores[0]
+        read += sizes[group]
+    held = best_slots >= 0
+    code_scores, slots = best_scores[held], best_slots[held]
+    by_code = np.argsort(-code_scores, kind="mergesort")
+    code_scores, slots = code_scores[by_code], slots[by_code]
+    for i in range(min(depth, len(slots))):  # rescored whatever the codes say: their rows are asked for at once
+        intrinsics.prefetch_row(vectors, rows[slots[i]])
+    kept = np.empty(len(slots), np.int64)
+    exact = np.empty(len(slots), np.float32)
+    top = np.full(depth, -np.inf, np.float32)  # a min-heap of the best `depth` exact scores so far
+    no_payload = np.zeros(depth, np.int64)  # as for `kth`: a heap with no payload
+    kept_count = 0
+    for i in range(len(slots)):
+        slot = slots[i]
+        error = np.sqrt((scales[slot] ** 2 + query_scale**2) / 12)  # the code score's standard error
+        if i >= depth and code_scores[i] < top[0] - RESCORE_ERRORS * error:
+            continue  # its exact score cannot reach the best `depth`
+        kept[kept_count], exact[kept_count] = rows[slot], dot(vectors, rows[slot], query, dim)
+        if exact[kept_count] > top[0]:
+            replace_smallest(top, no_payload, exact[kept_count], 0)
+        kept_count += 1
+    ranked = np.argsort(-exact[:kept_count], kind="mergesort")[:depth]
+    found_rows[: len(ranked)] = kept[ranked]
+    found_scores[: len(ranked)] = exact[ranked]
+    return len(ranked), read, kept_count
 
 
 ORDER_STEPS = 65_535

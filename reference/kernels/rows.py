@@ -4,24 +4,32 @@ from __future__ import annotations
 
 import numpy as np
 
-from .jit import brief, brief_strict
+from .jit import brief, brief_strict, strict
 
 
 @brief_strict
 def checked_unit(vector: np.ndarray) -> tuple[np.ndarray, bool]:
-    """`vector` at unit length, as float32, its squares summed in float64; False when that sum is NaN,
-    infinite or zero (no direction to keep). A query's check and normalisation in one call, where NumPy's
-    widening, dot product, division and narrowing would be a noticeable share of a search."""
+    """`vector` at unit length, as float32 (`unit_into`); False when it has no direction. A query's check and
+    normalisation in one call, where NumPy's widening, dot product, division and narrowing would be a noticeable
+    share of a search."""
+    unit = np.empty(len(vector), np.float32)
+    return unit, unit_into(vector, unit)
+
+
+@strict
+def unit_into(vector: np.ndarray, unit: np.ndarray) -> bool:
+    """Write `vector` at unit length into the float32 `unit`, its squares summed in float64; False (`unit` left
+    unwritten) when that sum is NaN, infinite or zero (no direction to keep). No fastmath, so that those tests
+    hold and every caller, a fastmath kernel's too, gets the same bits."""
     square = 0.0
     for j in range(len(vector)):
         square += np.float64(vector[j]) * np.float64(vector[j])
-    unit = np.empty(len(vector), np.float32)
     if not 0.0 < square < np.inf:
-        return unit, False
+        return False
     inverse = 1.0 / np.sqrt(square)
     for j in range(len(vector)):
         unit[j] = vector[j] * inverse
-    return unit, True
+    return True
 
 
 @brief

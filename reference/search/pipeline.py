@@ -11,8 +11,9 @@ ranking. Every ranking rule of the engine is here.
 2. Cells of the chosen groups. The `numpy` index runs stages 1 and 2 as one compiled call over its arena
    (`kernels.probe.probe_for`), taking the k-th best score as each group is read; a batch of vector queries is
    one call for them all, which holds no GIL (`SearchPipeline.ranked_many`), so searches from several threads run
-   at once. The `chroma` index queries one group at a time (its calls are serialised by the index, so a thread
-   pool would only add hand-offs).
+   at once, and a search of one vector is one call from the vector as given to its candidates
+   (`SearchPipeline.probed`). The `chroma` index queries one group at a time (its calls are serialised by the
+   index, so a thread pool would only add hand-offs).
 3. Entities. Cells that mention the query's entities (the exact-match index) are scored directly and boosted by
    `entity_boost` times the share of the query's entities they mention.
 4. Lexical fusion, for text queries: the best `fusion_depth` dense candidates are fused with the lexical index's
@@ -185,6 +186,25 @@ class SearchPipeline:
             done if done is not None else self.run(state, query, k, entities, text, within)
             for done, query, entities, text in zip(found, queries, query_entities, query_texts)
         ]
+
+    def probed(self, state: EngineState, vector: np.ndarray, k: int) -> Candidates | None:
+        """`ranked` in similarity mode for one query vector over every scope, its reads noted in the access counts
+        (call under the state's read lock), when the compiled probe's route answers it: one compiled call from the
+        vector as the caller gave it (1-D float32, C-contiguous, writeable: `NumpyGroupIndex.probe_vector`) to its
+        candidates. None when it does not (another route, an empty memory, a vector with no direction): `answered`
+        then answers, with the checks it makes."""
+        if not len(state.table):
+            return None
+        route = self._route(state, k, k, None)
+        if route.centroid_codes is None:
+            return None
+        assert isinstance(state.index, NumpyGroupIndex)
+        found = state.index.probe_vector(route.groups, route.centroid_codes, vector, k, route.limits)
+        if found is None:
+            return None
+        state.counters.count(flat=False, bytes_read=found.bytes_read)
+        state.note_access(found.rows)
+        return Candidates(found.rows, found.scores)
 
     def run(
         self,

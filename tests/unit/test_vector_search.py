@@ -1,0 +1,121 @@
+"""One vector's search (`CellularMemory.search` with a float32 vector, similarity mode, no restriction): the compiled
+probe answers it alone, in one call from the vector to its candidates, and finds what the general path
+(`search_batch`) finds: the same hits, scores, access counts and counters, with ties, deletes, several scopes and a
+k past the cells; the vectors it does not take, and the bad ones, go the general way."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from harness.data.generators.vectors import clustered_unit_vectors
+from reference import CellularMemory
+from reference.common.errors import InvalidInputError
+from reference.encoders import MockEncoder
+
+DIM = 64
+CELLS = 3000  # enough that the compiled probe answers, not a flat search
+
+
+def observed(mem: CellularMemory) -> tuple[list[int], int, int, int]:
+    state = mem._state
+    return state.table.access.tolist(), state.counters.searches, state.counters.flat, state.counters.bytes_read
+
+
+@pytest.fixture(scope="module")
+def data():
+    return clustered_unit_vectors(CELLS, dim=DIM, clusters=20, queries=30, seed=5)
+
+
+def built(data) -> CellularMemory:
+    """Cells of two scopes, each of the first 200 written twice more under other ids (ties: equal vectors)."""
+    vectors = np.concatenate([data.vectors, data.vectors[:200], data.vectors[:200]])
+    count = len(vectors)
+    mem = CellularMemory(encoder=MockEncoder(DIM), clock=lambda: 1.7e9)
+    mem.add(
+        [f"note {i}" for i in range(count)],
+        vectors=vectors,
+        metadata=[{"i": i} for i in range(count)],
+        scope=["user:a" if i % 3 else "user:b" for i in range(count)],
+        ids=[str(i) for i in range(count)],
+    )
+    return mem
+
+
+@pytest.fixture
+def twins(data):
+    """Two memories of the same cells: one searched by `search`, the other by `search_batch` one query at a time."""
+    with built(data) as fast, built(data) as general:
+        yield fast, general
+
+
+def queries(data) -> list[np.ndarray]:
+    """Held-out queries, cells' own vectors (each tied with two copies), and a raw (not unit) vector."""
+    return [*data.queries, *data.vectors[:5], *data.vectors[190:195], 3.5 * data.queries[0]]
+
+
+def test_the_compiled_probe_alone_answers_one_vector(twins, data):
+    fast, _ = twins
+    state = fast._state
+    for query in queries(data):
+        with state.reading():
+            found = fast._search.probed(state, np.asarray(query, dtype=np.float32), 10)
+        assert found is not None and len(found.rows) == 10
+
+
+@pytest.mark.parametrize("k", [1, 10, 37])
+def test_one_vector_finds_what_the_general_path_finds(twins, data, k):
+    fast, general = twins
+    for query in queries(data):
+        vector = np.asarray(query, dtype=np.float32)
+        assert fast.search(vector, k=k) == general.search_batch([vector], k=k)[0]
+    assert observed(fast) == observed(general)
+
+
+def test_ties_deletes_and_a_k_past_the_cells_find_what_the_general_path_finds(twins, data):
+    fast, general = twins
+    gone = [str(i) for i in range(0, 3400, 7)]
+    fast.delete(gone)
+    general.delete(gone)
+    tied = np.asarray(data.vectors[4], dtype=np.float32)  # cells 4, 3004 and 3204 hold it
+    for vector in [tied, *[np.asarray(q, dtype=np.float32) for q in data.queries[:10]]]:
+        for k in (3, 10, 5000):
+            got = fast.search(vector, k=k)
+            assert got == general.search_batch([vector], k=k)[0]
+            assert not set(gone) & {hit.id for hit in got}
+    general.search_batch([tied], k=3)
+    general.search_batch([tied], k=5000)
+    tie = fast.search(tied, k=3)
+    assert {hit.id for hit in tie} == {"4", "3004", "3204"} and len({hit.score for hit in tie}) == 1
+    assert len(fast.search(tied, k=5000)) == 3400 - len(gone)
+    assert observed(fast) == observed(general)
+
+
+def test_a_scope_and_the_vectors_the_probe_does_not_take_go_the_general_way(twins, data):
+    fast, general = twins
+    query = data.queries[0]
+    others = {
+        "float64": np.asarray(query, dtype=np.float64),
+        "strided": np.repeat(np.asarray(query, dtype=np.float32), 2)[::2],
+        "read-only": np.asarray(query, dtype=np.float32).copy(),
+        "list": [float(x) for x in query],
+    }
+    others["read-only"].flags.writeable = False
+    for vector in others.values():
+        assert fast.search(vector, k=10) == general.search_batch([vector], k=10)[0]
+    vector = np.asarray(query, dtype=np.float32)
+    scoped = fast.search(vector, k=10, scope="user:b")
+    assert scoped == general.search_batch([vector], k=10, scope="user:b")[0]
+    assert len(scoped) == 10 and {hit.id for hit in scoped} <= {str(i) for i in range(0, 3400, 3)}
+    assert observed(fast) == observed(general)
+
+
+@pytest.mark.parametrize("bad", [np.zeros(DIM, np.float32), np.full(DIM, np.nan, np.float32), np.ones(DIM + 1)])
+def test_a_bad_vector_is_refused_as_the_general_path_refuses_it(twins, bad):
+    fast, _ = twins
+    before = observed(fast)
+    with pytest.raises(InvalidInputError):
+        fast.search(bad, k=10)
+    with pytest.raises(InvalidInputError):
+        fast.search(np.ones(DIM, np.float32), k=0)
+    assert observed(fast) == before
