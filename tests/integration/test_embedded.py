@@ -13,7 +13,6 @@ import sys
 import textwrap
 import time
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import closing
 from pathlib import Path
 
 import numpy as np
@@ -23,7 +22,7 @@ from reference import BackendUnavailableError, CellularMemory, StoreDamagedError
 from reference.common.chroma import persistent_client
 from reference.encoders import MockEncoder
 from reference.store.collection import ChromaCells
-from reference.store.embedded import set_aside_vector_segment
+from reference.store.embedded import in_wal_mode, set_aside_vector_segment
 from reference.store.sidecar import Sidecar
 from tests.integration.test_persistence import TEXTS, answers
 
@@ -368,8 +367,7 @@ def test_the_cells_collection_builds_a_cheap_graph_and_one_made_with_the_default
 
 
 def journal_mode(path: Path) -> str:
-    with closing(sqlite3.connect(path / "chroma.sqlite3")) as database:
-        return str(database.execute("PRAGMA journal_mode").fetchone()[0])
+    return "wal" if in_wal_mode(path / "chroma.sqlite3") else "delete"
 
 
 def test_chromas_database_is_put_in_wal_mode_but_never_under_a_client_that_has_it_open(tmp_path):
