@@ -134,12 +134,19 @@ def estimated(how: Estimate) -> Iterator[None]:
         yield
 
 
-Pass = Callable[[np.ndarray], list[list[int]]]
-"""A search answering every query of a matrix, one query at a time, back to back: each one's rows."""
+@dataclass(frozen=True)
+class Pass:
+    """A search answering every query of a matrix one at a time, back to back (`run`, what is timed: each answer as
+    the system gives it), and how an answer reads as rows (`rows`, after the pass: the benchmark's bookkeeping,
+    not the system's work)."""
+
+    run: Callable[[np.ndarray], list[Any]]
+    rows: Callable[[Any], list[int]]
 
 
-def one_by_one(search: Callable[[np.ndarray], list[int]]) -> Pass:
-    return lambda queries: [search(query) for query in queries]
+def _listed(rows: np.ndarray) -> list[int]:
+    listed: list[int] = rows.tolist()
+    return listed
 
 
 def raced(passes: dict[str, Pass], queries: np.ndarray) -> dict[str, Timed]:
@@ -147,23 +154,23 @@ def raced(passes: dict[str, Pass], queries: np.ndarray) -> dict[str, Timed]:
     the searches take turns pass by pass, so that a change in the machine's load falls on all alike (load only
     slows a pass)."""
     fastest = dict.fromkeys(passes, math.inf)
-    found: dict[str, list[list[int]]] = {}
+    answers: dict[str, list[Any]] = {}
     with one_cpu(), one_core():
         for _ in range(PASSES):
-            for name, answer in passes.items():
+            for name, search in passes.items():
                 start = time.perf_counter()
-                found[name] = answer(queries)
+                answers[name] = search.run(queries)
                 fastest[name] = min(fastest[name], (time.perf_counter() - start) / len(queries))
-    return {name: Timed(found[name], fastest[name]) for name in passes}
+    return {name: Timed([search.rows(a) for a in answers[name]], fastest[name]) for name, search in passes.items()}
 
 
-def timed(search: Callable[[np.ndarray], list[int]], queries: np.ndarray) -> Timed:
-    return raced({"": one_by_one(search)}, queries)[""]
+def timed(search: Pass, queries: np.ndarray) -> Timed:
+    return raced({"": search}, queries)[""]
 
 
 def exact(cells: np.ndarray, queries: np.ndarray) -> tuple[list[set[int]], float]:
     """Each query's exact top `K` rows, and the seconds per query of finding them."""
-    exactly = timed(lambda query: np.argpartition(-(cells @ query), K)[:K].tolist(), queries)
+    exactly = timed(Pass(lambda qs: [np.argpartition(-(cells @ q), K)[:K] for q in qs], _listed), queries)
     return [set(rows) for rows in exactly.found], exactly.seconds
 
 
@@ -189,8 +196,11 @@ def measured(memory: CellularMemory, queries: np.ndarray, truth: list[set[int]])
     return recall(searched.found, truth), searched.seconds, read / (after.searches - before.searches)
 
 
-def engine_search(memory: CellularMemory) -> Callable[[np.ndarray], list[int]]:
-    return lambda query: [int(hit.id) for hit in memory.search(query, k=K, vector=query)]
+def engine_search(memory: CellularMemory) -> Pass:
+    return Pass(
+        lambda queries: [memory.search(query, k=K, vector=query) for query in queries],
+        lambda hits: [int(hit.id) for hit in hits],
+    )
 
 
 def engine_rows(
@@ -215,7 +225,7 @@ def engine_rows(
                         got, seconds, read = measured(memory, queries, truth)
                         race = None
                         if rival is not None and target == TARGETS[-1]:
-                            race = rival.race(one_by_one(engine_search(memory)), queries, got)
+                            race = rival.race(engine_search(memory), queries, got)
                         s = memory.stats()
                         rows.append(
                             Row(
@@ -262,11 +272,11 @@ class Hnsw:
     def search(self, ef: int) -> Pass:
         """A pass over the queries at this `ef_search`, set once before it."""
 
-        def at_ef(queries: np.ndarray) -> list[list[int]]:
+        def at_ef(queries: np.ndarray) -> list[np.ndarray]:
             self.index.hnsw.efSearch = ef
-            return [self.index.search(query[None, :], K)[1][0].tolist() for query in queries]
+            return [self.index.search(query[None, :], K)[1][0] for query in queries]
 
-        return at_ef
+        return Pass(at_ef, _listed)
 
     def race(self, engine: Pass, queries: np.ndarray, at: float) -> Race | None:
         """The engine against HNSW at the engine's recall `at`: the engine and the `EF_SEARCH` points around `at`
