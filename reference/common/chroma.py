@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from .errors import BackendUnavailableError
@@ -28,6 +29,18 @@ def persistent_client(path: str) -> ClientAPI:
     chromadb, settings = _chromadb()
     client: ClientAPI = guarded(f"opening Chroma at {path}", chromadb.PersistentClient, path=path, settings=settings)
     return client
+
+
+def client_open_at(path: Path) -> bool:
+    """Whether a Chroma client of this process has the store at `path` open (Chroma keeps one system per path
+    until its last client closes); when Chroma's registry cannot be read, it is taken to be open."""
+    _chromadb()
+    from chromadb.api.shared_system_client import SharedSystemClient
+
+    systems = getattr(SharedSystemClient, "_identifier_to_system", None)
+    if not isinstance(systems, dict):
+        return True
+    return any(key and Path(key).resolve() == path.resolve() for key in systems)
 
 
 def ephemeral_client() -> ClientAPI:

@@ -1,8 +1,8 @@
 """An embedded store at a path: embedded Chroma beside the engine's own SQLite file, held by one process.
 
-Layout: Chroma's `chroma.sqlite3` and vector segment directory `<segment-id>/` (the cells' ids and
-embeddings), the sidecar `magbench.sqlite3` (each cell's text, engine fields and exact vector,
-`sidecar.py`), and `magbench.lock`.
+Layout: Chroma's `chroma.sqlite3` (in WAL mode, `_use_write_ahead_log`) and vector segment directory
+`<segment-id>/` (the cells' ids and embeddings), the sidecar `magbench.sqlite3` (each cell's text, engine fields
+and exact vector, `sidecar.py`), and `magbench.lock`.
 
 One process at a time: opening takes an exclusive OS lock on `magbench.lock` (`filelock`: `flock` on
 Unix) and holds it until `close()`; the OS releases it when the process ends, however it ends. A second
@@ -21,9 +21,12 @@ is, without a rebuild; one whose segment fails a read is rebuilt too.
 
 from __future__ import annotations
 
+import json
 import logging
 import shutil
 import sqlite3
+import subprocess
+import sys
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from contextlib import ExitStack, closing
@@ -35,7 +38,7 @@ import numpy as np
 from filelock import FileLock, Timeout
 
 from ..cells.table import CellBatch, CellRecord
-from ..common.chroma import persistent_client
+from ..common.chroma import client_open_at, persistent_client
 from ..common.errors import BackendUnavailableError, InvalidInputError, VectorSegmentUnreadableError
 from .collection import ChromaCells, cells_name
 from .protocol import StoreIdentity
@@ -44,6 +47,7 @@ from .sidecar import SIDECAR, InFlight, Sidecar
 
 log = logging.getLogger(__name__)
 LOCK = "magbench.lock"
+CHROMA_DATABASE = "chroma.sqlite3"
 
 
 class EmbeddedCellStore:
@@ -292,27 +296,76 @@ def set_aside_vector_segment(root: Path, collection: str) -> Path | None:
 
 def _vector_segment(root: Path, collection: str) -> str | None:
     """The id (= directory name) of the collection's vector segment, from Chroma's SQLite catalogue."""
-    database = root / "chroma.sqlite3"
+    database = root / CHROMA_DATABASE
     if not database.exists():
         return None
     query = (
         "SELECT s.id FROM segments s JOIN collections c ON s.collection = c.id WHERE c.name = ? AND s.scope = 'VECTOR'"
     )
     try:
-        with closing(sqlite3.connect(database)) as catalogue:  # read-write: it may roll back a killed write
-            row = catalogue.execute(query, (collection,)).fetchone()
+        rows = _chroma_sql(database, query, collection)  # read-write: it may roll back a killed write
     except sqlite3.Error as error:
         raise BackendUnavailableError(
             f"cannot find the vector segment of {collection} in {database} ({error}); this Chroma version "
             "lays out its store differently: copy the cells out with another Chroma version"
         ) from error
-    return None if row is None else str(row[0])
+    return str(rows[0][0]) if rows else None
 
 
 def _open(root: Path, namespace: str, identity: StoreIdentity, sidecar: Sidecar) -> tuple[Any, EmbeddedCellStore]:
+    _use_write_ahead_log(root)
     client = persistent_client(str(root))
     try:
         return client, EmbeddedCellStore(ChromaCells(client, namespace, identity), sidecar, identity.dim)
     except BaseException:
         client.close()
         raise
+
+
+def _use_write_ahead_log(root: Path) -> None:
+    """Put Chroma's SQLite file in WAL mode before Chroma opens it. Each Chroma commit then syncs its log alone,
+    where the rollback journal Chroma leaves in place syncs the journal, the database and the directory, and stays
+    as durable: Chroma's connections keep SQLite's full sync. The mode is kept in the file. It is never changed
+    under a Chroma client of this process that has the file open, whose connections would break
+    (chroma-core/chroma#7040); such a store keeps its mode."""
+    database = root / CHROMA_DATABASE
+    if in_wal_mode(database) or client_open_at(root):
+        return
+    try:
+        if database.exists():
+            _chroma_sql(database, "PRAGMA journal_mode=WAL")
+        else:  # a new file: no connection of Chroma's own SQLite can hold it
+            with closing(sqlite3.connect(database)) as created:
+                created.execute("PRAGMA journal_mode=WAL")
+    except sqlite3.Error as error:
+        raise BackendUnavailableError(f"cannot put {database} in WAL mode: {error}") from error
+
+
+def in_wal_mode(database: Path) -> bool:
+    """Whether this SQLite file is in WAL mode, read from its header (the read and write format versions are 2)
+    without opening it."""
+    try:
+        with database.open("rb") as file:
+            header = file.read(20)
+    except FileNotFoundError:
+        return False
+    return header[18:20] == b"\x02\x02"
+
+
+SQL_ELSEWHERE = (
+    "import json, sqlite3, sys\n"
+    "with sqlite3.connect(sys.argv[1]) as database:\n"
+    "    print(json.dumps(database.execute(sys.argv[2], json.loads(sys.argv[3])).fetchall()))"
+)
+
+
+def _chroma_sql(database: Path, statement: str, *parameters: str) -> list[list[Any]]:
+    """The rows of `statement` run on Chroma's SQLite file in a process of its own. SQLite's file locks belong to
+    the process, so this process's `sqlite3` beside the connections of Chroma's own SQLite (which outlive a closed
+    client for a moment) would take the locks they hold as its own, and could reset the shared memory they map."""
+    command = [sys.executable, "-I", "-c", SQL_ELSEWHERE, str(database), statement, json.dumps(parameters)]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=120)
+    if done.returncode != 0:
+        raise sqlite3.Error(done.stderr.strip().splitlines()[-1] if done.stderr.strip() else f"exit {done.returncode}")
+    rows: list[list[Any]] = json.loads(done.stdout)
+    return rows

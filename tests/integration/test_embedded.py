@@ -22,7 +22,7 @@ from reference import BackendUnavailableError, CellularMemory, StoreDamagedError
 from reference.common.chroma import persistent_client
 from reference.encoders import MockEncoder
 from reference.store.collection import ChromaCells
-from reference.store.embedded import set_aside_vector_segment
+from reference.store.embedded import in_wal_mode, set_aside_vector_segment
 from reference.store.sidecar import Sidecar
 from tests.integration.test_persistence import TEXTS, answers
 
@@ -364,3 +364,31 @@ def test_the_cells_collection_builds_a_cheap_graph_and_one_made_with_the_default
             assert (made["ef_construction"], made["max_neighbors"]) == graph
         finally:
             client.close()
+
+
+def journal_mode(path: Path) -> str:
+    return "wal" if in_wal_mode(path / "chroma.sqlite3") else "delete"
+
+
+def test_chromas_database_is_put_in_wal_mode_but_never_under_a_client_that_has_it_open(tmp_path):
+    """A new store and one Chroma made with its rollback journal both open in WAL mode (one sync per Chroma commit
+    instead of four) and read back whole; a store a Chroma client of this process holds open keeps its mode."""
+    fresh, old, held = tmp_path / "fresh", tmp_path / "old", tmp_path / "held"
+    write_memory(fresh)
+    assert journal_mode(fresh) == "wal"
+    for path in (old, held):
+        client = persistent_client(str(path))
+        client.create_collection("mem_cells", embedding_function=None, configuration={"hnsw": {"space": "cosine"}})
+        assert journal_mode(path) == "delete"
+        if path == old:
+            client.close()
+    written = write_memory(old)
+    assert journal_mode(old) == "wal"
+    assert_whole(old, written)
+    try:
+        with CellularMemory(path=str(held), encoder=MockEncoder()) as mem:
+            mem.add(["written beside an open Chroma client"], ids=["beside"])
+            assert mem.ids() == ["beside"]
+        assert journal_mode(held) == "delete"
+    finally:
+        client.close()
