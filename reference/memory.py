@@ -40,7 +40,7 @@ from .judges import Conflict, ConflictJudge, OfflineJudge
 from .score.scoring import Clock, system_clock
 from .search.hit import Hit
 from .search.pipeline import Mode, SearchPipeline
-from .search.queries import SearchRestriction, check_batch, checked_restriction, encoded_queries, hits_of
+from .search.queries import SearchRestriction, check_batch, checked_restriction, encoded_queries, hit_list, hits_of
 from .sleep import passes as sleep
 from .sleep.regrouping import ConsolidationReport
 from .state import calibration, kept_estimates
@@ -347,7 +347,7 @@ class CellularMemory:
         calibration.refresh_every_scope(self._resident, state, self.config)
         with self._resident.reading(None):
             found = self._search.probed(state, vector, k)
-            return None if found is None else hits_of(state.table, [found])[0]
+            return None if found is None else hit_list(state.table, found.rows, found.scores)
 
     def search_batch(
         self,

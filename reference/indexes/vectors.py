@@ -131,6 +131,8 @@ class NumpyGroupIndex:
         self._code_bytes = dim * self.codes.itemsize + self.scales.itemsize
         """A cell's bytes as a probe reads them (its codes and scale); a float32 vector's, as it rescores it."""
         self._vector_bytes = dim * self.by_row.itemsize
+        self._probe_vector = vector_probe_for(dim)
+        """The one-vector probe's kernel, looked up once."""
 
     def add(self, groups: np.ndarray, rows: np.ndarray, vectors: np.ndarray) -> None:
         """Index new rows' vectors in their groups. The first write into an empty index keeps `vectors` as its
@@ -241,14 +243,17 @@ class NumpyGroupIndex:
         """`probe` of one query vector as the caller gave it (1-D float32, C-contiguous and writeable: one
         compiled variant), made a unit vector as `validation.unit_vector` makes it, in one compiled call that holds
         no GIL (`kernels.probe.vector_probe_for`); None when the vector has no direction (nothing probed)."""
-        found_rows, found_scores = np.empty(limits.depth, np.int64), np.empty(limits.depth, np.float32)
-        found, read, rescored = vector_probe_for(self.dim)(
+        depth = limits.depth
+        found_rows, found_scores = np.empty(depth, np.int64), np.empty(depth, np.float32)
+        found, read, rescored = self._probe_vector(
             self.codes, self.scales, self.by_row, self.rows, self.starts, self.sizes, groups, *centroids, vector,
             found_rows, found_scores, k, limits.floor, limits.budget, limits.margin,
         )  # fmt: skip
         if found < 0:
             return None
-        return Probed(found_rows[:found], found_scores[:found], self._bytes_read(len(groups) + read, rescored))
+        if found < depth:  # fewer cells than `depth` read (a full buffer, the usual case, is taken whole)
+            found_rows, found_scores = found_rows[:found], found_scores[:found]
+        return Probed(found_rows, found_scores, self._bytes_read(len(groups) + read, rescored))
 
     def _bytes_read(self, codes_read: int, rescored: int) -> int:
         """The bytes a probe read: the codes of centroids and cells, and the float32 vectors it rescored."""

@@ -41,7 +41,7 @@ from ..cells.episodes import EpisodeIndex
 from ..cells.turns import with_turn_form
 from ..common.config import MemoryConfig
 from ..indexes.filters import EVERYTHING, Within
-from ..indexes.vectors import GroupIndex, NumpyGroupIndex, ProbeLimits, similarities, top_k
+from ..indexes.vectors import GroupIndex, NumpyGroupIndex, Probed, ProbeLimits, similarities, top_k
 from ..kernels.context import with_context
 from ..kernels.jit import rows32
 from ..score.fusion import calibrated_scores, reciprocal_rank
@@ -187,7 +187,7 @@ class SearchPipeline:
             for done, query, entities, text in zip(found, queries, query_entities, query_texts)
         ]
 
-    def probed(self, state: EngineState, vector: np.ndarray, k: int) -> Candidates | None:
+    def probed(self, state: EngineState, vector: np.ndarray, k: int) -> Probed | None:
         """`ranked` in similarity mode for one query vector over every scope, its reads noted in the access counts
         (call under the state's read lock), when the compiled probe's route answers it: one compiled call from the
         vector as the caller gave it (1-D float32, C-contiguous, writeable: `NumpyGroupIndex.probe_vector`) to its
@@ -204,7 +204,7 @@ class SearchPipeline:
             return None
         state.counters.count(flat=False, bytes_read=found.bytes_read)
         state.note_access(found.rows)
-        return Candidates(found.rows, found.scores)
+        return found
 
     def run(
         self,

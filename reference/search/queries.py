@@ -91,18 +91,21 @@ def encoded_queries(
 
 
 def hits_of(table: CellTable, found: Sequence[Candidates]) -> list[list[Hit]]:
-    """The hits of each query's candidates, made in one pass over them all: each by `tuple.__new__` (`Hit`'s
-    generated constructor is a Python function), each with a copy of its cell's metadata by its own `copy`
-    (for the shared read-only empty mapping, the cheapest way to a fresh dict)."""
+    """The hits of each query's candidates, made in one pass over them all (`hit_list`)."""
+    if len(found) == 1:
+        return [hit_list(table, found[0].rows, found[0].scores)]
+    made = hit_list(table, np.concatenate([f.rows for f in found]), np.concatenate([f.scores for f in found]))
+    ends = np.cumsum([len(f.rows) for f in found]).tolist()
+    return [made[start:end] for start, end in zip([0, *ends], ends)]
+
+
+def hit_list(table: CellTable, rows: np.ndarray, scores: np.ndarray) -> list[Hit]:
+    """The hits of these rows with their scores: each by `tuple.__new__` (`Hit`'s generated constructor is a Python
+    function), each with a copy of its cell's metadata by its own `copy` (for the shared read-only empty mapping,
+    the cheapest way to a fresh dict)."""
     make = tuple.__new__
     ids, texts, metadata = table.ids, table.texts, table.metadata
-    rows = found[0].rows if len(found) == 1 else np.concatenate([f.rows for f in found])
-    scores = found[0].scores if len(found) == 1 else np.concatenate([f.scores for f in found])
-    made = [
+    return [
         make(Hit, (ids[row], texts[row], score, group, metadata[row].copy()))
         for row, score, group in zip(rows.tolist(), scores.tolist(), table.group[rows].tolist())
     ]
-    if len(found) == 1:
-        return [made]
-    ends = np.cumsum([len(f.rows) for f in found]).tolist()
-    return [made[start:end] for start, end in zip([0, *ends], ends)]

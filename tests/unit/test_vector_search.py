@@ -11,7 +11,10 @@ import pytest
 from harness.data.generators.vectors import clustered_unit_vectors
 from reference import CellularMemory
 from reference.common.errors import InvalidInputError
+from reference.common.validation import unit_vector
 from reference.encoders import MockEncoder
+from reference.indexes.vectors import NumpyGroupIndex, Probed, ProbeLimits
+from reference.search.queries import hit_list, hits_of
 
 DIM = 64
 CELLS = 3000  # enough that the compiled probe answers, not a flat search
@@ -119,3 +122,44 @@ def test_a_bad_vector_is_refused_as_the_general_path_refuses_it(twins, bad):
     with pytest.raises(InvalidInputError):
         fast.search(np.ones(DIM, np.float32), k=0)
     assert observed(fast) == before
+
+
+def probed_alone(mem: CellularMemory, query: np.ndarray, k: int, limits: ProbeLimits | None = None) -> Probed:
+    """`NumpyGroupIndex.probe_vector` of `query` (as float32) on the memory's route for k, within its limits or these
+    (under the read lock)."""
+    state = mem._state
+    route = mem._search._route(state, k, k, None)
+    assert route.centroid_codes is not None and isinstance(state.index, NumpyGroupIndex)
+    vector = np.asarray(query, np.float32)
+    found = state.index.probe_vector(route.groups, route.centroid_codes, vector, k, limits or route.limits)
+    assert found is not None
+    return found
+
+
+@pytest.mark.parametrize("short", [False, True])
+def test_the_one_vector_probe_finds_what_the_batch_probe_finds(twins, data, short):
+    """A full buffer taken whole (the route's limits) and one cut to what was found (one group read, fewer cells than
+    the depth): the same rows, scores and bytes as the batch probe's of the unit vector `search_batch` makes."""
+    fast, _ = twins
+    state = fast._state
+    with state.reading():
+        route = fast._search._route(state, 10, 10, None)
+        assert route.centroid_codes is not None and isinstance(state.index, NumpyGroupIndex)
+        limits = route.limits._replace(depth=200, floor=1, budget=1) if short else route.limits
+        for query in queries(data):
+            one = probed_alone(fast, query, 10, limits)
+            batch = state.index.probe(route.groups, route.centroid_codes, unit_vector(query, dim=DIM), 10, limits)
+            assert (len(one.rows) < limits.depth) == short
+            assert one.rows.tolist() == batch.rows.tolist() and one.scores.tolist() == batch.scores.tolist()
+            assert one.bytes_read == batch.bytes_read
+
+
+def test_the_hits_of_several_queries_are_each_querys_hit_list(twins, data):
+    fast, _ = twins
+    state = fast._state
+    with state.reading():
+        found = [probed_alone(fast, query, k) for query, k in zip(data.queries[:3], (1, 10, 37))]
+        many = hits_of(state.table, found)
+        assert many == [hit_list(state.table, f.rows, f.scores) for f in found]
+    assert [len(hits) for hits in many] == [1, 10, 37]
+    assert [hit.id for hit in many[2]] == [str(row) for row in found[2].rows.tolist()]
