@@ -366,7 +366,8 @@ class CellularMemory:
         Args:
             queries: texts or vectors, mixed as you like.
             k, mode, scope, where, since, until: as for `search`, the same for every query.
-            vectors: one embedding (or None) per query, for texts whose embedding you already have.
+            vectors: one embedding for every query (a text's, when you already have it; a vector query's own), or
+                None: the texts are encoded.
 
         Returns:
             One list of hits per query, in the order of `queries`.
