@@ -60,13 +60,10 @@ def test_locomo_turns_are_a_corpus_of_one_passage_per_distinct_turn(tmp_path):
 
 
 class _Steady:
-    """A search that a race (patched) reads as taking `seconds` a query."""
+    """A stand-in for a search's `Pass` that the patched race reads as taking `seconds` a query (never run)."""
 
     def __init__(self, seconds: float) -> None:
         self.seconds = seconds
-
-    def __call__(self, queries: np.ndarray) -> list[list[int]]:
-        return []
 
 
 def test_the_race_times_hnsw_at_the_engines_recall_between_its_neighbouring_points(monkeypatch):
