@@ -1,5 +1,5 @@
-"""LLVM code the compiler does not write from a loop, as numba intrinsics: the int8 dot product on the CPU's own
-instruction for it, and prefetches of the rows a scan reads next.
+"""LLVM code the compiler does not write from a loop, as numba intrinsics: the int8 dot products of a run of rows
+with one query on the CPU's own instruction for them, and prefetches of the rows a scan reads next.
 
 VNNI (`vpdpbusd`: 32 products of an unsigned and a signed byte summed into eight int32 lanes), where the CPU has it
 and the vectors' length is a multiple of 32: the compiler widens each byte to 16 bits instead. `vpdpbusd` takes its
@@ -15,7 +15,6 @@ jump the hardware's prefetchers cannot foresee (how far ahead: `probe.AHEAD`).
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
 from typing import Any
 
 from llvmlite import binding, ir
@@ -33,7 +32,6 @@ LINE = 64
 _ADDRESS = ir.IntType(64)
 _LANES = ir.VectorType(ir.IntType(32), WIDTH // 4)
 _BYTES = ir.VectorType(ir.IntType(8), WIDTH)
-_alloca_once_value: Callable[[ir.IRBuilder, ir.Value], ir.Value] = cgutils.alloca_once_value
 
 
 @functools.cache
@@ -48,53 +46,80 @@ def vnni_usable(dim: int) -> bool:
     return dim % WIDTH == 0 and has_vnni()
 
 
-def _flipped_code_dot(typingctx: Any, codes: Any, slot: Any, query_codes: Any) -> Any:
-    """`(codes, slot, query_codes) -> int32`: Σ_j (codes[slot, j] + 128) · query_codes[j] over the query's int8
-    codes (`codes` a C-contiguous int8 matrix as wide as the query, a multiple of `WIDTH`), on a CPU where
-    `has_vnni()`. A module-level intrinsic, never one made per call of a factory: numba's cache keys a compiled
-    function by what it closes over, and an intrinsic pickles differently in every process."""
+def _flipped_code_dots(
+    typingctx: Any, codes: Any, start: Any, end: Any, following: Any, ahead: Any, query_codes: Any, out: Any, dim: Any
+) -> Any:
+    """`(codes, start, end, following, ahead, query_codes, out, dim) -> None`: `out[i]` = Σ_j (codes[start + i, j] +
+    128) · query_codes[j] for each row from `start` to `end` (`codes` a C-contiguous int8 matrix of `dim` columns,
+    `dim` a constant, a multiple of `WIDTH` where it runs; `out` int32), on a CPU where `has_vnni()`. The query's
+    codes are loaded into registers once for all the rows: loaded again for every row, they took as many loads as
+    the rows themselves, and loads bound the scan. Each row's cache lines are asked for `ahead` rows before it is
+    read, in an order of reading that goes on at row `following` after `end`. A module-level intrinsic, never one
+    made per call of a factory: numba's cache keys a compiled function by what it closes over, and an intrinsic
+    pickles differently in every process."""
+    if not isinstance(dim, types.IntegerLiteral):
+        return None
+    chunks, lines = dim.literal_value // WIDTH, -(-dim.literal_value // LINE)
 
     def codegen(context: Any, builder: ir.IRBuilder, signature: Any, args: Any) -> ir.Value:
-        row = _row_address(context, builder, signature.args[0], args[0], args[1])
-        query = context.make_array(signature.args[2])(context, builder, args[2])
-        start = builder.ptrtoint(query.data, _ADDRESS)
-        chunks = builder.udiv(builder.extract_value(query.shape, 0), ir.Constant(_ADDRESS, WIDTH))
+        array = context.make_array(signature.args[0])(context, builder, args[0])
+        base, stride = builder.ptrtoint(array.data, _ADDRESS), builder.extract_value(array.strides, 0)
+        first, last, then, lead = (_address_sized(builder, value) for value in args[1:5])
+        query = builder.ptrtoint(context.make_array(signature.args[5])(context, builder, args[5]).data, _ADDRESS)
+        queried = [_load(builder, query, ir.Constant(_ADDRESS, c * WIDTH), _LANES) for c in range(chunks)]
+        out = context.make_array(signature.args[6])(context, builder, args[6]).data
         product = builder.module.declare_intrinsic(
             "llvm.x86.avx512.vpdpbusd.256", fnty=ir.FunctionType(_LANES, [_LANES, _LANES, _LANES])
         )
-        sums = [_alloca_once_value(builder, ir.Constant(_LANES, [0] * (WIDTH // 4))) for _ in range(CHAINS)]
-        rounds = builder.udiv(chunks, ir.Constant(_ADDRESS, CHAINS))
-        with cgutils.for_range(builder, rounds) as loop:  # `CHAINS` sums apart: no product waits on the one before
-            for chain, total in enumerate(sums):
-                chunk = builder.add(
-                    builder.mul(loop.index, ir.Constant(_ADDRESS, CHAINS)), ir.Constant(_ADDRESS, chain)
-                )
-                _accumulate(builder, product, total, row, start, chunk)
-        with cgutils.for_range(builder, builder.urem(chunks, ir.Constant(_ADDRESS, CHAINS))) as loop:
-            chunk = builder.add(builder.mul(rounds, ir.Constant(_ADDRESS, CHAINS)), loop.index)
-            _accumulate(builder, product, sums[0], row, start, chunk)
-        for total in sums[1:]:
-            builder.store(builder.add(builder.load(sums[0]), builder.load(total)), sums[0])
-        lanes = builder.load(sums[0])
-        total = builder.extract_element(lanes, ir.Constant(ir.IntType(32), 0))
-        for lane in range(1, WIDTH // 4):
-            total = builder.add(total, builder.extract_element(lanes, ir.Constant(ir.IntType(32), lane)))
-        return total
+        flip, zero = ir.Constant(_BYTES, [-128] * WIDTH), ir.Constant(_LANES, [0] * (WIDTH // 4))
+        with cgutils.for_range(builder, builder.sub(last, first)) as loop:
+            slot = builder.add(first, loop.index)
+            upcoming = builder.add(slot, lead)
+            beyond = builder.add(then, builder.sub(upcoming, last))
+            upcoming = builder.select(builder.icmp_signed("<", upcoming, last), upcoming, beyond)
+            upcoming_row = builder.add(base, builder.mul(upcoming, stride))
+            for line in range(lines):
+                _prefetch(builder, upcoming_row, ir.Constant(_ADDRESS, line * LINE))
+            row = builder.add(base, builder.mul(slot, stride))
+            sums = [zero] * CHAINS
+            for c in range(chunks):  # `CHAINS` sums apart: no product waits on the one before
+                cells = builder.xor(_load(builder, row, ir.Constant(_ADDRESS, c * WIDTH), _BYTES), flip)
+                sums[c % CHAINS] = builder.call(product, [sums[c % CHAINS], builder.bitcast(cells, _LANES), queried[c]])
+            lanes = sums[0]
+            for chain in sums[1:]:
+                lanes = builder.add(lanes, chain)
+            builder.store(_lane_sum(builder, lanes), builder.gep(out, [loop.index]))
+        return context.get_dummy_value()
 
-    return types.int32(codes, slot, query_codes), codegen
-
-
-flipped_code_dot: Any = intrinsic(_flipped_code_dot)
+    return types.none(codes, start, end, following, ahead, query_codes, out, dim), codegen
 
 
-def _accumulate(
-    builder: ir.IRBuilder, product: ir.Function, total: ir.Value, row: ir.Value, start: ir.Value, chunk: ir.Value
-) -> None:
-    """Add chunk `chunk`'s products of the row's flipped codes and the query's into the lanes at `total`."""
-    at = builder.mul(chunk, ir.Constant(_ADDRESS, WIDTH))
-    cells = builder.xor(_load(builder, row, at), ir.Constant(_BYTES, [-128] * WIDTH))
-    codes_here = builder.bitcast(_load(builder, start, at), _LANES)
-    builder.store(builder.call(product, [builder.load(total), builder.bitcast(cells, _LANES), codes_here]), total)
+flipped_code_dots: Any = intrinsic(prefer_literal=True)(_flipped_code_dots)
+
+
+def _lane_sum(builder: ir.IRBuilder, lanes: ir.Value) -> ir.Value:
+    """The sum of a vector's int32 lanes, halving it until one lane is left (a shuffle and an add a step)."""
+    width = lanes.type.count
+    while width > 1:
+        width //= 2
+        halves = [ir.Constant(ir.VectorType(ir.IntType(32), width), list(range(at, at + width))) for at in (0, width)]
+        lanes = builder.add(*(builder.shuffle_vector(lanes, lanes, half) for half in halves))
+    return builder.extract_element(lanes, ir.Constant(ir.IntType(32), 0))
+
+
+def _address_sized(builder: ir.IRBuilder, value: ir.Value) -> ir.Value:
+    """An integer argument as wide as an address (sign-extended)."""
+    return builder.sext(value, _ADDRESS) if value.type.width < 64 else value
+
+
+def _prefetch(builder: ir.IRBuilder, address: ir.Value, offset: ir.Value) -> None:
+    """Ask for the cache line at `address` + `offset`, for reading, into every level (`llvm.prefetch`)."""
+    pointer, word = ir.IntType(8).as_pointer(), ir.IntType(32)
+    fetch = builder.module.declare_intrinsic(
+        "llvm.prefetch.p0", fnty=ir.FunctionType(ir.VoidType(), [pointer, word, word, word])
+    )
+    read, every_level, data = ir.Constant(word, 0), ir.Constant(word, 3), ir.Constant(word, 1)
+    builder.call(fetch, [builder.inttoptr(builder.add(address, offset), pointer), read, every_level, data])
 
 
 def _prefetch_row(typingctx: Any, matrix: Any, slot: Any) -> Any:
@@ -105,14 +130,8 @@ def _prefetch_row(typingctx: Any, matrix: Any, slot: Any) -> Any:
         row = _row_address(context, builder, signature.args[0], args[0], args[1])
         width = builder.extract_value(context.make_array(signature.args[0])(context, builder, args[0]).strides, 0)
         lines = builder.udiv(builder.add(width, ir.Constant(_ADDRESS, LINE - 1)), ir.Constant(_ADDRESS, LINE))
-        pointer, word = ir.IntType(8).as_pointer(), ir.IntType(32)
-        fetch = builder.module.declare_intrinsic(
-            "llvm.prefetch.p0", fnty=ir.FunctionType(ir.VoidType(), [pointer, word, word, word])
-        )
-        read, every_level, data = ir.Constant(word, 0), ir.Constant(word, 3), ir.Constant(word, 1)
         with cgutils.for_range(builder, lines) as loop:
-            address = builder.add(row, builder.mul(loop.index, ir.Constant(_ADDRESS, LINE)))
-            builder.call(fetch, [builder.inttoptr(address, pointer), read, every_level, data])
+            _prefetch(builder, row, builder.mul(loop.index, ir.Constant(_ADDRESS, LINE)))
         return context.get_dummy_value()
 
     return types.none(matrix, slot), codegen
@@ -124,11 +143,11 @@ prefetch_row: Any = intrinsic(_prefetch_row)
 def _row_address(context: Any, builder: ir.IRBuilder, matrix_type: Any, matrix: ir.Value, slot: ir.Value) -> ir.Value:
     """The address of row `slot` of a C-contiguous matrix, as an integer."""
     array = context.make_array(matrix_type)(context, builder, matrix)
-    index = builder.sext(slot, _ADDRESS) if slot.type.width < 64 else slot
+    index = _address_sized(builder, slot)
     stride = builder.extract_value(array.strides, 0)
     return builder.add(builder.ptrtoint(array.data, _ADDRESS), builder.mul(index, stride))
 
 
-def _load(builder: ir.IRBuilder, base: ir.Value, offset: ir.Value) -> ir.Value:
-    """`WIDTH` bytes from address `base` + `offset` (no alignment assumed)."""
-    return builder.load(builder.inttoptr(builder.add(base, offset), _BYTES.as_pointer()), align=1)
+def _load(builder: ir.IRBuilder, base: ir.Value, offset: ir.Value, kind: ir.VectorType) -> ir.Value:
+    """A vector of `kind` from address `base` + `offset` (no alignment assumed)."""
+    return builder.load(builder.inttoptr(builder.add(base, offset), kind.as_pointer()), align=1)

@@ -10,7 +10,7 @@ import numpy as np
 
 from . import intrinsics
 from .jit import compiled, dot, inlined, replace_smallest
-from .quantize import code_dot, code_sum, quantize_into, quantized
+from .quantize import code_dots, code_sum, quantize_into, quantized
 from .rows import unit_into
 
 RESCORE_ERRORS = 8.0
@@ -21,7 +21,7 @@ cannot reach the best `depth`."""
 
 
 AHEAD = 16
-"""Cells a probe's prefetch runs ahead of its reads, in its order of reading (`intrinsics.prefetch_row`): far
+"""Cells a probe's prefetch runs ahead of its reads, in its order of reading (`quantize.code_dots`): far
 enough for a row to arrive before it is read, near enough that it is still cached when it is."""
 
 
@@ -29,8 +29,8 @@ enough for a row to arrive before it is read, near enough that it is still cache
 def probe_for(dim: int) -> Callable[..., tuple[np.ndarray, np.ndarray, np.ndarray, int, int]]:
     """The budget probe of a matrix of queries, compiled for `dim`-component vectors: with the length of its dot
     products a constant, the compiler unrolls them. Compiled once per dimension and install, like the other
-    kernels. Codes are multiplied by the CPU's VNNI instruction where it has one, else by `code_dot`: the same
-    integers. It probes every query in one call, the GIL released throughout: a search from several threads holds
+    kernels. Codes are multiplied by the CPU's VNNI instruction where it has one, else by `code_dots`' loop: the
+    same integers. It probes every query in one call, the GIL released throughout: a search from several threads holds
     the GIL only for its Python around it."""
     flipped = intrinsics.vnni_usable(dim)  # a bool: what `probe` closes over keys numba's cache of it
 
@@ -152,18 +152,20 @@ def _probed(
     scores, but for those that `RESCORE_ERRORS` rules out; each cell's codes are prefetched `AHEAD` cells before
     they are read (`intrinsics.py`). Writes the best `depth` of those, best first, into `found_rows` and
     `found_scores` (rows and exact scores); returns how many, the cells read and the cells rescored. Inlined into
-    the kernels of `dim` (a constant there, as `flipped` is: `code_dot` then unrolls)."""
+    the kernels of `dim` (a constant there, as `flipped` is: `code_dots` then unrolls)."""
     depth = len(found_rows)
     rescored = depth + k
-    offset = np.int32(128) * code_sum(query_codes) if flipped else np.int32(0)  # what `code_dot` adds
+    offset = np.int32(128) * code_sum(query_codes) if flipped else np.int32(0)  # what `code_dots` adds
+    centroid_dots = np.empty(len(groups), np.int32)
+    code_dots(centroid_codes, 0, len(groups), len(groups), AHEAD, query_codes, centroid_dots, dim, flipped)
     centroid_scores = np.empty(len(groups), np.float32)
     for i in range(len(groups)):
-        centroid_scores[i] = (
-            np.float32(code_dot(centroid_codes, i, query_codes, dim, flipped) - offset)
-            * centroid_scales[i]
-            * query_scale
-        )
+        centroid_scores[i] = np.float32(centroid_dots[i] - offset) * centroid_scales[i] * query_scale
     order = descending(centroid_scores, sizes[groups], budget)
+    largest = 0
+    for step in range(len(order)):
+        largest = max(largest, sizes[groups[order[step]]])
+    dots = np.empty(largest, np.int32)  # the code products of the group being read
     kth = np.full(k, -np.inf, np.float32)  # min-heaps: the k best scores, and the best `rescored` cells
     unused = np.zeros(k, np.int64)
     best_scores = np.full(rescored, -np.inf, np.float32)
@@ -176,11 +178,10 @@ def _probed(
         group = groups[position]
         start, end = starts[group], starts[group] + sizes[group]
         following = starts[groups[order[step + 1]]] if step + 1 < len(order) else end  # the next group's
+        code_dots(codes, start, end, following, AHEAD, query_codes, dots, dim, flipped)
         lowest = best_scores[0]  # held in a register: most cells read enter neither heap
         for slot in range(start, end):
-            ahead = slot + AHEAD
-            intrinsics.prefetch_row(codes, ahead if ahead < end else following + ahead - end)
-            score = np.float32(code_dot(codes, slot, query_codes, dim, flipped) - offset) * scales[slot] * query_scale
+            score = np.float32(dots[slot - start] - offset) * scales[slot] * query_scale
             if score > lowest:
                 if score > kth[0]:
                     replace_smallest(kth, unused, score, 0)

@@ -43,17 +43,32 @@ def _largest_magnitude(vector: np.ndarray) -> np.float32:
 
 
 @inlined
-def code_dot(codes: np.ndarray, slot: int, query_codes: np.ndarray, dim: int, flipped: bool) -> np.int32:
-    """The dot product of two int8 code rows of `dim` codes, summed in int32 (each step cast back to int32, so
-    that the compiler keeps 32-bit lanes: 16-bit multiply-adds, where int64 sums ran at a third of the speed);
-    `flipped`: by `intrinsics.flipped_code_dot`, which adds 128 × the sum of the query's codes."""
+def code_dots(
+    codes: np.ndarray,
+    start: int,
+    end: int,
+    following: int,
+    ahead: int,
+    query_codes: np.ndarray,
+    out: np.ndarray,
+    dim: int,
+    flipped: bool,
+) -> None:
+    """`out[i]`: the dot product of code row `start + i` and the query's codes, for each row up to `end`, summed in
+    int32 (each step cast back to int32, so that the compiler keeps 32-bit lanes: 16-bit multiply-adds, where int64
+    sums ran at a third of the speed); `flipped`: by `intrinsics.flipped_code_dots`, which adds 128 × the sum of
+    the query's codes. Each row is prefetched `ahead` rows before it is read, in an order of reading that goes on
+    at row `following` after `end` (`intrinsics.prefetch_row`)."""
     if flipped:
-        product: np.int32 = intrinsics.flipped_code_dot(codes, slot, query_codes)
-        return product
-    total = np.int32(0)
-    for j in range(dim):
-        total = np.int32(total + np.int32(codes[slot, j]) * np.int32(query_codes[j]))
-    return total
+        intrinsics.flipped_code_dots(codes, start, end, following, ahead, query_codes, out, dim)
+        return
+    for slot in range(start, end):
+        upcoming = slot + ahead
+        intrinsics.prefetch_row(codes, upcoming if upcoming < end else following + upcoming - end)
+        total = np.int32(0)
+        for j in range(dim):
+            total = np.int32(total + np.int32(codes[slot, j]) * np.int32(query_codes[j]))
+        out[slot - start] = total
 
 
 @inlined

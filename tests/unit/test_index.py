@@ -8,7 +8,7 @@ from harness.data.generators.vectors import clustered_unit_vectors
 from reference.indexes.vectors import ChromaGroupIndex, NumpyGroupIndex, ProbeLimits, top_k
 from reference.kernels import intrinsics
 from reference.kernels.probe import descending
-from reference.kernels.quantize import quantized
+from reference.kernels.quantize import code_dots, quantized
 
 
 def test_top_k_orders_best_first():
@@ -135,20 +135,26 @@ def test_probe_reads_the_groups_the_rule_names_and_keeps_the_best_it_read(floor,
 
 
 @pytest.mark.skipif(not intrinsics.has_vnni(), reason="this CPU has no 256-bit VNNI")
-def test_the_vnni_product_is_the_exact_integer_dot_product_of_the_codes():
+def test_the_vnni_products_are_the_exact_integer_dot_products_of_the_codes():
     rng = np.random.default_rng(5)
     codes = rng.integers(-128, 128, size=(50, 96), dtype=np.int8)
     codes[0], codes[1] = 127, -128  # the extremes, where the flip into unsigned bytes could go wrong
     query = rng.integers(-128, 128, size=96, dtype=np.int8)
-    product = intrinsics.flipped_code_dot
 
     @njit
-    def dots(codes: np.ndarray, query: np.ndarray) -> np.ndarray:
-        return np.array([product(codes, slot, query) for slot in range(len(codes))])
+    def dots(codes: np.ndarray, query: np.ndarray, start: int, end: int, flipped: bool) -> np.ndarray:
+        out = np.empty(end - start, np.int32)
+        if flipped:
+            code_dots(codes, start, end, 0, 3, query, out, 96, True)
+        else:
+            code_dots(codes, start, end, 0, 3, query, out, 96, False)
+        return out
 
     offset = 128 * int(query.astype(np.int64).sum())
     expected = codes.astype(np.int64) @ query.astype(np.int64)
-    assert (dots(codes, query) - offset).tolist() == expected.tolist()
+    assert (dots(codes, query, 0, 50, True) - offset).tolist() == expected.tolist()
+    assert (dots(codes, query, 7, 31, True) - offset).tolist() == expected[7:31].tolist()  # a group's rows
+    assert dots(codes, query, 7, 31, False).tolist() == expected[7:31].tolist()  # the portable loop: the same
 
 
 def _all_descending(scores: np.ndarray) -> list[int]:
