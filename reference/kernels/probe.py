@@ -188,10 +188,13 @@ def _probed(
                 replace_smallest(best_scores, best_slots, score, slot)
                 lowest = best_scores[0]
         read += sizes[group]
-    held = best_slots >= 0
-    code_scores, slots = best_scores[held], best_slots[held]
-    by_code = np.argsort(-code_scores, kind="mergesort")
-    code_scores, slots = code_scores[by_code], slots[by_code]
+    held = 0
+    for i in range(rescored):  # the cells the heap holds, to the front in its order (the rest hold none: -1)
+        if best_slots[i] >= 0:
+            best_scores[held], best_slots[held] = best_scores[i], best_slots[i]
+            held += 1
+    code_scores, slots = best_scores[:held], best_slots[:held]
+    _sort_descending(code_scores, slots, held)
     for i in range(min(depth, len(slots))):  # rescored whatever the codes say: their rows are asked for at once
         intrinsics.prefetch_row(vectors, rows[slots[i]])
     kept = np.empty(len(slots), np.int64)
@@ -208,10 +211,23 @@ def _probed(
         if exact[kept_count] > top[0]:
             replace_smallest(top, no_payload, exact[kept_count], 0)
         kept_count += 1
-    ranked = np.argsort(-exact[:kept_count], kind="mergesort")[:depth]
-    found_rows[: len(ranked)] = kept[ranked]
-    found_scores[: len(ranked)] = exact[ranked]
-    return len(ranked), read, kept_count
+    _sort_descending(exact, kept, kept_count)
+    found = min(depth, kept_count)
+    found_rows[:found], found_scores[:found] = kept[:found], exact[:found]
+    return found, read, kept_count
+
+
+@inlined
+def _sort_descending(scores: np.ndarray, payload: np.ndarray, count: int) -> None:
+    """Sort the first `count` scores, highest first, with `payload` alongside, in place and stably: an insertion
+    sort, as a probe sorts a score for each of the few cells it rescores."""
+    for i in range(1, count):
+        score, value = scores[i], payload[i]
+        j = i - 1
+        while j >= 0 and scores[j] < score:
+            scores[j + 1], payload[j + 1] = scores[j], payload[j]
+            j -= 1
+        scores[j + 1], payload[j + 1] = score, value
 
 
 ORDER_STEPS = 65_535
