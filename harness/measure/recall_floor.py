@@ -13,8 +13,9 @@ tuned on, to check the floor:
 
 Several corpora (one BEAM chat each, say) are one memory in the order given, each encoded and cached on its own.
 
-Queries are answered one at a time, back to back, on one CPU (`timing.one_cpu`), MiniLM vectors cached as the
-real-text experiment caches them (`encoding.encode_corpus`).
+Queries are answered one at a time, back to back, on one CPU (`timing.one_cpu`), each timed on its own, a search's
+time read as each query's fastest pass as the harness's verdicts read it (`confidence.best_of_passes`); MiniLM
+vectors cached as the real-text experiment caches them (`encoding.encode_corpus`).
 """
 
 from __future__ import annotations
@@ -38,6 +39,17 @@ from harness.data.encoding import CACHE, encode_corpus
 from harness.data.spec import DatasetSpec
 from harness.measure.timing import one_core, one_cpu
 from harness.systems.registry import missing_extra
+from harness.verdicts.confidence import (
+    INCONCLUSIVE,
+    MARGIN,
+    REFUTED,
+    Judgement,
+    best_of_passes,
+    estimate,
+    judge,
+    unsettled,
+)
+from harness.verdicts.confidence import Estimate as Interval
 from reference import CellularMemory, MemoryConfig
 from reference.encoders import MockEncoder
 from reference.state import calibration
@@ -53,7 +65,10 @@ EF_SEARCH = (10, 12, 14, 16, 18, 20, 24, 32, 48, 64, 128)
 interpolated between two neighbouring points (`Hnsw.race`)."""
 K = 10
 PASSES = 3
-"""Timing passes over the queries; the fastest is kept."""
+"""Timing passes over the queries; each query's fastest is kept."""
+RACE_PASSES = 15
+"""A race goes on past `PASSES`, up to this many passes, while a time it compares is unsettled
+(`confidence.unsettled`), as the harness's own verdicts are timed."""
 
 
 @dataclass(frozen=True)
@@ -75,8 +90,13 @@ class Row:
 @dataclass(frozen=True)
 class Timed:
     found: list[list[int]]
-    seconds: float
-    """Per query, in the fastest pass."""
+    latencies: list[list[int]]
+    """Nanoseconds per query, one row per pass."""
+
+    @property
+    def seconds(self) -> float:
+        """Per query: the median of each query's fastest pass."""
+        return float(np.median(best_of_passes(np.asarray(self.latencies, dtype=np.float64)))) / 1e9
 
 
 @dataclass(frozen=True)
@@ -87,6 +107,20 @@ class Race:
     hnsw_seconds: float
     how: str
     """Which `EF_SEARCH` points HNSW's time was read from."""
+    speedup: Interval
+    """HNSW's time over the engine's, with its bootstrap interval over the queries (`confidence.estimate`)."""
+    mean_speedup: float
+    """The same of the mean times, each query's fastest pass: where the median leaves out a system's slow queries."""
+
+    @property
+    def judgement(self) -> Judgement:
+        """Whether the engine is faster, as the harness judges a bar: the whole interval clear of 1 by the
+        indifference zone, else too close to call (`confidence.judge`)."""
+        return judge(self.speedup, 1.0, at_least=True)
+
+    @property
+    def verdict(self) -> str:
+        return {REFUTED: "**slower**", INCONCLUSIVE: "too close to call"}.get(self.judgement.verdict, "faster")
 
 
 @dataclass(frozen=True)
@@ -136,12 +170,13 @@ def estimated(how: Estimate) -> Iterator[None]:
 
 @dataclass(frozen=True)
 class Pass:
-    """A search answering every query of a matrix one at a time, back to back (`run`, what is timed: each answer as
-    the system gives it), and how an answer reads as rows (`rows`, after the pass: the benchmark's bookkeeping,
-    not the system's work)."""
+    """A search answering one query (`answer`, what is timed: the answer as the system gives it), how an answer
+    reads as rows (`rows`, after the pass: the benchmark's bookkeeping, not the system's work), and what is set
+    once before each pass (`prepare`, untimed)."""
 
-    run: Callable[[np.ndarray], list[Any]]
+    answer: Callable[[np.ndarray], Any]
     rows: Callable[[Any], list[int]]
+    prepare: Callable[[], None] = lambda: None
 
 
 def _listed(rows: np.ndarray) -> list[int]:
@@ -149,19 +184,26 @@ def _listed(rows: np.ndarray) -> list[int]:
     return listed
 
 
-def raced(passes: dict[str, Pass], queries: np.ndarray) -> dict[str, Timed]:
-    """Each search's rows for every query, and its seconds per query in the fastest of `PASSES` passes, on one CPU;
-    the searches take turns pass by pass, so that a change in the machine's load falls on all alike (load only
-    slows a pass)."""
-    fastest = dict.fromkeys(passes, math.inf)
+def raced(passes: dict[str, Pass], queries: np.ndarray, *, until_settled: bool = False) -> dict[str, Timed]:
+    """Each search's rows for every query, and each query's time in `PASSES` passes on one CPU, the queries of a
+    pass back to back; the searches take turns pass by pass, so that a change in the machine's load falls on all
+    alike (load only slows a pass). `until_settled`: more passes, up to `RACE_PASSES`, while a search's median
+    is unsettled."""
+    latencies: dict[str, list[list[int]]] = {name: [] for name in passes}
     answers: dict[str, list[Any]] = {}
     with one_cpu(), one_core():
-        for _ in range(PASSES):
+        for done in range(RACE_PASSES if until_settled else PASSES):
+            if done >= PASSES and not unsettled(list(latencies.values())):
+                break
             for name, search in passes.items():
-                start = time.perf_counter()
-                answers[name] = search.run(queries)
-                fastest[name] = min(fastest[name], (time.perf_counter() - start) / len(queries))
-    return {name: Timed([search.rows(a) for a in answers[name]], fastest[name]) for name, search in passes.items()}
+                search.prepare()
+                answers[name], latencies[name] = [], [*latencies[name], []]
+                for query in queries:
+                    start = time.perf_counter_ns()
+                    answer = search.answer(query)
+                    latencies[name][-1].append(time.perf_counter_ns() - start)
+                    answers[name].append(answer)
+    return {name: Timed([search.rows(a) for a in answers[name]], latencies[name]) for name, search in passes.items()}
 
 
 def timed(search: Pass, queries: np.ndarray) -> Timed:
@@ -170,7 +212,7 @@ def timed(search: Pass, queries: np.ndarray) -> Timed:
 
 def exact(cells: np.ndarray, queries: np.ndarray) -> tuple[list[set[int]], float]:
     """Each query's exact top `K` rows, and the seconds per query of finding them."""
-    exactly = timed(Pass(lambda qs: [np.argpartition(-(cells @ q), K)[:K] for q in qs], _listed), queries)
+    exactly = timed(Pass(lambda query: np.argpartition(-(cells @ query), K)[:K], _listed), queries)
     return [set(rows) for rows in exactly.found], exactly.seconds
 
 
@@ -197,10 +239,7 @@ def measured(memory: CellularMemory, queries: np.ndarray, truth: list[set[int]])
 
 
 def engine_search(memory: CellularMemory) -> Pass:
-    return Pass(
-        lambda queries: [memory.search(query, k=K, vector=query) for query in queries],
-        lambda hits: [int(hit.id) for hit in hits],
-    )
+    return Pass(lambda query: memory.search(query, k=K, vector=query), lambda hits: [int(hit.id) for hit in hits])
 
 
 def engine_rows(
@@ -270,29 +309,44 @@ class Hnsw:
         return hnsw
 
     def search(self, ef: int) -> Pass:
-        """A pass over the queries at this `ef_search`, set once before it."""
+        """A search at this `ef_search`, set once before each pass."""
 
-        def at_ef(queries: np.ndarray) -> list[np.ndarray]:
+        def at_ef() -> None:
             self.index.hnsw.efSearch = ef
-            return [self.index.search(query[None, :], K)[1][0] for query in queries]
 
-        return Pass(at_ef, _listed)
+        return Pass(lambda query: self.index.search(query[None, :], K)[1][0], _listed, at_ef)
 
     def race(self, engine: Pass, queries: np.ndarray, at: float) -> Race | None:
         """The engine against HNSW at the engine's recall `at`: the engine and the `EF_SEARCH` points around `at`
-        timed in alternating passes, HNSW's time interpolated linearly between the two by their recall (the point
-        itself when one reads exactly `at`, the lowest when every one reads more); None when none reads as much."""
+        timed in alternating passes until settled, HNSW's time interpolated linearly between the two by their
+        recall (the point itself when one reads exactly `at`, the lowest when every one reads more); None when
+        none reads as much. The speedup's interval is the harness's bootstrap over the queries."""
         for (low_ef, low, _), (high_ef, high, _) in pairwise([(0, -1.0, 0.0), *self.points]):
             if high < at:
                 continue
             if low < 0 or high in (at, low):
-                times = raced({"engine": engine, "high": self.search(high_ef)}, queries)
-                return Race(times["engine"].seconds, times["high"].seconds, f"ef {high_ef}")
-            times = raced({"engine": engine, "low": self.search(low_ef), "high": self.search(high_ef)}, queries)
+                return self._raced(engine, queries, {high_ef: 1.0}, f"ef {high_ef}")
             share = (at - low) / (high - low)
-            seconds = times["low"].seconds + share * (times["high"].seconds - times["low"].seconds)
-            return Race(times["engine"].seconds, seconds, f"ef {low_ef}–{high_ef} interpolated")
+            return self._raced(
+                engine, queries, {low_ef: 1 - share, high_ef: share}, f"ef {low_ef}–{high_ef} interpolated"
+            )
         return None
+
+    def _raced(self, engine: Pass, queries: np.ndarray, weights: dict[int, float], how: str) -> Race:
+        """The engine against HNSW's time taken as the `weights`' sum of its times at those `ef_search` values."""
+        points = {f"ef {ef}": self.search(ef) for ef in weights}
+        times = raced({"engine": engine, **points}, queries, until_settled=True)
+        weight = np.asarray(list(weights.values()))
+
+        def speedup_of(medians: np.ndarray) -> np.ndarray:  # HNSW's time over the engine's
+            ratio: np.ndarray = (medians[..., :-1] @ weight) / medians[..., -1]
+            return ratio
+
+        latencies = [*(times[name].latencies for name in points), times["engine"].latencies]
+        speedup = estimate(latencies, speedup_of)
+        means = np.asarray([best_of_passes(np.asarray(each, dtype=np.float64)).mean() for each in latencies])
+        engine_seconds = times["engine"].seconds
+        return Race(engine_seconds, speedup.value * engine_seconds, how, speedup, float(speedup_of(means)))
 
 
 def corpus_of(spec: str) -> Corpus:
@@ -337,9 +391,11 @@ def report(
         f"# Recall target as a floor: {name}",
         "",
         f"{len(cells):,} passages in the memory (in written order), {len(asked):,} held out as queries, MiniLM; "
-        f"recall@10 against exact search; one CPU, queries back to back, the fastest of {PASSES} passes; exact "
-        f"search {exact_seconds * 1e3:.2f} ms a query (the speeds against it move with the load between settings; "
-        f"the race at the end is paired). {setting}; the engine's estimate: {Estimate()} "
+        f"recall@10 against exact search; one CPU, queries back to back, the median of each query's fastest of "
+        f"{PASSES} passes; exact search {exact_seconds * 1e3:.2f} ms a query (the speeds against it move with the "
+        f"load between settings; the race at the end is paired, its interval the harness's bootstrap over the "
+        f"queries, its verdict the harness's rule for a bar: faster only when the whole interval clears 1 by "
+        f"{MARGIN:.0%}). {setting}; the engine's estimate: {Estimate()} "
         f"(`calibration.MISS_FACTOR`, `calibration.CONFIDENCE`), against {against}.",
         "",
         "| target | write | sleep | recall@10 | met | estimate [lower bound] | needed factor | margin | reach "
@@ -372,11 +428,12 @@ def report(
         if r.race is None:
             lines.append(f"- {where}; no HNSW point reads as high.")
             continue
-        faster = "faster" if r.race.engine_seconds < r.race.hnsw_seconds else "**slower**"
+        rerun = r.race.judgement.neighbours
         lines.append(
             f"- {where} at {r.race.engine_seconds * 1e6:.1f} µs a query, HNSW ({r.race.how}) at "
-            f"{r.race.hnsw_seconds * 1e6:.1f} µs: the engine {faster} "
-            f"({r.race.hnsw_seconds / r.race.engine_seconds:.2f}× HNSW's speed)."
+            f"{r.race.hnsw_seconds * 1e6:.1f} µs: HNSW's time over the engine's {r.race.speedup.text('×')} "
+            f"(of the means {r.race.mean_speedup:.2f}×), the engine {r.race.verdict}"
+            f"{' (a rerun may read otherwise)' if rerun else ''}."
         )
     return "\n".join(lines) + "\n"
 

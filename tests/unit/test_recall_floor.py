@@ -59,26 +59,37 @@ def test_locomo_turns_are_a_corpus_of_one_passage_per_distinct_turn(tmp_path):
     assert corpus.sha256 and corpus.fingerprint
 
 
-class _Steady:
-    """A stand-in for a search's `Pass` that the patched race reads as taking `seconds` a query (never run)."""
-
-    def __init__(self, seconds: float) -> None:
-        self.seconds = seconds
+def _steady(seconds: float) -> recall_floor.Timed:
+    """A search timed at `seconds` a query in every pass."""
+    return recall_floor.Timed([], [[round(seconds * 1e9)] * 4] * recall_floor.PASSES)
 
 
 def test_the_race_times_hnsw_at_the_engines_recall_between_its_neighbouring_points(monkeypatch):
     hnsw = recall_floor.Hnsw(None, [(10, 0.95, 0.0), (16, 0.97, 0.0), (24, 0.99, 0.0)])
-    monkeypatch.setattr(recall_floor.Hnsw, "search", lambda self, ef: _Steady({10: 1.0, 16: 2.0, 24: 4.0}[ef]))
+    monkeypatch.setattr(recall_floor.Hnsw, "search", lambda self, ef: {10: 1.0, 16: 2.0, 24: 4.0}[ef])
     raced = {}
 
-    def race(searches, queries):
+    def race(searches, queries, *, until_settled):  # each stand-in "search" is the seconds it takes a query
+        assert until_settled
+        raced.clear()
         raced.update(searches)
-        return {name: recall_floor.Timed([], search.seconds) for name, search in searches.items()}
+        return {name: _steady(seconds) for name, seconds in searches.items()}
 
     monkeypatch.setattr(recall_floor, "raced", race)
-    queries = np.zeros((3, 4), dtype=np.float32)
-    assert hnsw.race(_Steady(2.5), queries, 0.98) == recall_floor.Race(2.5, 3.0, "ef 16–24 interpolated")
-    assert {search.seconds for search in raced.values()} == {2.5, 2.0, 4.0}  # the engine raced with both points
-    assert hnsw.race(_Steady(0.5), queries, 0.97) == recall_floor.Race(0.5, 2.0, "ef 16")
-    assert hnsw.race(_Steady(0.5), queries, 0.90) == recall_floor.Race(0.5, 1.0, "ef 10")  # the cheapest reads more
-    assert hnsw.race(_Steady(0.5), queries, 0.995) is None
+    queries = np.zeros((4, 4), dtype=np.float32)
+    between = hnsw.race(2.5, queries, 0.98)
+    assert (between.engine_seconds, between.how) == (pytest.approx(2.5), "ef 16–24 interpolated")
+    assert between.hnsw_seconds == pytest.approx(3.0) and between.speedup.value == pytest.approx(3.0 / 2.5)
+    assert between.mean_speedup == pytest.approx(3.0 / 2.5)
+    assert sorted(raced.values()) == [2.0, 2.5, 4.0]  # the engine raced with both points
+    on_a_point = hnsw.race(0.5, queries, 0.97)
+    assert (on_a_point.hnsw_seconds, on_a_point.how) == (pytest.approx(2.0), "ef 16")
+    assert sorted(raced.values()) == [0.5, 2.0]
+    assert hnsw.race(0.5, queries, 0.90).how == "ef 10"  # the cheapest point reads more
+    assert hnsw.race(0.5, queries, 0.995) is None
+
+
+@pytest.mark.parametrize(("speedup", "verdict"), [(2.0, "faster"), (0.5, "**slower**"), (1.05, "too close to call")])
+def test_a_race_is_judged_as_the_harness_judges_a_bar_not_by_which_time_is_lower(speedup, verdict):
+    interval = recall_floor.Interval(speedup, speedup, speedup)
+    assert recall_floor.Race(1.0, speedup, "ef 16", interval, speedup).verdict == verdict
