@@ -197,7 +197,8 @@ def raced(passes: dict[str, Pass], queries: np.ndarray, *, until_settled: bool =
                 break
             for name, search in passes.items():
                 search.prepare()
-                answers[name], latencies[name] = [], [*latencies[name], []]
+                answers[name] = []
+                latencies[name].append([])
                 for query in queries:
                     start = time.perf_counter_ns()
                     answer = search.answer(query)
