@@ -30,8 +30,8 @@ def probe_for(dim: int) -> Callable[..., tuple[np.ndarray, np.ndarray, np.ndarra
     """The budget probe of a matrix of queries, compiled for `dim`-component vectors: with the length of its dot
     products a constant, the compiler unrolls them. Compiled once per dimension and install, like the other
     kernels. Codes are multiplied by the CPU's VNNI instruction where it has one, else by `code_dots`' loop: the
-    same integers. It probes every query in one call, the GIL released throughout: a search from several threads holds
-    the GIL only for its Python around it."""
+    same integers. It probes every query in one call, the GIL released throughout: a search from several threads
+    holds the GIL only for its Python around it."""
     flipped = intrinsics.vnni_usable(dim)  # a bool: what `probe` closes over keys numba's cache of it
 
     @compiled
@@ -150,7 +150,7 @@ def _probed(
     read is scored by its codes against the query's; the best `depth + k` of them (`depth`: the length of
     `found_rows`) are scored again exactly, from their float32 `vectors` (by row), in the order of their code
     scores, but for those that `RESCORE_ERRORS` rules out; each cell's codes are prefetched `AHEAD` cells before
-    they are read (`intrinsics.py`). Writes the best `depth` of those, best first, into `found_rows` and
+    they are read (`quantize.code_dots`). Writes the best `depth` of those, best first, into `found_rows` and
     `found_scores` (rows and exact scores); returns how many, the cells read and the cells rescored. Inlined into
     the kernels of `dim` (a constant there, as `flipped` is: `code_dots` then unrolls)."""
     depth = len(found_rows)

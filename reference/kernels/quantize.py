@@ -58,7 +58,7 @@ def code_dots(
     int32 (each step cast back to int32, so that the compiler keeps 32-bit lanes: 16-bit multiply-adds, where int64
     sums ran at a third of the speed); `flipped`: by `intrinsics.flipped_code_dots`, which adds 128 × the sum of
     the query's codes. Each row is prefetched `ahead` rows before it is read, in an order of reading that goes on
-    at row `following` after `end` (`intrinsics.prefetch_row`)."""
+    at row `following` after `end` (inside the intrinsic's loop, else by `intrinsics.prefetch_row`)."""
     if flipped:
         intrinsics.flipped_code_dots(codes, start, end, following, ahead, query_codes, out, dim)
         return
