@@ -113,13 +113,15 @@ def _address_sized(builder: ir.IRBuilder, value: ir.Value) -> ir.Value:
 
 
 def _prefetch(builder: ir.IRBuilder, address: ir.Value, offset: ir.Value) -> None:
-    """Ask for the cache line at `address` + `offset`, for reading, into every level (`llvm.prefetch`)."""
+    """Ask for the cache line at `address` + `offset`, for reading, non-temporally (`llvm.prefetch`, locality 0): a
+    search reads each row it prefetches once, and rows kept in every level would evict what the search reads again
+    after its scan (the hits' Python objects, the interpreter's own)."""
     pointer, word = ir.IntType(8).as_pointer(), ir.IntType(32)
     fetch = builder.module.declare_intrinsic(
         "llvm.prefetch.p0", fnty=ir.FunctionType(ir.VoidType(), [pointer, word, word, word])
     )
-    read, every_level, data = ir.Constant(word, 0), ir.Constant(word, 3), ir.Constant(word, 1)
-    builder.call(fetch, [builder.inttoptr(builder.add(address, offset), pointer), read, every_level, data])
+    read, non_temporal, data = ir.Constant(word, 0), ir.Constant(word, 0), ir.Constant(word, 1)
+    builder.call(fetch, [builder.inttoptr(builder.add(address, offset), pointer), read, non_temporal, data])
 
 
 def _prefetch_row(typingctx: Any, matrix: Any, slot: Any) -> Any:
