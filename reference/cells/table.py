@@ -158,6 +158,10 @@ class CellTable:
         self.scope_names: list[str] = [""]
         self._scope_code: dict[str, int] = {"": 0}
         self.row_of: dict[str, int] = {}
+        self.addresses = np.zeros((0, 2), dtype=np.int64)
+        """Where each row's id and text lie in memory (`id`, an address in CPython): a search asks for their cache
+        lines when its probe knows its hits, so that they arrive while its Python goes on to build them
+        (elsewhere a wrong address costs nothing: a prefetch never faults)."""
 
     def __len__(self) -> int:
         return len(self.row_of)
@@ -207,6 +211,7 @@ class CellTable:
         self.texts.extend(batch.texts[reused:])
         self.kinds.extend(batch.kinds[reused:])
         self.metadata.extend(metadata[reused:])
+        self.addresses[rows] = [(id(cell), id(text)) for cell, text in zip(batch.ids, batch.texts)]
         self.conflicts.update((listed[i], list(notes)) for i, notes in enumerate(batch.conflicts) if notes)
         self.history.update((listed[i], list(texts)) for i, texts in enumerate(batch.histories) if texts)
         self.scope[rows] = self.scope_codes(batch.scopes)
@@ -236,6 +241,7 @@ class CellTable:
         """Hand dead rows back, to be filled again by later cells (their texts and fields let go now)."""
         for row in rows:
             self.ids[row] = self.texts[row] = ""
+            self.addresses[row] = id("")
             self.metadata[row] = NO_METADATA
             self.conflicts.pop(row, None)
             self.history.pop(row, None)
@@ -244,6 +250,12 @@ class CellTable:
     def live_rows(self) -> np.ndarray:
         """Row numbers of all live cells, in insertion order."""
         return np.flatnonzero(self.alive[: self._size])
+
+    def address_problems(self, rows: np.ndarray) -> list[str]:
+        """A message when a row's recorded `addresses` are not those of its id and text."""
+        if self.addresses[rows].tolist() != [[id(self.ids[row]), id(self.texts[row])] for row in rows.tolist()]:
+            return ["a cell's id or text lies elsewhere than its recorded address"]
+        return []
 
     def turn_form_problems(self, rows: np.ndarray) -> list[str]:
         """A message for each turn-form column that disagrees with these rows' texts or metadata."""
@@ -292,6 +304,7 @@ class CellTable:
         self.speaker = grown(self.speaker, new_capacity)
         self.scope = grown(self.scope, new_capacity)
         self.stamp = grown(self.stamp, new_capacity)
+        self.addresses = grown(self.addresses, new_capacity)
 
 
 def superseded(conflicts: Sequence[ConflictNote]) -> bool:

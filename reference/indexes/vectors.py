@@ -239,15 +239,17 @@ class NumpyGroupIndex:
         vector: np.ndarray,
         k: int,
         limits: ProbeLimits,
+        addresses: np.ndarray,
     ) -> Probed | None:
         """`probe` of one query vector as the caller gave it (1-D float32, C-contiguous and writeable: one
         compiled variant), made a unit vector as `validation.unit_vector` makes it, in one compiled call that holds
-        no GIL (`kernels.probe.vector_probe_for`); None when the vector has no direction (nothing probed)."""
+        no GIL (`kernels.probe.vector_probe_for`), which prefetches the objects at its hits' rows of `addresses`
+        (`CellTable.addresses`); None when the vector has no direction (nothing probed)."""
         depth = limits.depth
         found_rows, found_scores = np.empty(depth, np.int64), np.empty(depth, np.float32)
         found, read, rescored = self._probe_vector(
             self.codes, self.scales, self.by_row, self.rows, self.starts, self.sizes, groups, *centroids, vector,
-            found_rows, found_scores, k, limits.floor, limits.budget, limits.margin,
+            found_rows, found_scores, addresses, k, limits.floor, limits.budget, limits.margin,
         )  # fmt: skip
         if found < 0:
             return None

@@ -9,7 +9,8 @@ subtracts once per query; the result is the exact integer the portable loop give
 
 A prefetch (`llvm.prefetch`, on any CPU; it never faults and changes no result) asks for a row's cache lines
 before the scan reaches it: a probe reads a few dozen groups' segments of the arena in centroid order, each a
-jump the hardware's prefetchers cannot foresee (how far ahead: `probe.AHEAD`).
+jump the hardware's prefetchers cannot foresee (how far ahead: `probe.AHEAD`). A search's hits are prefetched too:
+their Python objects, which lie wherever Python put them.
 """
 
 from __future__ import annotations
@@ -29,6 +30,8 @@ CHAINS = 4
 one before it (the instruction's latency is several of its issue intervals)."""
 LINE = 64
 """Bytes in a cache line."""
+NON_TEMPORAL, EVERY_LEVEL = 0, 3
+"""`llvm.prefetch`'s localities: a line read once, and a line kept in every cache level."""
 _ADDRESS = ir.IntType(64)
 _LANES = ir.VectorType(ir.IntType(32), WIDTH // 4)
 _BYTES = ir.VectorType(ir.IntType(8), WIDTH)
@@ -112,16 +115,31 @@ def _address_sized(builder: ir.IRBuilder, value: ir.Value) -> ir.Value:
     return builder.sext(value, _ADDRESS) if value.type.width < 64 else value
 
 
-def _prefetch(builder: ir.IRBuilder, address: ir.Value, offset: ir.Value) -> None:
-    """Ask for the cache line at `address` + `offset`, for reading, non-temporally (`llvm.prefetch`, locality 0): a
+def _prefetch(builder: ir.IRBuilder, address: ir.Value, offset: ir.Value, locality: int = NON_TEMPORAL) -> None:
+    """Ask for the cache line at `address` + `offset`, for reading (`llvm.prefetch`), by default non-temporally: a
     search reads each row it prefetches once, and rows kept in every level would evict what the search reads again
     after its scan (the hits' Python objects, the interpreter's own)."""
     pointer, word = ir.IntType(8).as_pointer(), ir.IntType(32)
     fetch = builder.module.declare_intrinsic(
         "llvm.prefetch.p0", fnty=ir.FunctionType(ir.VoidType(), [pointer, word, word, word])
     )
-    read, non_temporal, data = ir.Constant(word, 0), ir.Constant(word, 0), ir.Constant(word, 1)
-    builder.call(fetch, [builder.inttoptr(builder.add(address, offset), pointer), read, non_temporal, data])
+    read, data = ir.Constant(word, 0), ir.Constant(word, 1)
+    at = builder.inttoptr(builder.add(address, offset), pointer)
+    builder.call(fetch, [at, read, ir.Constant(word, locality), data])
+
+
+def _prefetch_address(typingctx: Any, address: Any) -> Any:
+    """`(address) -> None`: asks for the cache line at an address (an int64), into every level: for an object that
+    Python will read soon (any address: a prefetch never faults)."""
+
+    def codegen(context: Any, builder: ir.IRBuilder, signature: Any, args: Any) -> ir.Value:
+        _prefetch(builder, _address_sized(builder, args[0]), ir.Constant(_ADDRESS, 0), EVERY_LEVEL)
+        return context.get_dummy_value()
+
+    return types.none(address), codegen
+
+
+prefetch_address: Any = intrinsic(_prefetch_address)
 
 
 def _prefetch_row(typingctx: Any, matrix: Any, slot: Any) -> Any:

@@ -81,7 +81,9 @@ def probe_for(dim: int) -> Callable[..., tuple[np.ndarray, np.ndarray, np.ndarra
 def vector_probe_for(dim: int) -> Callable[..., tuple[int, int, int]]:
     """The budget probe of one query vector as given (`probe_for`'s, for a search of one vector): made a unit
     vector (`rows.unit_into`), probed, and its best cells written into buffers the caller made, so that one
-    compiled call takes a search from the vector to its rows and scores, and returns no array."""
+    compiled call takes a search from the vector to its rows and scores, and returns no array. The objects its hits
+    will be made of are prefetched before it returns (`CellTable.addresses`): they lie all over Python's heap, out
+    of the caches after the scan."""
     flipped = intrinsics.vnni_usable(dim)
 
     @compiled
@@ -98,23 +100,29 @@ def vector_probe_for(dim: int) -> Callable[..., tuple[int, int, int]]:
         vector: np.ndarray,
         found_rows: np.ndarray,
         found_scores: np.ndarray,
+        addresses: np.ndarray,
         k: int,
         floor: int,
         budget: int,
         margin: float,
     ) -> tuple[int, int, int]:
         """`_probed` for `vector` at unit length, its best `len(found_rows)` cells written into `found_rows` and
-        `found_scores`, best first. Returns how many it wrote (-1, and nothing probed, when `vector` has no
-        direction: NaN, infinite or zero), the cells read and the cells rescored."""
+        `found_scores`, best first, and the addresses in their rows of `addresses` prefetched. Returns how many it
+        wrote (-1, and nothing probed, when `vector` has no direction: NaN, infinite or zero), the cells read and
+        the cells rescored."""
         query = np.empty(dim, np.float32)
         if not unit_into(vector, query):
             return -1, 0, 0
         query_codes, query_scale = np.empty(dim, np.int8), np.empty(1, np.float32)
         quantize_into(query, query_codes, query_scale, 0)
-        return _probed(
+        found, read, rescored = _probed(
             codes, scales, vectors, rows, starts, sizes, groups, centroid_codes, centroid_scales,
             query, query_codes, query_scale[0], k, floor, budget, margin, found_rows, found_scores, dim, flipped,
         )  # fmt: skip
+        for i in range(found):
+            for address in addresses[found_rows[i]]:
+                intrinsics.prefetch_address(address)
+        return found, read, rescored
 
     return probe_vector
 

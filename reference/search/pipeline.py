@@ -199,7 +199,9 @@ class SearchPipeline:
         if route.centroid_codes is None:
             return None
         assert isinstance(state.index, NumpyGroupIndex)
-        found = state.index.probe_vector(route.groups, route.centroid_codes, vector, k, route.limits)
+        found = state.index.probe_vector(
+            route.groups, route.centroid_codes, vector, k, route.limits, state.table.addresses
+        )
         if found is None:
             return None
         state.counters.count(flat=False, bytes_read=found.bytes_read)

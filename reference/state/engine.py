@@ -520,8 +520,9 @@ class EngineState:
         return np.asarray([self.table.row_of[i] for i in ids], dtype=np.int64)
 
     def check_invariants(self) -> None:
-        """Groups, centroids, the group index, the entity and lexical indexes and the turn form agree with the cells
-        (call under the read lock); raises `InvariantError` naming each disagreement."""
+        """Groups, centroids, the group index, the entity and lexical indexes, the turn form and the table's
+        addresses agree with the cells (call under the read lock); raises `InvariantError` naming each
+        disagreement."""
         table, groups = self.table, self.groups
         live = table.live_rows()
         problems = []
@@ -566,6 +567,6 @@ class EngineState:
             problems.append("the metadata index holds other cells than the live ones")
         if (groups.scopes[table.group[live]] != table.scope[live]).any():
             problems.append("a cell is in a group of another scope")
-        problems += table.turn_form_problems(live)
+        problems += table.turn_form_problems(live) + table.address_problems(live)
         if problems:
             raise InvariantError("; ".join(problems))

@@ -131,7 +131,9 @@ def probed_alone(mem: CellularMemory, query: np.ndarray, k: int, limits: ProbeLi
     route = mem._search._route(state, k, k, None)
     assert route.centroid_codes is not None and isinstance(state.index, NumpyGroupIndex)
     vector = np.asarray(query, np.float32)
-    found = state.index.probe_vector(route.groups, route.centroid_codes, vector, k, limits or route.limits)
+    found = state.index.probe_vector(
+        route.groups, route.centroid_codes, vector, k, limits or route.limits, state.table.addresses
+    )
     assert found is not None
     return found
 
@@ -163,3 +165,22 @@ def test_the_hits_of_several_queries_are_each_querys_hit_list(twins, data):
         assert many == [hit_list(state.table, f.rows, f.scores) for f in found]
     assert [len(hits) for hits in many] == [1, 10, 37]
     assert [hit.id for hit in many[2]] == [str(row) for row in found[2].rows.tolist()]
+
+
+def test_the_probe_finds_the_same_whatever_addresses_it_prefetches(twins, data):
+    """The addresses the probe prefetches its hits' objects at change nothing it finds: null, wild and unmapped ones
+    neither fault nor change a row or a score."""
+    fast, _ = twins
+    state = fast._state
+    route = fast._search._route(state, 10, 10, None)
+    assert route.centroid_codes is not None and isinstance(state.index, NumpyGroupIndex)
+    size = len(state.table.addresses)
+    wild = np.random.default_rng(3).integers(np.iinfo(np.int64).min, np.iinfo(np.int64).max, (size, 2))
+    for query in queries(data):
+        vector = np.asarray(query, np.float32)
+        found = [
+            state.index.probe_vector(route.groups, route.centroid_codes, vector, 10, route.limits, addresses)
+            for addresses in (state.table.addresses, np.zeros((size, 2), np.int64), wild)
+        ]
+        assert all(f is not None for f in found)
+        assert all(np.array_equal(f.rows, found[0].rows) and np.array_equal(f.scores, found[0].scores) for f in found)
