@@ -211,7 +211,8 @@ class CellTable:
         self.texts.extend(batch.texts[reused:])
         self.kinds.extend(batch.kinds[reused:])
         self.metadata.extend(metadata[reused:])
-        self.addresses[rows] = [(id(cell), id(text)) for cell, text in zip(batch.ids, batch.texts)]
+        self.addresses[rows, 0] = np.fromiter(map(id, batch.ids), np.int64, count)
+        self.addresses[rows, 1] = np.fromiter(map(id, batch.texts), np.int64, count)
         self.conflicts.update((listed[i], list(notes)) for i, notes in enumerate(batch.conflicts) if notes)
         self.history.update((listed[i], list(texts)) for i, texts in enumerate(batch.histories) if texts)
         self.scope[rows] = self.scope_codes(batch.scopes)
