@@ -50,8 +50,8 @@ WHERE namespace = %(namespace)s AND epoch = %(epoch)s
 RELEASE = "UPDATE magbench_owners SET expires = '-infinity' WHERE namespace = %(namespace)s AND epoch = %(epoch)s"
 HELD = "SELECT holder, expires, epoch FROM magbench_owners WHERE namespace = %(namespace)s"
 WAIT = "SELECT set_config('lock_timeout', (%(ttl)s * 1000)::int::text, true)"
-"""How long a taker waits for the owner row: a write in flight holds it, and a paused owner's for at most `ttl` (its
-connection ends a transaction left idle that long, `postgres.py`)."""
+"""How long a taker waits for the owner row: a write or a renewal in flight holds it, and a paused owner's for at most
+`ttl` (its connections, the writes' in `postgres.py` and the renewals', end a transaction left idle that long)."""
 
 
 class Ownership:
@@ -80,7 +80,7 @@ class Ownership:
         holder stops renewing (it died); `NamespaceOwnedError` as soon as the holder renews."""
         from psycopg.errors import LockNotAvailable
 
-        database = Database(dsn)
+        database = Database(dsn, idle_seconds=ttl)  # a renewal paused before its commit holds the row no longer
         holder = f"{socket.gethostname()} pid {os.getpid()}"
         values: dict[str, object] = {"namespace": namespace, "holder": holder, "ttl": ttl}
         watched: datetime | None = None

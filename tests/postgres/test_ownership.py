@@ -20,9 +20,9 @@ pytest.importorskip("psycopg", reason="the PostgreSQL store needs psycopg 3: pip
 
 import psycopg
 
-from reference import CellularMemory, LeaseLostError, MemoryConfig, NamespaceOwnedError
+from reference import BackendUnavailableError, CellularMemory, LeaseLostError, MemoryConfig, NamespaceOwnedError
 from reference.encoders import MockEncoder
-from reference.store.ownership import Ownership
+from reference.store.ownership import RENEW, Ownership
 from tests.threads import run_concurrently
 
 LEASE = 2.0
@@ -236,3 +236,37 @@ def test_an_owner_paused_past_its_lease_is_fenced_and_writes_nothing_after_a_tak
     taker.close()
     with open_memory(dsn, "paused") as reopened:  # nothing landed behind the new owner's back
         assert set(reopened.ids()) == seen
+
+
+def test_an_owner_paused_inside_a_renewal_does_not_hold_its_namespace_past_its_lease(postgres_server):
+    """A process stopped between its renewal's update and its commit holds the owner row's lock; a takeover, which
+    changes the row's key, waits on that lock. The server ends the idle renewal after a lease, so the namespace is
+    taken once the lease has run out, as after any other pause."""
+    dsn = postgres_server.dsn
+    with open_memory(dsn, "paused-renewing") as owner:
+        ownership = stop_renewing(owner)
+        renewing, resume = threading.Event(), threading.Event()
+        ended: list[BackendUnavailableError] = []
+
+        def paused_in_a_renewal() -> None:
+            try:
+                with ownership._database.transaction("renewing") as cursor:
+                    cursor.execute(RENEW, {"namespace": "paused-renewing", "epoch": ownership.epoch, "ttl": LEASE})
+                    renewing.set()
+                    resume.wait(timeout=60)
+            except BackendUnavailableError as error:  # the server ended the idle transaction: its commit fails
+                ended.append(error)
+
+        pause = threading.Thread(target=paused_in_a_renewal)
+        pause.start()
+        try:
+            assert renewing.wait(timeout=10)
+            started = time.monotonic()
+            taken = Ownership.acquire(dsn, "paused-renewing", LEASE)
+            waited = time.monotonic() - started
+            assert taken.epoch == ownership.epoch + 1 and waited < 5 * LEASE
+            taken.release()
+        finally:
+            resume.set()
+            pause.join(timeout=10)
+        assert len(ended) == 1
