@@ -104,13 +104,16 @@ class Race:
     """The engine at a target against HNSW at the engine's recall, timed in alternating passes (`raced`)."""
 
     engine_seconds: float
-    hnsw_seconds: float
     how: str
     """Which `EF_SEARCH` points HNSW's time was read from."""
     speedup: Interval
     """HNSW's time over the engine's, with its bootstrap interval over the queries (`confidence.estimate`)."""
     mean_speedup: float
     """The same of the mean times, each query's fastest pass: where the median leaves out a system's slow queries."""
+
+    @property
+    def hnsw_seconds(self) -> float:
+        return self.speedup.value * self.engine_seconds
 
     @property
     def judgement(self) -> Judgement:
@@ -346,8 +349,7 @@ class Hnsw:
         latencies = [*(times[name].latencies for name in points), times["engine"].latencies]
         speedup = estimate(latencies, speedup_of)
         means = np.asarray([best_of_passes(np.asarray(each, dtype=np.float64)).mean() for each in latencies])
-        engine_seconds = times["engine"].seconds
-        return Race(engine_seconds, speedup.value * engine_seconds, how, speedup, float(speedup_of(means)))
+        return Race(times["engine"].seconds, how, speedup, float(speedup_of(means)))
 
 
 def corpus_of(spec: str) -> Corpus:

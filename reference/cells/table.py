@@ -160,8 +160,8 @@ class CellTable:
         self.row_of: dict[str, int] = {}
         self.addresses = np.zeros((0, 2), dtype=np.int64)
         """Where each row's id and text lie in memory (`id`, an address in CPython): a search asks for their cache
-        lines when its probe knows its hits, so that they arrive while its Python goes on to build them
-        (elsewhere a wrong address costs nothing: a prefetch never faults)."""
+        lines when its probe knows its hits, so that they arrive while its Python goes on to build them (a number
+        that is no address costs nothing: a prefetch never faults)."""
 
     def __len__(self) -> int:
         return len(self.row_of)

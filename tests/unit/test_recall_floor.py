@@ -92,4 +92,4 @@ def test_the_race_times_hnsw_at_the_engines_recall_between_its_neighbouring_poin
 @pytest.mark.parametrize(("speedup", "verdict"), [(2.0, "faster"), (0.5, "**slower**"), (1.05, "too close to call")])
 def test_a_race_is_judged_as_the_harness_judges_a_bar_not_by_which_time_is_lower(speedup, verdict):
     interval = recall_floor.Interval(speedup, speedup, speedup)
-    assert recall_floor.Race(1.0, speedup, "ef 16", interval, speedup).verdict == verdict
+    assert recall_floor.Race(1.0, "ef 16", interval, speedup).verdict == verdict
