@@ -9,7 +9,7 @@ from collections.abc import Callable
 import numpy as np
 
 from . import intrinsics
-from .jit import compiled, dot, inlined, replace_smallest
+from .jit import compiled, dot, inlined
 from .quantize import code_dots, code_sum, quantize_into, quantized
 from .rows import unit_into
 
@@ -155,14 +155,15 @@ def _probed(
     groups are read in the order of their centroids' code scores until `budget` cells are read, and once `floor`
     cells are read probing stops at the first group whose centroid scores below the k-th best cell read so far
     minus `margin` (in that order every later group scores lower still, but for `descending`'s rounding). A cell
-    read is scored by its codes against the query's; the best `depth + k` of them (`depth`: the length of
-    `found_rows`) are scored again exactly, from their float32 `vectors` (by row), in the order of their code
-    scores, but for those that `RESCORE_ERRORS` rules out; each cell's codes are prefetched `AHEAD` cells before
-    they are read (`quantize.code_dots`). Writes the best `depth` of those, best first, into `found_rows` and
-    `found_scores` (rows and exact scores); returns how many, the cells read and the cells rescored. Inlined into
-    the kernels of `dim` (a constant there, as `flipped` is: `code_dots` then unrolls)."""
+    read is scored by its codes against the query's, and the best `depth + k` of them (`depth`: the length of
+    `found_rows`) are kept in order as they come (`_enter`); these are scored again exactly, from their float32
+    `vectors` (by row), in the order of their code scores, but for those that `RESCORE_ERRORS` rules out; each
+    cell's codes are prefetched `AHEAD` cells before they are read (`quantize.code_dots`). Writes the best `depth`
+    of those, best first, into `found_rows` and `found_scores` (rows and exact scores); returns how many, the
+    cells read and the cells rescored. Inlined into the kernels of `dim` (a constant there, as `flipped` is:
+    `code_dots` then unrolls)."""
     depth = len(found_rows)
-    rescored = depth + k
+    candidates = depth + k
     offset = np.int32(128) * code_sum(query_codes) if flipped else np.int32(0)  # what `code_dots` adds
     centroid_dots = np.empty(len(groups), np.int32)
     code_dots(centroid_codes, 0, len(groups), len(groups), AHEAD, query_codes, centroid_dots, dim, flipped)
@@ -174,68 +175,54 @@ def _probed(
     for step in range(len(order)):
         largest = max(largest, sizes[groups[order[step]]])
     dots = np.empty(largest, np.int32)  # the code products of the group being read
-    kth = np.full(k, -np.inf, np.float32)  # min-heaps: the k best scores, and the best `rescored` cells
-    unused = np.zeros(k, np.int64)
-    best_scores = np.full(rescored, -np.inf, np.float32)
-    best_slots = np.full(rescored, -1, np.int64)
+    best_scores = np.full(candidates, -np.inf, np.float32)  # the best `candidates` cells read, best first
+    best_slots = np.full(candidates, -1, np.int64)
     read = 0
     for step in range(len(order)):
         position = order[step]
-        if read >= budget or (read >= floor and centroid_scores[position] < kth[0] - margin):
+        if read >= budget or (read >= floor and centroid_scores[position] < best_scores[k - 1] - margin):
             break
         group = groups[position]
         start, end = starts[group], starts[group] + sizes[group]
         following = starts[groups[order[step + 1]]] if step + 1 < len(order) else end  # the next group's
         code_dots(codes, start, end, following, AHEAD, query_codes, dots, dim, flipped)
-        lowest = best_scores[0]  # held in a register: most cells read enter neither heap
+        lowest = best_scores[-1]  # held in a register: most cells read do not enter
         for slot in range(start, end):
             score = np.float32(dots[slot - start] - offset) * scales[slot] * query_scale
             if score > lowest:
-                if score > kth[0]:
-                    replace_smallest(kth, unused, score, 0)
-                replace_smallest(best_scores, best_slots, score, slot)
-                lowest = best_scores[0]
+                lowest = _enter(best_scores, best_slots, score, slot)
         read += sizes[group]
     held = 0
-    for i in range(rescored):  # the cells the heap holds, to the front in its order (the rest hold none: -1)
-        if best_slots[i] >= 0:
-            best_scores[held], best_slots[held] = best_scores[i], best_slots[i]
-            held += 1
+    while held < candidates and best_slots[held] >= 0:  # fewer cells read than `candidates`: the rest hold none
+        held += 1
     code_scores, slots = best_scores[:held], best_slots[:held]
-    _sort_descending(code_scores, slots, held)
     for i in range(min(depth, len(slots))):  # rescored whatever the codes say: their rows are asked for at once
         intrinsics.prefetch_row(vectors, rows[slots[i]])
-    kept = np.empty(len(slots), np.int64)
-    exact = np.empty(len(slots), np.float32)
-    top = np.full(depth, -np.inf, np.float32)  # a min-heap of the best `depth` exact scores so far
-    no_payload = np.zeros(depth, np.int64)  # as for `kth`: a heap with no payload
-    kept_count = 0
+    found_scores[:] = -np.inf  # the best `depth` exact scores so far, best first
+    rescored = 0
     for i in range(len(slots)):
         slot = slots[i]
         error = np.sqrt((scales[slot] ** 2 + query_scale**2) / 12)  # the code score's standard error
-        if i >= depth and code_scores[i] < top[0] - RESCORE_ERRORS * error:
+        if i >= depth and code_scores[i] < found_scores[-1] - RESCORE_ERRORS * error:
             continue  # its exact score cannot reach the best `depth`
-        kept[kept_count], exact[kept_count] = rows[slot], dot(vectors, rows[slot], query, dim)
-        if exact[kept_count] > top[0]:
-            replace_smallest(top, no_payload, exact[kept_count], 0)
-        kept_count += 1
-    _sort_descending(exact, kept, kept_count)
-    found = min(depth, kept_count)
-    found_rows[:found], found_scores[:found] = kept[:found], exact[:found]
-    return found, read, kept_count
+        score = dot(vectors, rows[slot], query, dim)
+        if score > found_scores[-1]:
+            _enter(found_scores, found_rows, score, rows[slot])
+        rescored += 1
+    return min(depth, rescored), read, rescored
 
 
 @inlined
-def _sort_descending(scores: np.ndarray, payload: np.ndarray, count: int) -> None:
-    """Sort the first `count` scores, highest first, with `payload` alongside, in place and stably: an insertion
-    sort, as a probe sorts a score for each of the few cells it rescores."""
-    for i in range(1, count):
-        score, value = scores[i], payload[i]
-        j = i - 1
-        while j >= 0 and scores[j] < score:
-            scores[j + 1], payload[j + 1] = scores[j], payload[j]
-            j -= 1
-        scores[j + 1], payload[j + 1] = score, value
+def _enter(scores: np.ndarray, payload: np.ndarray, score: np.float32, value: int) -> np.float32:
+    """Put `score`, with `value` alongside, into the descending `scores` after those equal to it, the last one
+    dropped; returns the new last one. Kept in order, the probe's candidates give both its k-th best and its last
+    at a glance, where two heaps each sifted on every entry cost more."""
+    j = len(scores) - 1
+    while j > 0 and scores[j - 1] < score:
+        scores[j], payload[j] = scores[j - 1], payload[j - 1]
+        j -= 1
+    scores[j], payload[j] = score, value
+    return scores[-1]
 
 
 ORDER_STEPS = 65_535
