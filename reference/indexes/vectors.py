@@ -128,9 +128,6 @@ class NumpyGroupIndex:
         self._end = 0
         self._abandoned = 0
         self._slot_of = np.zeros(0, dtype=np.int64)
-        self._code_bytes = dim * self.codes.itemsize + self.scales.itemsize
-        """A cell's bytes as a probe reads them (its codes and scale); a float32 vector's, as it rescores it."""
-        self._vector_bytes = dim * self.by_row.itemsize
         self._probe_vector = vector_probe_for(dim)
         """The one-vector probe's kernel, looked up once."""
 
@@ -226,11 +223,11 @@ class NumpyGroupIndex:
         """`probe` for each row of `queries` (C-contiguous float32), in one compiled call that holds no GIL."""
         if not queries.flags.writeable:  # a read-only view (`vectors_of`) would compile, and cache, another variant
             queries = queries.copy()
-        rows, scores, ends, read, rescored = probe_for(self.dim)(
+        rows, scores, ends, bytes_read = probe_for(self.dim)(
             self.codes, self.scales, self.by_row, self.rows, self.starts, self.sizes, groups, *centroids, queries,
             k, limits.depth, limits.floor, limits.budget, limits.margin,
         )  # fmt: skip
-        return ProbedMany(rows, scores, ends, self._bytes_read(len(queries) * len(groups) + read, rescored))
+        return ProbedMany(rows, scores, ends, bytes_read)
 
     def probe_vector(
         self,
@@ -240,26 +237,26 @@ class NumpyGroupIndex:
         k: int,
         limits: ProbeLimits,
         addresses: np.ndarray,
+        access: np.ndarray,
+        tallies: np.ndarray,
     ) -> Probed | None:
         """`probe` of one query vector as the caller gave it (1-D float32, C-contiguous and writeable: one
         compiled variant), made a unit vector as `validation.unit_vector` makes it, in one compiled call that holds
         no GIL (`kernels.probe.vector_probe_for`), which prefetches the objects at its hits' rows of `addresses`
-        (`CellTable.addresses`); None when the vector has no direction (nothing probed)."""
+        (`CellTable.addresses`) and counts its search: in `tallies` (`SearchCounters.tallies`) and as a read of
+        each hit's row in `access` (`CellTable.access`). None when the vector has no direction (nothing probed,
+        nothing counted)."""
         depth = limits.depth
         found_rows, found_scores = np.empty(depth, np.int64), np.empty(depth, np.float32)
-        found, read, rescored = self._probe_vector(
+        found, bytes_read = self._probe_vector(
             self.codes, self.scales, self.by_row, self.rows, self.starts, self.sizes, groups, *centroids, vector,
-            found_rows, found_scores, addresses, k, limits.floor, limits.budget, limits.margin,
+            found_rows, found_scores, addresses, access, tallies, k, limits.floor, limits.budget, limits.margin,
         )  # fmt: skip
         if found < 0:
             return None
         if found < depth:  # fewer cells than `depth` read (a full buffer, the usual case, is taken whole)
             found_rows, found_scores = found_rows[:found], found_scores[:found]
-        return Probed(found_rows, found_scores, self._bytes_read(len(groups) + read, rescored))
-
-    def _bytes_read(self, codes_read: int, rescored: int) -> int:
-        """The bytes a probe read: the codes of centroids and cells, and the float32 vectors it rescored."""
-        return codes_read * self._code_bytes + rescored * self._vector_bytes
+        return Probed(found_rows, found_scores, bytes_read)
 
     def close(self) -> None:
         self.codes, self.scales = np.zeros((0, self.dim), dtype=np.int8), np.zeros(0, dtype=np.float32)

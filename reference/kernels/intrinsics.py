@@ -1,5 +1,6 @@
 """LLVM code the compiler does not write from a loop, as numba intrinsics: the int8 dot products of a run of rows
-with one query on the CPU's own instruction for them, and prefetches of the rows a scan reads next.
+with one query on the CPU's own instruction for them, prefetches of the rows a scan reads next, and atomic adds
+for counts that threads share.
 
 VNNI (`vpdpbusd`: 32 products of an unsigned and a signed byte summed into eight int32 lanes), where the CPU has it
 and the vectors' length is a multiple of 32: the compiler widens each byte to 16 bits instead. `vpdpbusd` takes its
@@ -160,8 +161,26 @@ def _prefetch_row(typingctx: Any, matrix: Any, slot: Any) -> Any:
 prefetch_row: Any = intrinsic(_prefetch_row)
 
 
+def _atomic_add(typingctx: Any, array: Any, index: Any, amount: Any) -> Any:
+    """`(array, index, amount) -> int`: `array[index] += amount` as one atomic step (an int64 array), returning the
+    value it held before: threads that count into the same array at once, the compiled probe's without the GIL,
+    lose none of their counts."""
+    if not (isinstance(array, types.Array) and array.dtype == types.int64 and array.ndim == 1):
+        return None
+
+    def codegen(context: Any, builder: ir.IRBuilder, signature: Any, args: Any) -> ir.Value:
+        element = _row_address(context, builder, signature.args[0], args[0], args[1])
+        added = context.cast(builder, args[2], signature.args[2], types.int64)
+        return builder.atomic_rmw("add", builder.inttoptr(element, _ADDRESS.as_pointer()), added, "monotonic")
+
+    return types.int64(array, index, amount), codegen
+
+
+atomic_add: Any = intrinsic(_atomic_add)
+
+
 def _row_address(context: Any, builder: ir.IRBuilder, matrix_type: Any, matrix: ir.Value, slot: ir.Value) -> ir.Value:
-    """The address of row `slot` of a C-contiguous matrix, as an integer."""
+    """The address of row `slot` of a C-contiguous matrix (of element `slot` of a vector), as an integer."""
     array = context.make_array(matrix_type)(context, builder, matrix)
     index = _address_sized(builder, slot)
     stride = builder.extract_value(array.strides, 0)

@@ -11,7 +11,7 @@ import numpy as np
 from . import intrinsics
 from .jit import compiled, dot, inlined
 from .quantize import code_dots, code_sum, quantize_into, quantized
-from .rows import unit_into
+from .rows import count_reads, tally, unit_into
 
 RESCORE_ERRORS = 8.0
 """A cell read is rescored unless its code score lies this many standard errors of quantization below the
@@ -26,7 +26,7 @@ enough for a row to arrive before it is read, near enough that it is still cache
 
 
 @functools.cache
-def probe_for(dim: int) -> Callable[..., tuple[np.ndarray, np.ndarray, np.ndarray, int, int]]:
+def probe_for(dim: int) -> Callable[..., tuple[np.ndarray, np.ndarray, np.ndarray, int]]:
     """The budget probe of a matrix of queries, compiled for `dim`-component vectors: with the length of its dot
     products a constant, the compiler unrolls them. Compiled once per dimension and install, like the other
     kernels. Codes are multiplied by the CPU's VNNI instruction where it has one, else by `code_dots`' loop: the
@@ -51,39 +51,39 @@ def probe_for(dim: int) -> Callable[..., tuple[np.ndarray, np.ndarray, np.ndarra
         floor: int,
         budget: int,
         margin: float,
-    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, int, int]:
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
         """`_probed` for each row of `queries` (unit vectors) on its own. Returns the best `depth` cells of each
         query, best first, one query's after another's (rows and exact scores; query i's at `ends[i - 1] :
-        ends[i]`, from 0 for the first), `ends`, and the number of cells read and the number rescored over all
-        queries."""
+        ends[i]`, from 0 for the first), `ends`, and the bytes read for all of them."""
         count = len(queries)
         found_rows = np.empty(count * depth, np.int64)
         found_scores = np.empty(count * depth, np.float32)
         ends = np.empty(count, np.int64)
-        total = cells_read = cells_rescored = 0
+        total = bytes_read = 0
         all_query_codes, query_scales = quantized(queries)
         for q in range(count):
-            found, read, rescored = _probed(
+            found, read = _probed(
                 codes, scales, vectors, rows, starts, sizes, groups, centroid_codes, centroid_scales,
                 queries[q], all_query_codes[q], query_scales[q], k, floor, budget, margin,
                 found_rows[total : total + depth], found_scores[total : total + depth], dim, flipped,
             )  # fmt: skip
             total += found
             ends[q] = total
-            cells_read += read
-            cells_rescored += rescored
-        return found_rows[:total], found_scores[:total], ends, cells_read, cells_rescored
+            bytes_read += read
+        return found_rows[:total], found_scores[:total], ends, bytes_read
 
     return probe
 
 
 @functools.cache
-def vector_probe_for(dim: int) -> Callable[..., tuple[int, int, int]]:
+def vector_probe_for(dim: int) -> Callable[..., tuple[int, int]]:
     """The budget probe of one query vector as given (`probe_for`'s, for a search of one vector): made a unit
     vector (`rows.unit_into`), probed, and its best cells written into buffers the caller made, so that one
-    compiled call takes a search from the vector to its rows and scores, and returns no array. The objects its hits
-    will be made of are prefetched before it returns (`CellTable.addresses`): they lie all over Python's heap, out
-    of the caches after the scan."""
+    compiled call takes a search from the vector to its rows and scores, and returns no array. It counts its own
+    search, by atomic adds and without the GIL (`rows.tally`, `rows.count_reads`): counted from Python after the
+    scan, the objects the counts live in are out of the caches. The objects its hits will be made of are
+    prefetched before it returns (`CellTable.addresses`): they lie all over Python's heap, out of the caches after
+    the scan too."""
     flipped = intrinsics.vnni_usable(dim)
 
     @compiled
@@ -101,28 +101,33 @@ def vector_probe_for(dim: int) -> Callable[..., tuple[int, int, int]]:
         found_rows: np.ndarray,
         found_scores: np.ndarray,
         addresses: np.ndarray,
+        access: np.ndarray,
+        tallies: np.ndarray,
         k: int,
         floor: int,
         budget: int,
         margin: float,
-    ) -> tuple[int, int, int]:
+    ) -> tuple[int, int]:
         """`_probed` for `vector` at unit length, its best `len(found_rows)` cells written into `found_rows` and
-        `found_scores`, best first, and the addresses in their rows of `addresses` prefetched. Returns how many it
-        wrote (-1, and nothing probed, when `vector` has no direction: NaN, infinite or zero), the cells read and
-        the cells rescored."""
+        `found_scores`, best first, and the addresses in their rows of `addresses` prefetched; counted as one
+        search, not flat, in `tallies` (`rows.tally`) and as a read of each cell found in `access`. Returns how
+        many it wrote (-1, and nothing probed or counted, when `vector` has no direction: NaN, infinite or zero)
+        and the bytes read."""
         query = np.empty(dim, np.float32)
         if not unit_into(vector, query):
-            return -1, 0, 0
+            return -1, 0
         query_codes, query_scale = np.empty(dim, np.int8), np.empty(1, np.float32)
         quantize_into(query, query_codes, query_scale, 0)
-        found, read, rescored = _probed(
+        found, read = _probed(
             codes, scales, vectors, rows, starts, sizes, groups, centroid_codes, centroid_scales,
             query, query_codes, query_scale[0], k, floor, budget, margin, found_rows, found_scores, dim, flipped,
         )  # fmt: skip
         for i in range(found):
             for address in addresses[found_rows[i]]:
                 intrinsics.prefetch_address(address)
-        return found, read, rescored
+        count_reads(access, found_rows[:found])
+        tally(tallies, 1, 0, read)
+        return found, read
 
     return probe_vector
 
@@ -149,7 +154,7 @@ def _probed(
     found_scores: np.ndarray,
     dim: int,
     flipped: bool,
-) -> tuple[int, int, int]:
+) -> tuple[int, int]:
     """Budget probing over the arena's codes for one unit `query` (quantized as `query_codes` and
     `query_scale`). `groups[i]` has its centroid quantized as `centroid_codes[i]` and `centroid_scales[i]`;
     groups are read in the order of their centroids' code scores until `budget` cells are read, and once `floor`
@@ -159,8 +164,9 @@ def _probed(
     `found_rows`) are kept in order as they come (`_enter`); these are scored again exactly, from their float32
     `vectors` (by row), in the order of their code scores, but for those that `RESCORE_ERRORS` rules out; each
     cell's codes are prefetched `AHEAD` cells before they are read (`quantize.code_dots`). Writes the best `depth`
-    of those, best first, into `found_rows` and `found_scores` (rows and exact scores); returns how many, the
-    cells read and the cells rescored. Inlined into the kernels of `dim` (a constant there, as `flipped` is:
+    of those, best first, into `found_rows` and `found_scores` (rows and exact scores); returns how many, and the
+    bytes read: the codes (and scales) of the centroids and of the cells read, and the float32 vectors rescored.
+    Inlined into the kernels of `dim` (a constant there, as `flipped` is:
     `code_dots` then unrolls)."""
     depth = len(found_rows)
     candidates = depth + k
@@ -209,7 +215,8 @@ def _probed(
         if score > found_scores[-1]:
             _enter(found_scores, found_rows, score, rows[slot])
         rescored += 1
-    return min(depth, rescored), read, rescored
+    code_bytes = dim * codes.itemsize + scales.itemsize
+    return min(depth, rescored), (len(groups) + read) * code_bytes + rescored * dim * vectors.itemsize
 
 
 @inlined
@@ -222,7 +229,8 @@ def _enter(scores: np.ndarray, payload: np.ndarray, score: np.float32, value: in
         scores[j], payload[j] = scores[j - 1], payload[j - 1]
         j -= 1
     scores[j], payload[j] = score, value
-    return scores[-1]
+    last: np.float32 = scores[-1]
+    return last
 
 
 ORDER_STEPS = 65_535

@@ -1,9 +1,10 @@
-"""Per-call row work a search does from Python: a query's check and normalisation, and its hits' access counts."""
+"""Per-call row work of a search: a query's check and normalisation, its hits' access counts and its tallies."""
 
 from __future__ import annotations
 
 import numpy as np
 
+from . import intrinsics
 from .jit import brief, brief_strict, strict
 
 
@@ -34,7 +35,20 @@ def unit_into(vector: np.ndarray, unit: np.ndarray) -> bool:
 
 @brief
 def count_reads(access: np.ndarray, rows: np.ndarray) -> None:
-    """`access[row] += 1` for each of `rows`, in place (cheaper than NumPy's indexed increment for a
-    search's few rows)."""
+    """`access[row] += 1` for each of `rows`, in place and atomically: searches count into `access` at once, the
+    compiled probe's without the GIL (cheaper than NumPy's indexed increment for a search's few rows)."""
     for row in rows:
-        access[row] += 1
+        intrinsics.atomic_add(access, row, 1)
+
+
+SEARCHES, FLAT, BYTES_READ = range(3)
+"""The positions of a memory's search tallies (`SearchCounters.tallies`)."""
+
+
+@brief
+def tally(tallies: np.ndarray, searches: int, flat: int, bytes_read: int) -> None:
+    """Add to the `SEARCHES`, `FLAT` and `BYTES_READ` tallies, each atomically: searches count at once, the
+    compiled probe's without the GIL."""
+    intrinsics.atomic_add(tallies, SEARCHES, searches)
+    intrinsics.atomic_add(tallies, FLAT, flat)
+    intrinsics.atomic_add(tallies, BYTES_READ, bytes_read)

@@ -188,24 +188,24 @@ class SearchPipeline:
         ]
 
     def probed(self, state: EngineState, vector: np.ndarray, k: int) -> Probed | None:
-        """`ranked` in similarity mode for one query vector over every scope, its reads noted in the access counts
-        (call under the state's read lock), when the compiled probe's route answers it: one compiled call from the
-        vector as the caller gave it (1-D float32, C-contiguous, writeable: `NumpyGroupIndex.probe_vector`) to its
-        candidates. None when it does not (another route, an empty memory, a vector with no direction): `answered`
-        then answers, with the checks it makes."""
+        """`ranked` in similarity mode for one query vector over every scope, counted as a search and its reads in
+        the access counts (call under the state's read lock), when the compiled probe's route answers it: one
+        compiled call from the vector as the caller gave it (1-D float32, C-contiguous, writeable:
+        `NumpyGroupIndex.probe_vector`) to its candidates, which also counts them. None when it does not (another
+        route, an empty memory, a vector with no direction): `answered` then answers, with the checks it makes."""
         if not len(state.table):
             return None
         route = self._route(state, k, k, None)
         if route.centroid_codes is None:
             return None
         assert isinstance(state.index, NumpyGroupIndex)
+        table = state.table
         found = state.index.probe_vector(
-            route.groups, route.centroid_codes, vector, k, route.limits, state.table.addresses
-        )
-        if found is None:
-            return None
-        state.counters.count(flat=False, bytes_read=found.bytes_read)
-        state.note_access(found.rows)
+            route.groups, route.centroid_codes, vector, k, route.limits, table.addresses, table.access,
+            state.counters.tallies,
+        )  # fmt: skip
+        if found is not None and state.store.persistent:
+            state.mark_accessed(found.rows)
         return found
 
     def run(

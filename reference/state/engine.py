@@ -28,7 +28,7 @@ from ..indexes.lexical import LexicalIndex
 from ..indexes.vectors import GroupIndex
 from ..judges.base import Conflict
 from ..kernels.grouping import centroids_from_sums
-from ..kernels.rows import count_reads
+from ..kernels.rows import BYTES_READ, FLAT, SEARCHES, count_reads, tally
 from ..store import CellStore
 from .calibration import ProbeSetting
 
@@ -56,24 +56,30 @@ class _Reading:
 
 
 class SearchCounters:
-    """How many searches ran, how many of them read every cell, and the vector bytes they read (thread-safe)."""
+    """How many searches ran, how many of them read every cell, and the vector bytes they read: `tallies`, added to
+    atomically (`kernels.rows.tally`), so that the compiled probe counts its own search without a lock."""
 
     def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self.searches = 0
-        self.flat = 0
-        self.bytes_read = 0
+        self.tallies = np.zeros(3, dtype=np.int64)
 
     def count(self, *, flat: bool, searches: int = 1, bytes_read: int = 0) -> None:
-        """Count `searches` searches, all of them flat or none, and the vector bytes they read (one lock)."""
-        with self._lock:
-            self.searches += searches
-            self.flat += flat * searches
-            self.bytes_read += bytes_read
+        """Count `searches` searches, all of them flat or none, and the vector bytes they read."""
+        tally(self.tallies, searches, flat * searches, bytes_read)
 
     def read(self, bytes_read: int) -> None:
-        with self._lock:
-            self.bytes_read += bytes_read
+        tally(self.tallies, 0, 0, bytes_read)
+
+    @property
+    def searches(self) -> int:
+        return int(self.tallies[SEARCHES])
+
+    @property
+    def flat(self) -> int:
+        return int(self.tallies[FLAT])
+
+    @property
+    def bytes_read(self) -> int:
+        return int(self.tallies[BYTES_READ])
 
 
 class EngineState:
@@ -115,8 +121,9 @@ class EngineState:
         self.counters = SearchCounters()
         self.lock = ReadWriteLock()
         self._reading = _Reading(self)
-        self.access_lock = threading.Lock()
-        """Searches run in parallel under the read lock; access counts are bumped under this one."""
+        self._reads_lock = threading.Lock()
+        """Searches run in parallel under the read lock; they note the cells they read for the next flush under
+        this one (their access counts are atomic adds)."""
         self._refine_start: dict[int, int] = {}
         self._dirty: set[int] = set()
         self._touched: dict[int, set[int]] = {}
@@ -509,9 +516,15 @@ class EngineState:
 
     def note_access(self, rows: np.ndarray) -> None:
         """Count a read of these cells (persisted at the next flush)."""
-        with self.access_lock:
-            count_reads(self.table.access, rows)
-            self._mark_dirty(rows)
+        count_reads(self.table.access, rows)
+        if self.store.persistent:
+            self.mark_accessed(rows)
+
+    def mark_accessed(self, rows: np.ndarray) -> None:
+        """Note cells whose reads were counted (by `note_access`, or by the compiled probe itself) for the next
+        flush (call under the read lock, with a persistent store: a memory without one keeps no list)."""
+        with self._reads_lock:
+            self._dirty.update(rows.tolist())
 
     def rows_of(self, ids: Sequence[str]) -> np.ndarray:
         missing = [i for i in ids if i not in self.table.row_of]

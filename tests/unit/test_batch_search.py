@@ -13,7 +13,6 @@ from reference import CellularMemory
 from reference.encoders import MockEncoder
 from reference.indexes.vectors import NumpyGroupIndex, ProbeLimits
 from reference.kernels.quantize import quantized
-from reference.state.engine import SearchCounters
 
 DIM = 64
 CELLS = 3000  # enough that the compiled probe answers, not a flat search
@@ -123,11 +122,3 @@ def test_batches_from_two_threads_find_what_one_thread_finds(twins, data):
         thread.join()
     assert all(each == expected for i in range(2) for each in found[i])
     assert batched._state.table.access.sum() == 10 * single._state.table.access.sum()  # no read lost
-
-
-def test_counters_count_many_searches_and_their_bytes_at_once():
-    counters = SearchCounters()
-    counters.count(flat=False, searches=3, bytes_read=1200)
-    counters.count(flat=True)
-    counters.read(5)
-    assert (counters.searches, counters.flat, counters.bytes_read) == (4, 1, 1205)

@@ -5,6 +5,8 @@ k past the cells; the vectors it does not take, and the bad ones, go the general
 
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 import pytest
 
@@ -15,6 +17,7 @@ from reference.common.validation import unit_vector
 from reference.encoders import MockEncoder
 from reference.indexes.vectors import NumpyGroupIndex, Probed, ProbeLimits
 from reference.search.queries import hit_list, hits_of
+from tests.threads import run_concurrently
 
 DIM = 64
 CELLS = 3000  # enough that the compiled probe answers, not a flat search
@@ -132,10 +135,16 @@ def probed_alone(mem: CellularMemory, query: np.ndarray, k: int, limits: ProbeLi
     assert route.centroid_codes is not None and isinstance(state.index, NumpyGroupIndex)
     vector = np.asarray(query, np.float32)
     found = state.index.probe_vector(
-        route.groups, route.centroid_codes, vector, k, limits or route.limits, state.table.addresses
-    )
+        route.groups, route.centroid_codes, vector, k, limits or route.limits, *counted_in(state)
+    )  # fmt: skip
     assert found is not None
     return found
+
+
+def counted_in(state) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The arrays the one-vector probe takes after its limits: the table's addresses and access counts, and the
+    search tallies."""
+    return state.table.addresses, state.table.access, state.counters.tallies
 
 
 @pytest.mark.parametrize("short", [False, True])
@@ -179,8 +188,52 @@ def test_the_probe_finds_the_same_whatever_addresses_it_prefetches(twins, data):
     for query in queries(data):
         vector = np.asarray(query, np.float32)
         found = [
-            state.index.probe_vector(route.groups, route.centroid_codes, vector, 10, route.limits, addresses)
+            state.index.probe_vector(
+                route.groups, route.centroid_codes, vector, 10, route.limits, addresses, *counted_in(state)[1:]
+            )
             for addresses in (state.table.addresses, np.zeros((size, 2), np.int64), wild)
         ]
         assert all(f is not None for f in found)
         assert all(np.array_equal(f.rows, found[0].rows) and np.array_equal(f.scores, found[0].scores) for f in found)
+
+
+def test_searches_at_once_lose_no_count(twins, data):
+    """Two threads search the same vector at once, their probes counting without the GIL (and a batch search's
+    reads counted from Python meanwhile): every search, byte and read of a cell is counted."""
+    fast, _ = twins
+    vector = np.asarray(data.queries[0], np.float32)
+    hits = fast.search(vector, k=10)
+    rows = fast._state.rows_of([hit.id for hit in hits])
+    before = observed(fast)
+    rounds, start = 2000, threading.Barrier(3)
+
+    def searching() -> None:
+        start.wait()
+        for _ in range(rounds):
+            fast.search(vector, k=10)
+
+    def batching() -> None:
+        start.wait()
+        for _ in range(rounds // 10):
+            fast.search_batch([vector] * 10, k=10)
+
+    assert not run_concurrently(searching, searching, batching)
+    access, searches, flat, bytes_read = observed(fast)
+    added = np.asarray(access) - np.asarray(before[0])
+    assert added[rows].tolist() == [3 * rounds] * 10 and added.sum() == 3 * rounds * 10
+    assert (searches - before[1], flat - before[2]) == (3 * rounds, 0)
+    assert bytes_read - before[3] == 3 * rounds * (before[3] // before[1])  # every search reads the same bytes
+
+
+def test_a_stored_memory_keeps_the_reads_the_probe_counted(tmp_path, data):
+    """With a store, the cells the compiled probe counted are listed for the flush: reopened, their counts hold."""
+    vector = np.asarray(data.queries[0], np.float32)
+    with CellularMemory(path=str(tmp_path), encoder=MockEncoder(DIM)) as mem:
+        mem.add([f"note {i}" for i in range(CELLS)], vectors=data.vectors, ids=[str(i) for i in range(CELLS)])
+        with mem._state.reading():
+            assert mem._search.probed(mem._state, vector, 10) is not None  # the compiled probe answers
+        hits = [hit.id for _ in range(3) for hit in mem.search(vector, k=10)]
+        counted = {i: mem.get(i).access_count for i in set(hits)}
+    assert set(counted.values()) == {4}  # three searches, and the probe's own above
+    with CellularMemory(path=str(tmp_path), encoder=MockEncoder(DIM)) as mem:
+        assert {i: mem.get(i).access_count for i in counted} == counted
