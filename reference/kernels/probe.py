@@ -251,12 +251,15 @@ def descending(scores: np.ndarray, sizes: np.ndarray, budget: int) -> np.ndarray
     count = len(scores)
     if count == 0:
         return np.arange(0)
-    low, high = scores.min(), scores.max()
+    low = high = scores[0]
+    for i in range(count):  # one pass, which vectorises (NumPy's `min` and `max` are two, testing for NaN)
+        low, high = min(low, scores[i]), max(high, scores[i])
     per_step = ORDER_STEPS / (high - low) if high > low else 0.0
     keys = np.empty(count, np.int64)
-    held = np.zeros(256, np.int64)  # the cells of the positions by their key's high digit
-    for i in range(count):  # highest first: the largest score gets key 0
+    for i in range(count):  # highest first: the largest score gets key 0 (a loop of its own, which vectorises)
         keys[i] = ORDER_STEPS - min(ORDER_STEPS, int((scores[i] - low) * per_step))
+    held = np.zeros(256, np.int64)  # the cells of the positions by their key's high digit
+    for i in range(count):
         held[(keys[i] >> 8) & 255] += sizes[i]  # masked as the radix sort's digits: no key reaches past `held`
     last, reached = 0, held[0]
     while reached < budget and last < 255:
