@@ -9,7 +9,9 @@ first; each filling of a row has a stamp of its own, so a plan that read a row c
 from __future__ import annotations
 
 import copy
+import ctypes
 import os
+import sys
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -18,6 +20,15 @@ from typing import Any
 import numpy as np
 
 from .turns import asks, speaker_word
+
+LIST_ITEMS_AT = (
+    3 * ctypes.sizeof(ctypes.c_void_p)
+    if sys.implementation.name == "cpython" and not hasattr(sys, "gettotalrefcount")
+    else None
+)
+"""Where a CPython list holds the address of its item array (`ob_item`, after a reference count, a type and a
+length); None where that layout is not known (another Python, a debug build): its lists' items are then not
+prefetched."""
 
 NO_METADATA: MappingProxyType[str, Any] = MappingProxyType({})
 """The metadata of every row written without any: one read-only empty mapping, not an empty dict per cell
@@ -162,6 +173,9 @@ class CellTable:
         """Where each row's id and text lie in memory (`id`, an address in CPython): a search asks for their cache
         lines when its probe knows its hits, so that they arrive while its Python goes on to build them (a number
         that is no address costs nothing: a prefetch never faults)."""
+        self.item_arrays = np.zeros(3, dtype=np.int64)
+        """Where the item arrays of `ids`, `texts` and `metadata` lie (`items_address`), kept as the lists grow: a
+        search asks for its hits' items in them too, which lie a long way apart in a large memory."""
 
     def __len__(self) -> int:
         return len(self.row_of)
@@ -211,6 +225,7 @@ class CellTable:
         self.texts.extend(batch.texts[reused:])
         self.kinds.extend(batch.kinds[reused:])
         self.metadata.extend(metadata[reused:])
+        self.item_arrays[:] = [items_address(column) for column in (self.ids, self.texts, self.metadata)]
         self.addresses[rows, 0] = np.fromiter(map(id, batch.ids), np.int64, count)
         self.addresses[rows, 1] = np.fromiter(map(id, batch.texts), np.int64, count)
         self.conflicts.update((listed[i], list(notes)) for i, notes in enumerate(batch.conflicts) if notes)
@@ -253,10 +268,14 @@ class CellTable:
         return np.flatnonzero(self.alive[: self._size])
 
     def address_problems(self, rows: np.ndarray) -> list[str]:
-        """A message when a row's recorded `addresses` are not those of its id and text."""
+        """A message when a row's recorded `addresses` are not those of its id and text, and when `item_arrays`
+        are not where the lists' items lie."""
+        problems = []
         if self.addresses[rows].tolist() != [[id(self.ids[row]), id(self.texts[row])] for row in rows.tolist()]:
-            return ["a cell's id or text lies elsewhere than its recorded address"]
-        return []
+            problems.append("a cell's id or text lies elsewhere than its recorded address")
+        if self.item_arrays.tolist() != [items_address(column) for column in (self.ids, self.texts, self.metadata)]:
+            problems.append("the lists' items lie elsewhere than their recorded addresses")
+        return problems
 
     def turn_form_problems(self, rows: np.ndarray) -> list[str]:
         """A message for each turn-form column that disagrees with these rows' texts or metadata."""
@@ -306,6 +325,14 @@ class CellTable:
         self.scope = grown(self.scope, new_capacity)
         self.stamp = grown(self.stamp, new_capacity)
         self.addresses = grown(self.addresses, new_capacity)
+
+
+def items_address(values: list[Any]) -> int:
+    """The address of a list's item array (`LIST_ITEMS_AT`; 0 for an empty list, or where the layout is not
+    known)."""
+    if LIST_ITEMS_AT is None:
+        return 0
+    return ctypes.c_void_p.from_address(id(values) + LIST_ITEMS_AT).value or 0
 
 
 def superseded(conflicts: Sequence[ConflictNote]) -> bool:

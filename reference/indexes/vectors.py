@@ -237,20 +237,23 @@ class NumpyGroupIndex:
         k: int,
         limits: ProbeLimits,
         addresses: np.ndarray,
+        item_arrays: np.ndarray,
         access: np.ndarray,
         tallies: np.ndarray,
     ) -> Probed | None:
         """`probe` of one query vector as the caller gave it (1-D float32, C-contiguous and writeable: one
         compiled variant), made a unit vector as `validation.unit_vector` makes it, in one compiled call that holds
         no GIL (`kernels.probe.vector_probe_for`), which prefetches the objects at its hits' rows of `addresses`
-        (`CellTable.addresses`) and counts its search: in `tallies` (`SearchCounters.tallies`) and as a read of
+        (`CellTable.addresses`) and their items in the lists at `item_arrays` (`CellTable.item_arrays`), and
+        counts its search: in `tallies` (`SearchCounters.tallies`) and as a read of
         each hit's row in `access` (`CellTable.access`). None when the vector has no direction (nothing probed,
         nothing counted)."""
         depth = limits.depth
         found_rows, found_scores = np.empty(depth, np.int64), np.empty(depth, np.float32)
         found, bytes_read = self._probe_vector(
             self.codes, self.scales, self.by_row, self.rows, self.starts, self.sizes, groups, *centroids, vector,
-            found_rows, found_scores, addresses, access, tallies, k, limits.floor, limits.budget, limits.margin,
+            found_rows, found_scores, addresses, item_arrays, access, tallies, k, limits.floor, limits.budget,
+            limits.margin,
         )  # fmt: skip
         if found < 0:
             return None

@@ -20,6 +20,9 @@ rounding), so this many of them is a wide margin over the largest error real tex
 cannot reach the best `depth`."""
 
 
+ITEM = 8
+"""Bytes of an item in a list's item array (a 64-bit address)."""
+
 AHEAD = 16
 """Cells a probe's prefetch runs ahead of its reads, in its order of reading (`quantize.code_dots`): far
 enough for a row to arrive before it is read, near enough that it is still cached when it is."""
@@ -81,9 +84,9 @@ def vector_probe_for(dim: int) -> Callable[..., tuple[int, int]]:
     vector (`rows.unit_into`), probed, and its best cells written into buffers the caller made, so that one
     compiled call takes a search from the vector to its rows and scores, and returns no array. It counts its own
     search, by atomic adds and without the GIL (`rows.tally`, `rows.count_reads`): counted from Python after the
-    scan, the objects the counts live in are out of the caches. The objects its hits will be made of are
-    prefetched before it returns (`CellTable.addresses`): they lie all over Python's heap, out of the caches after
-    the scan too."""
+    scan, the objects the counts live in are out of the caches. The objects its hits will be made of, and their
+    items in the table's lists, are prefetched before it returns (`CellTable.addresses`, `CellTable.item_arrays`):
+    they lie all over Python's heap, out of the caches after the scan too."""
     flipped = intrinsics.vnni_usable(dim)
 
     @compiled
@@ -101,6 +104,7 @@ def vector_probe_for(dim: int) -> Callable[..., tuple[int, int]]:
         found_rows: np.ndarray,
         found_scores: np.ndarray,
         addresses: np.ndarray,
+        item_arrays: np.ndarray,
         access: np.ndarray,
         tallies: np.ndarray,
         k: int,
@@ -109,7 +113,8 @@ def vector_probe_for(dim: int) -> Callable[..., tuple[int, int]]:
         margin: float,
     ) -> tuple[int, int]:
         """`_probed` for `vector` at unit length, its best `len(found_rows)` cells written into `found_rows` and
-        `found_scores`, best first, and the addresses in their rows of `addresses` prefetched; counted as one
+        `found_scores`, best first, and the addresses in their rows of `addresses` prefetched, as are their items
+        in the lists whose item arrays lie at `item_arrays`; counted as one
         search, not flat, in `tallies` (`rows.tally`) and as a read of each cell found in `access`. Returns how
         many it wrote (-1, and nothing probed or counted, when `vector` has no direction: NaN, infinite or zero)
         and the bytes read."""
@@ -125,6 +130,8 @@ def vector_probe_for(dim: int) -> Callable[..., tuple[int, int]]:
         for i in range(found):
             for address in addresses[found_rows[i]]:
                 intrinsics.prefetch_address(address)
+            for items in item_arrays:
+                intrinsics.prefetch_address(items + ITEM * found_rows[i])
         count_reads(access, found_rows[:found])
         tally(tallies, 1, 0, read)
         return found, read

@@ -201,8 +201,8 @@ class SearchPipeline:
         assert isinstance(state.index, NumpyGroupIndex)
         table = state.table
         found = state.index.probe_vector(
-            route.groups, route.centroid_codes, vector, k, route.limits, table.addresses, table.access,
-            state.counters.tallies,
+            route.groups, route.centroid_codes, vector, k, route.limits, table.addresses, table.item_arrays,
+            table.access, state.counters.tallies,
         )  # fmt: skip
         if found is not None and state.store.persistent:
             state.mark_accessed(found.rows)

@@ -1,12 +1,15 @@
-"""`CellTable.addresses`: each row's id and text objects where they lie, through new rows, released rows filled
-again and a table grown past its capacity; a row whose addresses went stale is named (`check_invariants`)."""
+"""`CellTable.addresses`: each row's id and text objects where they lie, and `CellTable.item_arrays`, where the
+lists' items lie, through new rows, released rows filled again and a table grown past its capacity; a stale address
+is named (`check_invariants`)."""
 
 from __future__ import annotations
+
+import ctypes
 
 import numpy as np
 
 from reference import CellularMemory
-from reference.cells.table import CellBatch, CellTable
+from reference.cells.table import LIST_ITEMS_AT, CellBatch, CellTable
 from reference.encoders import MockEncoder
 
 
@@ -31,9 +34,22 @@ def batch(ids: list[str]) -> CellBatch:
 
 def recorded(table: CellTable) -> bool:
     rows = np.arange(table.size)
-    return table.address_problems(rows) == [] and table.addresses[: table.size].tolist() == [
-        [id(table.ids[row]), id(table.texts[row])] for row in range(table.size)
-    ]
+    return (
+        table.address_problems(rows) == []
+        and table.addresses[: table.size].tolist() == [[id(table.ids[row]), id(table.texts[row])] for row in rows]
+        and all(items_hold(base, column) for base, column in zip(table.item_arrays.tolist(), listed(table)))
+    )
+
+
+def listed(table: CellTable) -> list[list]:
+    return [table.ids, table.texts, table.metadata]
+
+
+def items_hold(base: int, column: list) -> bool:
+    """Whether the item array at `base` holds the addresses of `column`'s objects (read back from memory)."""
+    if LIST_ITEMS_AT is None:
+        return base == 0
+    return [ctypes.c_void_p.from_address(base + 8 * i).value for i in range(len(column))] == list(map(id, column))
 
 
 def test_the_addresses_follow_rows_written_released_refilled_and_grown():
@@ -54,6 +70,9 @@ def test_a_stale_address_is_named():
     rows = table.append(batch([f"a{i}" for i in range(5)]))
     table.addresses[3, 1] += 64
     assert table.address_problems(rows) == ["a cell's id or text lies elsewhere than its recorded address"]
+    table.addresses[3, 1] -= 64
+    table.item_arrays[1] += 8
+    assert table.address_problems(rows) == ["the lists' items lie elsewhere than their recorded addresses"]
 
 
 def test_a_memory_checks_its_addresses():

@@ -141,10 +141,10 @@ def probed_alone(mem: CellularMemory, query: np.ndarray, k: int, limits: ProbeLi
     return found
 
 
-def counted_in(state) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The arrays the one-vector probe takes after its limits: the table's addresses and access counts, and the
-    search tallies."""
-    return state.table.addresses, state.table.access, state.counters.tallies
+def counted_in(state) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The arrays the one-vector probe takes after its limits: the table's addresses, its lists' item arrays and
+    its access counts, and the search tallies."""
+    return state.table.addresses, state.table.item_arrays, state.table.access, state.counters.tallies
 
 
 @pytest.mark.parametrize("short", [False, True])
@@ -177,21 +177,26 @@ def test_the_hits_of_several_queries_are_each_querys_hit_list(twins, data):
 
 
 def test_the_probe_finds_the_same_whatever_addresses_it_prefetches(twins, data):
-    """The addresses the probe prefetches its hits' objects at change nothing it finds: null, wild and unmapped ones
-    neither fault nor change a row or a score."""
+    """The addresses the probe prefetches its hits' objects and list items at change nothing it finds: null, wild
+    and unmapped ones neither fault nor change a row or a score."""
     fast, _ = twins
     state = fast._state
     route = fast._search._route(state, 10, 10, None)
     assert route.centroid_codes is not None and isinstance(state.index, NumpyGroupIndex)
     size = len(state.table.addresses)
-    wild = np.random.default_rng(3).integers(np.iinfo(np.int64).min, np.iinfo(np.int64).max, (size, 2))
+    wild = np.random.default_rng(3).integers(np.iinfo(np.int64).min, np.iinfo(np.int64).max, (size + 1, 2))
+    prefetched = [
+        (state.table.addresses, state.table.item_arrays),
+        (np.zeros((size, 2), np.int64), np.zeros(3, np.int64)),
+        (wild[:size], np.concatenate([wild[size], wild[size, :1]])),
+    ]
     for query in queries(data):
         vector = np.asarray(query, np.float32)
         found = [
             state.index.probe_vector(
-                route.groups, route.centroid_codes, vector, 10, route.limits, addresses, *counted_in(state)[1:]
+                route.groups, route.centroid_codes, vector, 10, route.limits, *addresses, *counted_in(state)[2:]
             )
-            for addresses in (state.table.addresses, np.zeros((size, 2), np.int64), wild)
+            for addresses in prefetched
         ]
         assert all(f is not None for f in found)
         assert all(np.array_equal(f.rows, found[0].rows) and np.array_equal(f.scores, found[0].scores) for f in found)
