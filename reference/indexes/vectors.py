@@ -9,6 +9,7 @@ the NumPy index holds the memory's only copy of the vectors, the Chroma index re
 
 from __future__ import annotations
 
+import functools
 import threading
 import uuid
 from collections import OrderedDict
@@ -96,6 +97,12 @@ class ProbeLimits(NamedTuple):
     floor: int
     budget: int
     margin: float
+
+
+VectorProbe = Callable[[np.ndarray, np.ndarray, np.ndarray, int, int, int, float], tuple[int, int]]
+"""A one-vector probe with its memory's arrays bound (`NumpyGroupIndex.vector_probe`): given a query vector, the
+buffers for its rows and scores, k, and the limits' floor, budget and margin; returns how many cells it wrote (-1:
+a vector with no direction) and the bytes it read."""
 
 
 class NumpyGroupIndex:
@@ -229,37 +236,24 @@ class NumpyGroupIndex:
         )  # fmt: skip
         return ProbedMany(rows, scores, ends, bytes_read)
 
-    def probe_vector(
+    def vector_probe(
         self,
         groups: np.ndarray,
         centroids: tuple[np.ndarray, np.ndarray],
-        vector: np.ndarray,
-        k: int,
-        limits: ProbeLimits,
         addresses: np.ndarray,
         item_arrays: np.ndarray,
         access: np.ndarray,
         tallies: np.ndarray,
-    ) -> Probed | None:
-        """`probe` of one query vector as the caller gave it (1-D float32, C-contiguous and writeable: one
-        compiled variant), made a unit vector as `validation.unit_vector` makes it, in one compiled call that holds
-        no GIL (`kernels.probe.vector_probe_for`), which prefetches the objects at its hits' rows of `addresses`
-        (`CellTable.addresses`) and their items in the lists at `item_arrays` (`CellTable.item_arrays`), and
-        counts its search: in `tallies` (`SearchCounters.tallies`) and as a read of
-        each hit's row in `access` (`CellTable.access`). None when the vector has no direction (nothing probed,
-        nothing counted)."""
-        depth = limits.depth
-        found_rows, found_scores = np.empty(depth, np.int64), np.empty(depth, np.float32)
-        found, bytes_read = self._probe_vector(
-            self.codes, self.scales, self.by_row, self.rows, self.starts, self.sizes, groups, *centroids, vector,
-            found_rows, found_scores, addresses, item_arrays, access, tallies, k, limits.floor, limits.budget,
-            limits.margin,
+    ) -> VectorProbe:
+        """The one-vector probe over `groups` (`kernels.probe.vector_probe_for`), with this index's arrays, the
+        groups' quantized centroids and the arrays it prefetches and counts into bound: the table's `addresses`,
+        `item_arrays` and `access`, and the search `tallies` (`SearchCounters.tallies`). Valid until the memory
+        changes (a write may move any of them), so made once a route: a search then passes only its own
+        arguments (`probe_vector`)."""
+        return functools.partial(
+            self._probe_vector, self.codes, self.scales, self.by_row, self.rows, self.starts, self.sizes, groups,
+            *centroids, addresses, item_arrays, access, tallies,
         )  # fmt: skip
-        if found < 0:
-            return None
-        if found < depth:  # fewer cells than `depth` read (a full buffer, the usual case, is taken whole)
-            found_rows, found_scores = found_rows[:found], found_scores[:found]
-        return Probed(found_rows, found_scores, bytes_read)
 
     def close(self) -> None:
         self.codes, self.scales = np.zeros((0, self.dim), dtype=np.int8), np.zeros(0, dtype=np.float32)
@@ -304,6 +298,21 @@ class NumpyGroupIndex:
             self.codes, self.scales, self.rows, self.starts, self.sizes, groups, at, codes, scales, rows, self._slot_of
         )
         self.starts[groups] = at
+
+
+def probe_vector(probe: VectorProbe, vector: np.ndarray, k: int, limits: ProbeLimits) -> Probed | None:
+    """`NumpyGroupIndex.probe` of one query vector as the caller gave it (1-D float32, C-contiguous and writeable: one
+    compiled variant) by a bound one-vector probe (`NumpyGroupIndex.vector_probe`): made a unit vector as
+    `validation.unit_vector` makes it, in one compiled call that holds no GIL, which prefetches its hits' objects and
+    list items and counts its search. None when the vector has no direction (nothing probed, nothing counted)."""
+    depth = limits.depth
+    found_rows, found_scores = np.empty(depth, np.int64), np.empty(depth, np.float32)
+    found, bytes_read = probe(vector, found_rows, found_scores, k, limits.floor, limits.budget, limits.margin)
+    if found < 0:
+        return None
+    if found < depth:  # fewer cells than `depth` read (a full buffer, the usual case, is taken whole)
+        found_rows, found_scores = found_rows[:found], found_scores[:found]
+    return Probed(found_rows, found_scores, bytes_read)
 
 
 def chroma_capacity() -> int:

@@ -82,7 +82,9 @@ def probe_for(dim: int) -> Callable[..., tuple[np.ndarray, np.ndarray, np.ndarra
 def vector_probe_for(dim: int) -> Callable[..., tuple[int, int]]:
     """The budget probe of one query vector as given (`probe_for`'s, for a search of one vector): made a unit
     vector (`rows.unit_into`), probed, and its best cells written into buffers the caller made, so that one
-    compiled call takes a search from the vector to its rows and scores, and returns no array. It counts its own
+    compiled call takes a search from the vector to its rows and scores, and returns no array. Its arguments up to
+    `vector` stay the same from search to search until the memory changes (`NumpyGroupIndex.vector_probe` binds
+    them once). It counts its own
     search, by atomic adds and without the GIL (`rows.tally`, `rows.count_reads`): counted from Python after the
     scan, the objects the counts live in are out of the caches. The objects its hits will be made of, and their
     items in the table's lists, are prefetched before it returns (`CellTable.addresses`, `CellTable.item_arrays`):
@@ -100,13 +102,13 @@ def vector_probe_for(dim: int) -> Callable[..., tuple[int, int]]:
         groups: np.ndarray,
         centroid_codes: np.ndarray,
         centroid_scales: np.ndarray,
-        vector: np.ndarray,
-        found_rows: np.ndarray,
-        found_scores: np.ndarray,
         addresses: np.ndarray,
         item_arrays: np.ndarray,
         access: np.ndarray,
         tallies: np.ndarray,
+        vector: np.ndarray,
+        found_rows: np.ndarray,
+        found_scores: np.ndarray,
         k: int,
         floor: int,
         budget: int,

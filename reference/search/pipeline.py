@@ -41,7 +41,16 @@ from ..cells.episodes import EpisodeIndex
 from ..cells.turns import with_turn_form
 from ..common.config import MemoryConfig
 from ..indexes.filters import EVERYTHING, Within
-from ..indexes.vectors import GroupIndex, NumpyGroupIndex, Probed, ProbeLimits, similarities, top_k
+from ..indexes.vectors import (
+    GroupIndex,
+    NumpyGroupIndex,
+    Probed,
+    ProbeLimits,
+    VectorProbe,
+    probe_vector,
+    similarities,
+    top_k,
+)
 from ..kernels.context import with_context
 from ..kernels.jit import rows32
 from ..score.fusion import calibrated_scores, reciprocal_rank
@@ -72,7 +81,7 @@ class Route(NamedTuple):
     """How stages 1–2 find one scope's candidates for one k and depth: the probe setting it was made for, the
     scope's cells, where its budget probing stops (`limits.budget` 0: `top_k` probing), whether a flat search is
     cheaper than a probe, its live groups, and their centroid codes when the compiled probe reads them (else
-    None)."""
+    None), with the one-vector probe over them bound (`NumpyGroupIndex.vector_probe`)."""
 
     setting: ProbeSetting
     cells: int
@@ -80,6 +89,7 @@ class Route(NamedTuple):
     flat: bool
     groups: np.ndarray
     centroid_codes: tuple[np.ndarray, np.ndarray] | None
+    vector_probe: VectorProbe | None
 
 
 class SearchPipeline:
@@ -87,8 +97,6 @@ class SearchPipeline:
 
     def __init__(self, config: MemoryConfig) -> None:
         self.config = config
-        self._routes: tuple[tuple[object, ...], dict[tuple[int | None, int, int], Route]] = ((), {})
-        """The routes made since the memory last changed (`EngineState.version`), by scope, k and depth."""
 
     def answered(
         self,
@@ -191,19 +199,14 @@ class SearchPipeline:
         """`ranked` in similarity mode for one query vector over every scope, counted as a search and its reads in
         the access counts (call under the state's read lock), when the compiled probe's route answers it: one
         compiled call from the vector as the caller gave it (1-D float32, C-contiguous, writeable:
-        `NumpyGroupIndex.probe_vector`) to its candidates, which also counts them. None when it does not (another
+        `indexes.vectors.probe_vector`) to its candidates, which also counts them. None when it does not (another
         route, an empty memory, a vector with no direction): `answered` then answers, with the checks it makes."""
         if not len(state.table):
             return None
         route = self._route(state, k, k, None)
-        if route.centroid_codes is None:
+        if route.vector_probe is None:
             return None
-        assert isinstance(state.index, NumpyGroupIndex)
-        table = state.table
-        found = state.index.probe_vector(
-            route.groups, route.centroid_codes, vector, k, route.limits, table.addresses, table.item_arrays,
-            table.access, state.counters.tallies,
-        )  # fmt: skip
+        found = probe_vector(route.vector_probe, vector, k, route.limits)
         if found is not None and state.store.persistent:
             state.mark_accessed(found.rows)
         return found
@@ -290,16 +293,16 @@ class SearchPipeline:
         return scored
 
     def _route(self, state: EngineState, k: int, depth: int, scope: int | None) -> Route:
-        """Stages 1–2's route for this scope, k and depth, made once until the memory or the scope's probe
-        setting changes (`EngineState.version`, `EngineState.probe_of`): worked out in every search, it would be a
-        noticeable share of a probe's cost."""
-        made_for, routes = self._routes
-        if made_for != (state, state.version):  # readers may share the dict: none changes the state
-            made_for, routes = self._routes = ((state, state.version), {})
+        """Stages 1–2's route for this scope, k and depth by this pipeline's settings, made once until the memory
+        or the scope's probe setting changes (`EngineState.routes`, `EngineState.probe_of`): worked out in every
+        search, it would be a noticeable share of a probe's cost. Readers may share the routes: none changes the
+        state."""
         setting = state.probe_of(scope)
-        route = routes.get((scope, k, depth))
+        key = (self, scope, k, depth)
+        route: Route | None = state.routes.get(key)
         if route is None or route.setting is not setting:
-            route = routes[(scope, k, depth)] = self._new_route(state, k, depth, scope, setting)
+            route = self._new_route(state, k, depth, scope, setting)
+            state.keep_route(key, route)
         return route
 
     def _new_route(self, state: EngineState, k: int, depth: int, scope: int | None, setting: ProbeSetting) -> Route:
@@ -310,8 +313,15 @@ class SearchPipeline:
         limits = ProbeLimits(depth, config.probe_per_k * k, budget, setting.margin)
         flat = bool(budget) and config.flat_is_cheaper(k, cells, setting.reach)
         compiled = bool(budget) and not flat and isinstance(state.index, NumpyGroupIndex)
-        codes = groups.active_centroid_codes(scope) if compiled else None
-        return Route(setting, cells, limits, flat, groups.active_ids(scope), codes)
+        active = groups.active_ids(scope)
+        if not compiled:
+            return Route(setting, cells, limits, flat, active, None, None)
+        assert isinstance(state.index, NumpyGroupIndex)
+        codes, table = groups.active_centroid_codes(scope), state.table
+        probe = state.index.vector_probe(
+            active, codes, table.addresses, table.item_arrays, table.access, state.counters.tallies
+        )
+        return Route(setting, cells, limits, flat, active, codes, probe)
 
     def _group_stage(
         self, query: np.ndarray, k: int, limits: ProbeLimits, route: Route, state: EngineState, scope: int | None

@@ -115,6 +115,10 @@ class EngineState:
         self._changed_scopes: set[int] = set()
         self._probes: dict[tuple[int | None, float | None, float], ProbeSetting] = {}
         """The settings estimated since the cells last changed, by (scope, target recall, margin floor)."""
+        self.routes: dict[tuple[object, int | None, int, int], Any] = {}
+        """The search routes made since the cells last changed (`SearchPipeline._route`; added by `keep_route`),
+        dropped by every change: a route binds the index's and the table's arrays, and none keeps alive those a
+        write replaced."""
         self._groups, self._lexical, self._episodes = groups, lexical, EpisodeIndex()
         self._metadata = MetadataIndex()
         self._scopes = ScopeRows()
@@ -364,6 +368,7 @@ class EngineState:
         finally:
             self._closed = True
             self.index.close()
+            self.routes.clear()
 
     def abandon(self) -> None:
         """Stop without writing anything more (what a process that dies leaves; for crash tests)."""
@@ -383,9 +388,15 @@ class EngineState:
         self._touch(np.r_[plan.groups, plan.moved_to])
         self._changed()
 
+    def keep_route(self, key: tuple[object, int | None, int, int], route: object) -> None:
+        """Keep a search route (`routes`) made under the read lock: readers may share the routes, as none changes
+        the state."""
+        self.routes[key] = route
+
     def _changed(self) -> None:
         self._version += 1
         self._probes.clear()
+        self.routes.clear()
 
     def restore(self, batch: CellBatch | None, groups: int = 0) -> None:
         """Rebuild every derived structure from the store's cells (at least `groups` group slots: the store's

@@ -5,7 +5,9 @@ k past the cells; the vectors it does not take, and the bad ones, go the general
 
 from __future__ import annotations
 
+import gc
 import threading
+import weakref
 
 import numpy as np
 import pytest
@@ -15,7 +17,7 @@ from reference import CellularMemory
 from reference.common.errors import InvalidInputError
 from reference.common.validation import unit_vector
 from reference.encoders import MockEncoder
-from reference.indexes.vectors import NumpyGroupIndex, Probed, ProbeLimits
+from reference.indexes.vectors import NumpyGroupIndex, Probed, ProbeLimits, probe_vector
 from reference.search.queries import hit_list, hits_of
 from tests.threads import run_concurrently
 
@@ -128,15 +130,14 @@ def test_a_bad_vector_is_refused_as_the_general_path_refuses_it(twins, bad):
 
 
 def probed_alone(mem: CellularMemory, query: np.ndarray, k: int, limits: ProbeLimits | None = None) -> Probed:
-    """`NumpyGroupIndex.probe_vector` of `query` (as float32) on the memory's route for k, within its limits or these
-    (under the read lock)."""
+    """`probe_vector` of `query` (as float32) on the memory's route for k, within its limits or these (under the read
+    lock)."""
     state = mem._state
     route = mem._search._route(state, k, k, None)
     assert route.centroid_codes is not None and isinstance(state.index, NumpyGroupIndex)
     vector = np.asarray(query, np.float32)
-    found = state.index.probe_vector(
-        route.groups, route.centroid_codes, vector, k, limits or route.limits, *counted_in(state)
-    )  # fmt: skip
+    probe = state.index.vector_probe(route.groups, route.centroid_codes, *counted_in(state))
+    found = probe_vector(probe, vector, k, limits or route.limits)
     assert found is not None
     return found
 
@@ -193,8 +194,11 @@ def test_the_probe_finds_the_same_whatever_addresses_it_prefetches(twins, data):
     for query in queries(data):
         vector = np.asarray(query, np.float32)
         found = [
-            state.index.probe_vector(
-                route.groups, route.centroid_codes, vector, 10, route.limits, *addresses, *counted_in(state)[2:]
+            probe_vector(
+                state.index.vector_probe(route.groups, route.centroid_codes, *addresses, *counted_in(state)[2:]),
+                vector,
+                10,
+                route.limits,
             )
             for addresses in prefetched
         ]
@@ -242,3 +246,15 @@ def test_a_stored_memory_keeps_the_reads_the_probe_counted(tmp_path, data):
     assert set(counted.values()) == {4}  # three searches, and the probe's own above
     with CellularMemory(path=str(tmp_path), encoder=MockEncoder(DIM)) as mem:
         assert {i: mem.get(i).access_count for i in counted} == counted
+
+
+def test_a_write_drops_the_routes_so_no_array_it_replaced_stays_alive(data):
+    """A route binds the index's arrays: a write that replaces them drops it, so the old arena goes at once, not
+    at the next search."""
+    with built(data) as mem:
+        mem.search(np.asarray(data.queries[0], np.float32), k=10)
+        assert mem._state.routes
+        arena = weakref.ref(mem._state.index.codes)
+        mem.add([f"more {i}" for i in range(CELLS)], vectors=data.vectors, ids=[f"m{i}" for i in range(CELLS)])
+        gc.collect()
+        assert mem._state.routes == {} and arena() is None
