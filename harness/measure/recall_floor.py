@@ -352,6 +352,12 @@ class Hnsw:
         return Race(times["engine"].seconds, how, speedup, float(speedup_of(means)))
 
 
+def change(new: float, old: float) -> str:
+    """`new` against `old` as a signed percentage to 0.1 %: "+0.0%" for figures that differ only by how a mean of
+    the same bytes rounds (never "-0.0%")."""
+    return f"{round(new / old - 1, 3) + 0.0:+.1%}"
+
+
 def corpus_of(spec: str) -> Corpus:
     """`locomo:PATH`: every conversation's turns as LoCoMo's retrieval setup renders them, one passage each; anything
     else a corpus of `load_corpus`."""
@@ -415,7 +421,7 @@ def report(
             f"| {r.target} | {r.write} | {'after' if r.slept else 'before'} | {r.recall:.3f} "
             f"| {'yes' if r.recall >= r.target else '**no**'} | {estimate} | {needed} | {r.margin:.3f} | {r.reach} "
             f"| {exact_seconds / r.seconds_per_query:.0f}× | {r.bytes_per_search:,.0f} "
-            f"| {old.recall:.3f}, {old.margin:.3f} | {r.bytes_per_search / old.bytes_per_search - 1:+.1%} |"
+            f"| {old.recall:.3f}, {old.margin:.3f} | {change(r.bytes_per_search, old.bytes_per_search)} |"
         )
     lines += [
         "",

@@ -93,3 +93,9 @@ def test_the_race_times_hnsw_at_the_engines_recall_between_its_neighbouring_poin
 def test_a_race_is_judged_as_the_harness_judges_a_bar_not_by_which_time_is_lower(speedup, verdict):
     interval = recall_floor.Interval(speedup, speedup, speedup)
     assert recall_floor.Race(1.0, "ef 16", interval, speedup).verdict == verdict
+
+
+def test_the_probing_added_reads_as_a_signed_percentage_with_no_minus_zero():
+    change = recall_floor.change
+    assert [change(*pair) for pair in [(898611 * (1 + 1e-15), 898611), (898611 * (1 - 1e-15), 898611)]] == ["+0.0%"] * 2
+    assert [change(1.043, 1.0), change(0.99, 1.0), change(1.0, 1.0)] == ["+4.3%", "-1.0%", "+0.0%"]
