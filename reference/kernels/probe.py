@@ -84,11 +84,10 @@ def vector_probe_for(dim: int) -> Callable[..., tuple[int, int]]:
     vector (`rows.unit_into`), probed, and its best cells written into buffers the caller made, so that one
     compiled call takes a search from the vector to its rows and scores, and returns no array. Its arguments up to
     `vector` stay the same from search to search until the memory changes (`NumpyGroupIndex.vector_probe` binds
-    them once). It counts its own
-    search, by atomic adds and without the GIL (`rows.tally`, `rows.count_reads`): counted from Python after the
-    scan, the objects the counts live in are out of the caches. The objects its hits will be made of, and their
-    items in the table's lists, are prefetched before it returns (`CellTable.addresses`, `CellTable.item_arrays`):
-    they lie all over Python's heap, out of the caches after the scan too."""
+    them once). It counts its own search, by atomic adds and without the GIL (`rows.tally`, `rows.count_reads`):
+    counted from Python after the scan, the objects the counts live in are out of the caches. The objects its hits
+    will be made of, and their items in the table's lists, are prefetched before it returns (`CellTable.addresses`,
+    `CellTable.item_arrays`): they lie all over Python's heap, out of the caches after the scan too."""
     flipped = intrinsics.vnni_usable(dim)
 
     @compiled
@@ -116,10 +115,9 @@ def vector_probe_for(dim: int) -> Callable[..., tuple[int, int]]:
     ) -> tuple[int, int]:
         """`_probed` for `vector` at unit length, its best `len(found_rows)` cells written into `found_rows` and
         `found_scores`, best first, and the addresses in their rows of `addresses` prefetched, as are their items
-        in the lists whose item arrays lie at `item_arrays`; counted as one
-        search, not flat, in `tallies` (`rows.tally`) and as a read of each cell found in `access`. Returns how
-        many it wrote (-1, and nothing probed or counted, when `vector` has no direction: NaN, infinite or zero)
-        and the bytes read."""
+        in the lists whose item arrays lie at `item_arrays`; counted as one search, not flat, in `tallies`
+        (`rows.tally`) and as a read of each cell found in `access`. Returns how many it wrote (-1, and nothing
+        probed or counted, when `vector` has no direction: NaN, infinite or zero) and the bytes read."""
         query = np.empty(dim, np.float32)
         if not unit_into(vector, query):
             return -1, 0
