@@ -12,6 +12,7 @@ import copy
 import ctypes
 import os
 import sys
+import sysconfig
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -23,12 +24,14 @@ from .turns import asks, speaker_word
 
 LIST_ITEMS_AT = (
     3 * ctypes.sizeof(ctypes.c_void_p)
-    if sys.implementation.name == "cpython" and not hasattr(sys, "gettotalrefcount")
+    if sys.implementation.name == "cpython"
+    and not hasattr(sys, "gettotalrefcount")
+    and not sysconfig.get_config_var("Py_GIL_DISABLED")
     else None
 )
 """Where a CPython list holds the address of its item array (`ob_item`, after a reference count, a type and a
-length); None where that layout is not known (another Python, a debug build): its lists' items are then not
-prefetched."""
+length); None where that layout is not known (another Python, a debug or a free-threaded build, whose objects have
+longer headers): its lists' items are then not prefetched."""
 
 NO_METADATA: MappingProxyType[str, Any] = MappingProxyType({})
 """The metadata of every row written without any: one read-only empty mapping, not an empty dict per cell
