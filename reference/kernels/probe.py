@@ -3,6 +3,7 @@ released, and the order of the groups it reads."""
 
 from __future__ import annotations
 
+import ctypes
 import functools
 from collections.abc import Callable
 
@@ -20,8 +21,8 @@ rounding), so this many of them is a wide margin over the largest error real tex
 cannot reach the best `depth`."""
 
 
-ITEM = 8
-"""Bytes of an item in a list's item array (a 64-bit address)."""
+ITEM = ctypes.sizeof(ctypes.c_void_p)
+"""Bytes of an item in a list's item array (an address, as `cells.table.LIST_ITEMS_AT` reads them)."""
 
 AHEAD = 16
 """Cells a probe's prefetch runs ahead of its reads, in its order of reading (`quantize.code_dots`): far
@@ -173,8 +174,7 @@ def _probed(
     cell's codes are prefetched `AHEAD` cells before they are read (`quantize.code_dots`). Writes the best `depth`
     of those, best first, into `found_rows` and `found_scores` (rows and exact scores); returns how many, and the
     bytes read: the codes (and scales) of the centroids and of the cells read, and the float32 vectors rescored.
-    Inlined into the kernels of `dim` (a constant there, as `flipped` is:
-    `code_dots` then unrolls)."""
+    Inlined into the kernels of `dim` (a constant there, as `flipped` is: `code_dots` then unrolls)."""
     depth = len(found_rows)
     candidates = depth + k
     offset = np.int32(128) * code_sum(query_codes) if flipped else np.int32(0)  # what `code_dots` adds

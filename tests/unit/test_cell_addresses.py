@@ -11,6 +11,7 @@ import numpy as np
 from reference import CellularMemory
 from reference.cells.table import LIST_ITEMS_AT, CellBatch, CellTable
 from reference.encoders import MockEncoder
+from reference.kernels.probe import ITEM
 
 
 def batch(ids: list[str]) -> CellBatch:
@@ -49,7 +50,7 @@ def items_hold(base: int, column: list) -> bool:
     """Whether the item array at `base` holds the addresses of `column`'s objects (read back from memory)."""
     if LIST_ITEMS_AT is None:
         return base == 0
-    return [ctypes.c_void_p.from_address(base + 8 * i).value for i in range(len(column))] == list(map(id, column))
+    return [ctypes.c_void_p.from_address(base + ITEM * i).value for i in range(len(column))] == list(map(id, column))
 
 
 def test_the_addresses_follow_rows_written_released_refilled_and_grown():
